@@ -1,0 +1,135 @@
+//! The `keepalived` binary: keepalived 2.2.7's command line in front of the
+//! keepalived-rs pipeline. Today it runs the configuration side (`-t`, `-d`,
+//! `--dump-json`); the daemon arrives with the checkers and IPVS backend.
+
+use keepalived::cli;
+use keepalived::config::{self, LoadOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const DEFAULT_CONF: &str = "/etc/keepalived/keepalived.conf";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let prog = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "keepalived".into());
+    if prog == "genhash" || args.get(1).is_some_and(|a| a == "-T" || a == "--genhash") {
+        eprintln!("genhash mode is not available yet in keepalived-rs (planned with the health checkers)");
+        return ExitCode::from(1);
+    }
+    let opts = match cli::parse(&args[1..]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            eprint!("{}", cli::usage(&prog));
+            return ExitCode::from(1);
+        }
+    };
+    if !opts.extra.is_empty() {
+        eprintln!("Unknown parameter(s): {}", opts.extra.join(" "));
+    }
+    if opts.help {
+        eprint!("{}", cli::usage(&prog));
+        return ExitCode::SUCCESS;
+    }
+    if opts.version {
+        eprintln!(
+            "Keepalived v2.2.7 compatible (keepalived-rs {})",
+            env!("CARGO_PKG_VERSION")
+        );
+        return ExitCode::SUCCESS;
+    }
+    if let Some(name) = &opts.signum {
+        return match cli::signum(name) {
+            Some(n) => {
+                println!("{n}");
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("Unknown sigfunc {name}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    for (set, what) in [
+        (opts.vrrp, "-P/--vrrp (VRRP)"),
+        (opts.snmp || opts.snmp_agent_socket.is_some(), "-x/-A (SNMP)"),
+        (opts.release_vips, "-X/--release-vips (VRRP)"),
+        (opts.dont_release_vrrp, "-V/--dont-release-vrrp (VRRP)"),
+    ] {
+        if set {
+            eprintln!("{what} is accepted but not available yet in keepalived-rs");
+        }
+    }
+
+    let path = PathBuf::from(opts.use_file.clone().unwrap_or_else(|| DEFAULT_CONF.into()));
+    let load_opts = LoadOptions {
+        config_id: opts.config_id.clone().unwrap_or_else(config::default_config_id),
+        all_config: opts.all_config,
+        config_test: opts.config_test.is_some(),
+    };
+    let loaded = config::load(&path, &load_opts);
+
+    if let Some(log) = &opts.config_test {
+        let mut out: Box<dyn Write> = if log.is_empty() {
+            Box::new(std::io::stderr())
+        } else {
+            match std::fs::OpenOptions::new().append(true).create(true).open(log) {
+                Ok(f) => Box::new(f),
+                Err(e) => {
+                    eprintln!("cannot open config test log {log}: {e}");
+                    Box::new(std::io::stderr())
+                }
+            }
+        };
+        for d in loaded.diagnostics.items() {
+            let _ = writeln!(out, "{d}");
+        }
+        if opts.dump_conf {
+            let _ = writeln!(out, "{:#?}", loaded.config);
+        }
+        if opts.dump_json {
+            println!("{}", serde_json::to_string_pretty(&loaded.config).unwrap_or_default());
+        }
+        return ExitCode::from(loaded.config_test_exit_code() as u8);
+    }
+
+    for d in loaded.diagnostics.items() {
+        eprintln!("{d}");
+    }
+    if opts.dump_json {
+        match serde_json::to_string_pretty(&DumpJson {
+            config: &loaded.config,
+            diagnostics: loaded.diagnostics.items(),
+        }) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("cannot serialise the configuration: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        return ExitCode::from(loaded.config_test_exit_code() as u8);
+    }
+    if opts.dump_conf {
+        println!("{:#?}", loaded.config);
+        return ExitCode::SUCCESS;
+    }
+    if loaded.diagnostics.missing_parameter {
+        return ExitCode::from(2);
+    }
+    eprintln!(
+        "keepalived-rs: the daemon (health checkers and IPVS) is not available yet; \
+         use -t to check a configuration or --dump-json to see how it is read"
+    );
+    ExitCode::from(1)
+}
+
+#[derive(serde::Serialize)]
+struct DumpJson<'a> {
+    config: &'a keepalived::config::model::Config,
+    diagnostics: &'a [keepalived::config::diag::Diagnostic],
+}

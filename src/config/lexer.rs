@@ -1,0 +1,385 @@
+//! Lexical rules of keepalived.conf: comment removal, splitting a logical line
+//! into words, and the brace split that turns `x {` into two lines.
+//!
+//! First stage of the config pipeline, used by [`super::reader`] (which feeds
+//! it physical lines) and by the block parser (which tokenises each logical
+//! line). Pure functions, no I/O. The rules are keepalived 2.2.7's
+//! (`lib/parser.c`: `decomment()`, `alloc_strvec_r()`, `read_line()`), quirks
+//! included; `grammar/lexical.md` writes them out.
+
+use nom::{
+    bytes::complete::{is_not, take_till, take_while},
+    character::complete::char,
+    combinator::{opt, recognize},
+    sequence::delimited,
+    IResult,
+};
+use nom_locate::LocatedSpan;
+
+/// A slice of a logical line that knows its column.
+pub type Span<'a> = LocatedSpan<&'a str>;
+
+/// keepalived's `WHITE_SPACE_STR`.
+pub const WHITE_SPACE: &[char] = &[' ', '\t', '\x0c', '\n', '\r', '\x0b'];
+
+fn is_ws(c: char) -> bool {
+    WHITE_SPACE.contains(&c)
+}
+
+/// Result of [`decomment`]: the cleaned line and whether a `"` was left open.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decommented {
+    /// The line without comment, leading and trailing blanks.
+    pub text: String,
+    /// A double quote was not closed (keepalived: "Unterminated quote").
+    pub unterminated_quote: bool,
+}
+
+/// Removes comments (`#` or `!` outside double quotes), the backslash of `\#`
+/// and `\!` outside quotes, and leading/trailing blanks. A trailing lone `\`
+/// is kept glued to the text before it, as keepalived does.
+pub fn decomment(line: &str) -> Decommented {
+    let s = line.trim_start_matches([' ', '\t']);
+    let mut out = String::with_capacity(s.len());
+    let mut quote = false;
+    let mut cont = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quote = !quote;
+                out.push(c);
+            }
+            '\\' => match chars.peek().copied() {
+                None => {
+                    cont = true;
+                    break;
+                }
+                Some(n) => {
+                    if !quote && (n == '#' || n == '!') {
+                        out.push(n);
+                    } else {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                    chars.next();
+                }
+            },
+            '#' | '!' if !quote => break,
+            _ => out.push(c),
+        }
+    }
+    // A comment started inside an unterminated quote is not a comment, so the
+    // open quote only matters when the line ran to its end.
+    let unterminated_quote = quote;
+    let trimmed_len = out.trim_end_matches([' ', '\t']).len();
+    out.truncate(trimmed_len);
+    if cont {
+        out.push('\\');
+    }
+    Decommented {
+        text: out,
+        unterminated_quote,
+    }
+}
+
+/// A word of a logical line with its 1-based column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The word, quotes removed.
+    pub text: String,
+    /// 1-based column in the logical line.
+    pub column: usize,
+}
+
+/// Result of [`tokenize`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Tokens {
+    /// The words found.
+    pub words: Vec<Word>,
+    /// Set when a `"` was not closed; the rest of the line was dropped.
+    pub unmatched_quote: bool,
+}
+
+fn ws(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
+    take_while(is_ws)(i)
+}
+
+/// A quoted word: everything up to the next `"`, no escapes.
+fn quoted(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
+    delimited(
+        char('"'),
+        recognize(opt(is_not("\""))),
+        char('"'),
+    )(i)
+}
+
+/// A bare word runs until whitespace or a `"` (which starts the next word).
+fn bare(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
+    take_till(|c: char| is_ws(c) || c == '"')(i)
+}
+
+/// Splits a logical line into words as keepalived's `alloc_strvec_r()`:
+/// whitespace separates, a word that starts with `"` runs to the next `"`.
+pub fn tokenize(line: &str) -> Tokens {
+    let mut tokens = Tokens::default();
+    let mut rest = Span::new(line);
+    loop {
+        let (r, _) = ws(rest).unwrap_or((rest, rest));
+        rest = r;
+        if rest.fragment().is_empty() {
+            break;
+        }
+        let column = rest.get_utf8_column();
+        if rest.fragment().starts_with('"') {
+            match quoted(rest) {
+                Ok((r, w)) => {
+                    tokens.words.push(Word {
+                        text: w.fragment().to_string(),
+                        column,
+                    });
+                    rest = r;
+                }
+                Err(_) => {
+                    tokens.unmatched_quote = true;
+                    break;
+                }
+            }
+        } else {
+            let (r, w) = bare(rest).unwrap_or((rest, rest));
+            if w.fragment().is_empty() {
+                break;
+            }
+            tokens.words.push(Word {
+                text: w.fragment().to_string(),
+                column,
+            });
+            rest = r;
+        }
+    }
+    tokens
+}
+
+/// Splits a decommented line at its first `{` or `}` outside double quotes,
+/// as keepalived's `read_line()`: text before the brace, then the brace alone,
+/// then the rest; returns the line to hand out now and the residue to read next.
+pub fn split_brace(buf: &str) -> (String, Option<String>) {
+    let bytes = buf.as_bytes();
+    let mut pos = None;
+    if bytes.first() == Some(&b'{') || bytes.first() == Some(&b'}') {
+        pos = Some(0);
+    } else {
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'{' | b'}' => {
+                    pos = Some(i);
+                    break;
+                }
+                b'"' => match buf[i + 1..].find('"') {
+                    Some(end) => i = i + 1 + end + 1,
+                    None => break,
+                },
+                _ => i += 1,
+            }
+        }
+    }
+    let trim = |s: &str| s.trim_end_matches([' ', '\t']).to_string();
+    match pos {
+        None => (trim(buf), None),
+        Some(0) => {
+            let after = &buf[1..];
+            let skip = after.len() - after.trim_start_matches([' ', '\t']).len();
+            let rest = &after[skip..];
+            let residue = trim(rest);
+            let head = buf[..1].to_string();
+            if residue.is_empty() {
+                (head, None)
+            } else {
+                (head, Some(residue))
+            }
+        }
+        Some(p) => {
+            let residue = trim(&buf[p..]);
+            (trim(&buf[..p]), Some(residue))
+        }
+    }
+}
+
+/// Splits a script command line into argv as keepalived's
+/// `alloc_strvec_quoted_escaped()`: `"` and `'` quote, adjacent parts join,
+/// backslash escapes (`\n`, `\t`, `\xHH`, `\NNN`, `\cC`, `\C`) are processed.
+/// Returns `None` on an unterminated quote or a trailing lone backslash.
+pub fn split_quoted_escaped(src: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let chars: Vec<char> = src.chars().collect();
+    let mut i = 0;
+    loop {
+        while i < chars.len() && is_ws(chars[i]) {
+            i += 1;
+        }
+        if i >= chars.len() {
+            break;
+        }
+        let mut cur = String::new();
+        let mut quote: Option<char> = None;
+        while i < chars.len() {
+            let c = chars[i];
+            match quote {
+                Some(q) if c == q => {
+                    quote = None;
+                    i += 1;
+                }
+                None if c == '"' || c == '\'' => {
+                    quote = Some(c);
+                    i += 1;
+                }
+                None if is_ws(c) => break,
+                _ if c == '\\' => {
+                    i += 1;
+                    let Some(&e) = chars.get(i) else {
+                        return None;
+                    };
+                    if e == 'x' && chars.get(i + 1).is_some_and(|c| c.is_ascii_hexdigit()) {
+                        i += 1;
+                        let mut v: u32 = 0;
+                        while let Some(d) = chars.get(i).and_then(|c| c.to_digit(16)) {
+                            v = (v << 4 | d) & 0xff;
+                            i += 1;
+                        }
+                        cur.push(char::from(v as u8));
+                    } else if e == 'c' && i + 1 < chars.len() {
+                        cur.push(char::from((chars[i + 1] as u32 & 0x1f) as u8));
+                        i += 2;
+                    } else if ('0'..='7').contains(&e) {
+                        let mut v: u32 = 0;
+                        let mut n = 0;
+                        while n < 3 && chars.get(i).is_some_and(|c| ('0'..='7').contains(c)) {
+                            v = v * 8 + (chars[i] as u32 - '0' as u32);
+                            i += 1;
+                            n += 1;
+                        }
+                        cur.push(char::from((v & 0xff) as u8));
+                    } else {
+                        cur.push(match e {
+                            'a' => '\x07',
+                            'b' => '\x08',
+                            'E' => '\x1b',
+                            'f' => '\x0c',
+                            'n' => '\n',
+                            'r' => '\r',
+                            't' => '\t',
+                            'v' => '\x0b',
+                            other => other,
+                        });
+                        i += 1;
+                    }
+                }
+                _ => {
+                    cur.push(c);
+                    i += 1;
+                }
+            }
+        }
+        if quote.is_some() {
+            return None;
+        }
+        words.push(cur);
+    }
+    Some(words)
+}
+
+/// Splits a raw keyword line into words where both `"` and `'` quote and
+/// adjacent quoted/unquoted parts join, backslashes kept (keepalived's
+/// `alloc_strvec_quoted()`, used for script keywords).
+pub fn split_quoted(src: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in src.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if is_ws(c) => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Some(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        tokenize(s).words.into_iter().map(|w| w.text).collect()
+    }
+
+    #[test]
+    fn comments_and_escapes() {
+        assert_eq!(decomment("  lb_algo rr # c").text, "lb_algo rr");
+        assert_eq!(decomment("a \"b # c\" ! d").text, "a \"b # c\"");
+        assert_eq!(decomment("a\\#b").text, "a#b");
+        assert_eq!(decomment("lb_algo rr \\").text, "lb_algo rr\\");
+        assert!(decomment("a \"b").unterminated_quote);
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(words("a\"b c\"d"), vec!["a", "b c", "d"]);
+        assert_eq!(words("lb_algo 'x y'"), vec!["lb_algo", "'x", "y'"]);
+        assert_eq!(words("x \"\" y"), vec!["x", "", "y"]);
+        let t = tokenize("a \"b");
+        assert!(t.unmatched_quote);
+        assert_eq!(t.words.len(), 1);
+        assert_eq!(tokenize("  ab  cd").words[1].column, 7);
+    }
+
+    #[test]
+    fn brace_split() {
+        assert_eq!(
+            split_brace("real_server 1.2.3.4 80 { weight 1"),
+            (
+                "real_server 1.2.3.4 80".to_string(),
+                Some("{ weight 1".to_string())
+            )
+        );
+        assert_eq!(
+            split_brace("{ weight 1"),
+            ("{".to_string(), Some("weight 1".to_string()))
+        );
+        assert_eq!(split_brace("a \"{\" b"), ("a \"{\" b".to_string(), None));
+        assert_eq!(split_brace("}"), ("}".to_string(), None));
+    }
+
+    #[test]
+    fn script_words() {
+        assert_eq!(
+            split_quoted_escaped("/bin/echo 'a b' \"c\\td\" e\\x41").unwrap(),
+            vec!["/bin/echo", "a b", "c\td", "eA"]
+        );
+        assert_eq!(
+            split_quoted("notify_up \"/bin/x a\" root").unwrap(),
+            vec!["notify_up", "/bin/x a", "root"]
+        );
+    }
+}

@@ -1,0 +1,732 @@
+//! The typed configuration model: what the parser produces and the checkers,
+//! the reconciler and `--dump-json` consume.
+//!
+//! Third stage of the config pipeline (after [`super::parser`], finished by
+//! [`super::validate`], which fills in keepalived's defaults and inheritance).
+//! Field names are keepalived's keywords. Times are microseconds, as
+//! keepalived stores them (`TIMER_HZ`). Sections whose runtime is not built
+//! yet (VRRP, BFD, static addresses/routes/rules) are kept as checked,
+//! generic [`Block`]s so that nothing an operator wrote is lost.
+
+use serde::Serialize;
+use std::net::IpAddr;
+
+/// Microseconds per second (keepalived's `TIMER_HZ`).
+pub const TIMER_HZ: u64 = 1_000_000;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Config {
+    /// Root-level settings that are not inside `global_defs`.
+    pub root: RootSettings,
+    /// `global_defs`.
+    pub global_defs: GlobalDefs,
+    /// The top-level `SSL` block (client certificate for SSL_GET).
+    pub ssl: Option<SslBlock>,
+    /// `virtual_server_group` blocks, in file order.
+    pub virtual_server_groups: Vec<VirtualServerGroup>,
+    /// `virtual_server` blocks that survived validation, in file order.
+    pub virtual_servers: Vec<VirtualServer>,
+    /// `track_file` (and deprecated `vrrp_track_file`) blocks.
+    pub track_files: Vec<TrackFile>,
+    /// VRRP, BFD and static sections, keywords checked, runtime not built yet.
+    pub other_blocks: Vec<Block>,
+}
+
+/// Root-level keywords (not valid inside `global_defs`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RootSettings {
+    /// `net_namespace NAME`.
+    pub net_namespace: Option<String>,
+    /// `net_namespace_ipvs [NAME]` (`Some("")` = default namespace).
+    pub net_namespace_ipvs: Option<String>,
+    /// `namespace_with_ipsets`.
+    pub namespace_with_ipsets: bool,
+    /// `use_pid_dir`.
+    pub use_pid_dir: bool,
+    /// `instance NAME`.
+    pub instance: Option<String>,
+    /// `child_wait_time SECS` (default 5).
+    pub child_wait_time: Option<u32>,
+    /// `linkbeat_use_polling`.
+    pub linkbeat_use_polling: bool,
+}
+
+/// A keyword and its arguments as written, with its line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Setting {
+    /// The keyword.
+    pub keyword: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The line it was on.
+    pub line: usize,
+}
+
+/// `lvs_flush_on_stop` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushOnStop {
+    /// Delete each dest then each VS (keepalived's default).
+    Off,
+    /// Flush the whole table.
+    Full,
+    /// Delete each managed VS, keeping their dests' deletion to the kernel.
+    Vs,
+}
+
+/// `lvs_timeouts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LvsTimeouts {
+    /// `tcp N` seconds.
+    pub tcp: Option<u32>,
+    /// `tcpfin N` seconds.
+    pub tcpfin: Option<u32>,
+    /// `udp N` seconds.
+    pub udp: Option<u32>,
+}
+
+/// A script with its optional user and group (`CMD [USER [[:]GROUP]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Script {
+    /// argv, escapes processed.
+    pub args: Vec<String>,
+    /// `USER` when given.
+    pub user: Option<String>,
+    /// `GROUP` when given.
+    pub group: Option<String>,
+}
+
+/// A notify FIFO with its optional owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fifo {
+    /// Path of the FIFO.
+    pub path: String,
+    /// Owner user.
+    pub user: Option<String>,
+    /// Owner group.
+    pub group: Option<String>,
+}
+
+/// `global_defs`: the checker/LVS settings typed, everything else kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct GlobalDefs {
+    /// `router_id`.
+    pub router_id: Option<String>,
+    /// `lvs_flush`.
+    pub lvs_flush: bool,
+    /// `lvs_flush_on_stop [VS]`.
+    pub lvs_flush_on_stop: FlushOnStop,
+    /// `lvs_timeouts`.
+    pub lvs_timeouts: Option<LvsTimeouts>,
+    /// `lvs_sync_daemon` arguments as written.
+    pub lvs_sync_daemon: Option<Vec<String>>,
+    /// `script_user USER [GROUP]`.
+    pub script_user: Option<(String, Option<String>)>,
+    /// `enable_script_security`.
+    pub enable_script_security: bool,
+    /// `checker_log_all_failures`.
+    pub checker_log_all_failures: bool,
+    /// `rs_init_notifies`.
+    pub rs_init_notifies: bool,
+    /// `no_checker_emails`.
+    pub no_checker_emails: bool,
+    /// `smtp_alert`.
+    pub smtp_alert: Option<bool>,
+    /// `smtp_alert_checker`.
+    pub smtp_alert_checker: Option<bool>,
+    /// `notify_fifo`.
+    pub notify_fifo: Option<Fifo>,
+    /// `notify_fifo_script`.
+    pub notify_fifo_script: Option<Script>,
+    /// `lvs_notify_fifo`.
+    pub lvs_notify_fifo: Option<Fifo>,
+    /// `lvs_notify_fifo_script`.
+    pub lvs_notify_fifo_script: Option<Script>,
+    /// `notification_email` addresses.
+    pub notification_email: Vec<String>,
+    /// `notification_email_from`.
+    pub notification_email_from: Option<String>,
+    /// `smtp_server IP|NAME [PORT]`.
+    pub smtp_server: Option<(String, u16)>,
+    /// `smtp_helo_name`.
+    pub smtp_helo_name: Option<String>,
+    /// `smtp_connect_timeout` (µs; default 30 s).
+    pub smtp_connect_timeout: u64,
+    /// `checker_process_name`.
+    pub checker_process_name: Option<String>,
+    /// `random_seed`.
+    pub random_seed: Option<u32>,
+    /// `reload_check_config [LOGFILE]`.
+    pub reload_check_config: Option<String>,
+    /// `state_dump_file`, where SIGUSR1 writes.
+    pub state_dump_file: Option<String>,
+    /// Every other `global_defs` keyword, checked and kept as written.
+    pub other: Vec<Setting>,
+}
+
+impl Default for GlobalDefs {
+    fn default() -> Self {
+        GlobalDefs {
+            router_id: None,
+            lvs_flush: false,
+            lvs_flush_on_stop: FlushOnStop::Off,
+            lvs_timeouts: None,
+            lvs_sync_daemon: None,
+            script_user: None,
+            enable_script_security: false,
+            checker_log_all_failures: false,
+            rs_init_notifies: false,
+            no_checker_emails: false,
+            smtp_alert: None,
+            smtp_alert_checker: None,
+            notify_fifo: None,
+            notify_fifo_script: None,
+            lvs_notify_fifo: None,
+            lvs_notify_fifo_script: None,
+            notification_email: Vec::new(),
+            notification_email_from: None,
+            smtp_server: None,
+            smtp_helo_name: None,
+            smtp_connect_timeout: 30 * TIMER_HZ,
+            checker_process_name: None,
+            random_seed: None,
+            reload_check_config: None,
+            state_dump_file: None,
+            other: Vec::new(),
+        }
+    }
+}
+
+/// The top-level `SSL` block.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SslBlock {
+    /// `password`.
+    pub password: Option<String>,
+    /// `ca`.
+    pub ca: Option<String>,
+    /// `certificate`.
+    pub certificate: Option<String>,
+    /// `key`.
+    pub key: Option<String>,
+}
+
+/// Address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// IPv4.
+    Inet,
+    /// IPv6.
+    Inet6,
+}
+
+/// One entry of a `virtual_server_group`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum VsgEntry {
+    /// A range of addresses `first..=last` (a single address has first == last).
+    Range {
+        /// First address.
+        first: IpAddr,
+        /// Last address, inclusive.
+        last: IpAddr,
+        /// Port, 0 = none.
+        port: u16,
+        /// Line of the entry.
+        line: usize,
+    },
+    /// `fwmark N [inet|inet6]`.
+    Fwmark {
+        /// The mark.
+        fwmark: u32,
+        /// Family when given.
+        family: Option<Family>,
+        /// Line of the entry.
+        line: usize,
+    },
+}
+
+/// `virtual_server_group NAME { ... }`.
+#[derive(Debug, Clone, Serialize)]
+pub struct VirtualServerGroup {
+    /// The group's name.
+    pub name: String,
+    /// Its entries.
+    pub entries: Vec<VsgEntry>,
+    /// Line of the keyword.
+    pub line: usize,
+}
+
+/// How a virtual server is identified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum VsAddress {
+    /// `IP [PORT]`.
+    Addr {
+        /// The address.
+        ip: IpAddr,
+        /// The port, 0 = none.
+        port: u16,
+    },
+    /// `fwmark N`.
+    Fwmark {
+        /// The mark.
+        fwmark: u32,
+    },
+    /// `group NAME`.
+    Group {
+        /// The group's name.
+        name: String,
+    },
+}
+
+/// `protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+    /// SCTP.
+    Sctp,
+}
+
+/// Tunnel encapsulation for `TUN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum TunnelType {
+    /// IP-in-IP.
+    Ipip,
+    /// Generic UDP encapsulation on a port.
+    Gue {
+        /// The UDP port.
+        port: u16,
+    },
+    /// GRE.
+    Gre,
+}
+
+/// Tunnel checksum option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TunnelCsum {
+    /// `nocsum`.
+    Nocsum,
+    /// `csum`.
+    Csum,
+    /// `remcsum`.
+    Remcsum,
+}
+
+/// `lvs_method` / `lb_kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "method")]
+pub enum Forwarding {
+    /// Masquerading.
+    Nat,
+    /// Direct routing.
+    Dr,
+    /// Tunnelling.
+    Tun {
+        /// Encapsulation.
+        tunnel: TunnelType,
+        /// Checksum option.
+        csum: Option<TunnelCsum>,
+    },
+}
+
+/// A real server's checker.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type")]
+pub enum Checker {
+    /// `TCP_CHECK`.
+    #[serde(rename = "TCP_CHECK")]
+    Tcp(CheckerCommon),
+    /// `HTTP_GET`.
+    #[serde(rename = "HTTP_GET")]
+    Http(HttpCheck),
+    /// `SSL_GET`.
+    #[serde(rename = "SSL_GET")]
+    Ssl(HttpCheck),
+    /// `MISC_CHECK`.
+    #[serde(rename = "MISC_CHECK")]
+    Misc(MiscCheck),
+    /// `SMTP_CHECK`.
+    #[serde(rename = "SMTP_CHECK")]
+    Smtp(SmtpCheck),
+    /// `DNS_CHECK`.
+    #[serde(rename = "DNS_CHECK")]
+    Dns(DnsCheck),
+    /// `UDP_CHECK`.
+    #[serde(rename = "UDP_CHECK")]
+    Udp(UdpCheck),
+    /// `PING_CHECK`.
+    #[serde(rename = "PING_CHECK")]
+    Ping(CheckerCommon),
+    /// `FILE_CHECK`.
+    #[serde(rename = "FILE_CHECK")]
+    File(FileCheck),
+    /// `BFD_CHECK`.
+    #[serde(rename = "BFD_CHECK")]
+    Bfd(BfdCheck),
+}
+
+impl Checker {
+    /// The options every checker shares.
+    pub fn common(&self) -> &CheckerCommon {
+        match self {
+            Checker::Tcp(c) | Checker::Ping(c) => c,
+            Checker::Http(h) | Checker::Ssl(h) => &h.common,
+            Checker::Misc(m) => &m.common,
+            Checker::Smtp(s) => &s.common,
+            Checker::Dns(d) => &d.common,
+            Checker::Udp(u) => &u.common,
+            Checker::File(f) => &f.common,
+            Checker::Bfd(b) => &b.common,
+        }
+    }
+
+    /// Mutable access to the shared options.
+    pub fn common_mut(&mut self) -> &mut CheckerCommon {
+        match self {
+            Checker::Tcp(c) | Checker::Ping(c) => c,
+            Checker::Http(h) | Checker::Ssl(h) => &mut h.common,
+            Checker::Misc(m) => &mut m.common,
+            Checker::Smtp(s) => &mut s.common,
+            Checker::Dns(d) => &mut d.common,
+            Checker::Udp(u) => &mut u.common,
+            Checker::File(f) => &mut f.common,
+            Checker::Bfd(b) => &mut b.common,
+        }
+    }
+
+    /// keepalived's keyword for this checker.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Checker::Tcp(_) => "TCP_CHECK",
+            Checker::Http(_) => "HTTP_GET",
+            Checker::Ssl(_) => "SSL_GET",
+            Checker::Misc(_) => "MISC_CHECK",
+            Checker::Smtp(_) => "SMTP_CHECK",
+            Checker::Dns(_) => "DNS_CHECK",
+            Checker::Udp(_) => "UDP_CHECK",
+            Checker::Ping(_) => "PING_CHECK",
+            Checker::File(_) => "FILE_CHECK",
+            Checker::Bfd(_) => "BFD_CHECK",
+        }
+    }
+}
+
+/// Options shared by checkers; `None` = inherited, resolved by validation.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckerCommon {
+    /// Line of the checker keyword.
+    pub line: usize,
+    /// `connect_ip` (default: the real server's address).
+    pub connect_ip: Option<IpAddr>,
+    /// `connect_port` (default: the port on the real_server line, 0 if none).
+    pub connect_port: Option<u16>,
+    /// `bindto`.
+    pub bindto: Option<IpAddr>,
+    /// `bind_port`.
+    pub bind_port: Option<u16>,
+    /// `bind_if`.
+    pub bind_if: Option<String>,
+    /// `fwmark` (SO_MARK).
+    pub fwmark: Option<u32>,
+    /// `connect_timeout` µs.
+    pub connect_timeout: Option<u64>,
+    /// `retry`.
+    pub retry: Option<u32>,
+    /// `delay_before_retry` µs.
+    pub delay_before_retry: Option<u64>,
+    /// `delay_loop` µs.
+    pub delay_loop: Option<u64>,
+    /// `warmup` µs.
+    pub warmup: Option<u64>,
+    /// `alpha`.
+    pub alpha: Option<bool>,
+    /// `log_all_failures`.
+    pub log_all_failures: Option<bool>,
+}
+
+/// A `url { }` block of HTTP_GET / SSL_GET.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Url {
+    /// `path`.
+    pub path: Option<String>,
+    /// `digest` (lower-case hex MD5).
+    pub digest: Option<String>,
+    /// `status_code` ranges, inclusive; empty = 200-299.
+    pub status_code: Vec<(u16, u16)>,
+    /// `virtualhost`.
+    pub virtualhost: Option<String>,
+    /// `regex`.
+    pub regex: Option<String>,
+    /// `regex_no_match`.
+    pub regex_no_match: bool,
+    /// `regex_options`.
+    pub regex_options: Vec<String>,
+    /// `regex_min_offset`.
+    pub regex_min_offset: Option<u32>,
+    /// `regex_max_offset`.
+    pub regex_max_offset: Option<u32>,
+    /// `regex_stack START MAX`.
+    pub regex_stack: Option<(u32, u32)>,
+    /// `tls_compliant` (SSL_GET).
+    pub tls_compliant: Option<bool>,
+    /// Line of the `url` keyword.
+    pub line: usize,
+}
+
+/// HTTP_GET / SSL_GET.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HttpCheck {
+    /// Shared options.
+    pub common: CheckerCommon,
+    /// `http_protocol`: "1.0", "1.0C" or "1.1".
+    pub http_protocol: String,
+    /// `virtualhost`.
+    pub virtualhost: Option<String>,
+    /// `fast_recovery`.
+    pub fast_recovery: bool,
+    /// `enable_sni`.
+    pub enable_sni: bool,
+    /// `tls_compliant`.
+    pub tls_compliant: bool,
+    /// The urls.
+    pub urls: Vec<Url>,
+}
+
+/// MISC_CHECK.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MiscCheck {
+    /// Shared options.
+    pub common: CheckerCommon,
+    /// `misc_path` argv.
+    pub misc_path: Option<Vec<String>>,
+    /// `misc_timeout` µs (0 = the VS delay_loop).
+    pub misc_timeout: Option<u64>,
+    /// `misc_dynamic`.
+    pub misc_dynamic: bool,
+    /// `user USER [GROUP]`.
+    pub user: Option<(String, Option<String>)>,
+}
+
+/// SMTP_CHECK.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SmtpCheck {
+    /// Shared options.
+    pub common: CheckerCommon,
+    /// `helo_name` (default `smtpchecker.keepalived.org`).
+    pub helo_name: Option<String>,
+}
+
+/// DNS_CHECK.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DnsCheck {
+    /// Shared options.
+    pub common: CheckerCommon,
+    /// `type` (default SOA).
+    pub r#type: String,
+    /// `name` (default root).
+    pub name: String,
+}
+
+/// UDP_CHECK.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct UdpCheck {
+    /// Shared options.
+    pub common: CheckerCommon,
+    /// `payload` bytes.
+    pub payload: Option<Vec<u8>>,
+    /// `require_reply`.
+    pub require_reply: bool,
+    /// Reply pattern bytes with their nibble masks.
+    pub reply_pattern: Option<Vec<(u8, u8)>>,
+    /// `min_reply_length`.
+    pub min_reply_length: u16,
+    /// `max_reply_length` (default 255).
+    pub max_reply_length: u16,
+}
+
+/// FILE_CHECK.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FileCheck {
+    /// Shared options (only `line` is meaningful).
+    pub common: CheckerCommon,
+    /// `track_file NAME`.
+    pub track_file: Option<String>,
+    /// `weight N [reverse|noreverse]`.
+    pub weight: Option<i32>,
+    /// `reverse`.
+    pub reverse: Option<bool>,
+}
+
+/// BFD_CHECK.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BfdCheck {
+    /// Shared options (`alpha`).
+    pub common: CheckerCommon,
+    /// `name`.
+    pub name: Option<String>,
+}
+
+/// `real_server IP [PORT] { ... }`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealServer {
+    /// Address.
+    pub ip: IpAddr,
+    /// Port, 0 = none written.
+    pub port: u16,
+    /// Line of the keyword.
+    pub line: usize,
+    /// `weight` (resolved: VS `weight`, default 1).
+    pub weight: Option<i32>,
+    /// `lvs_method` (resolved: the VS's).
+    pub lvs_method: Option<Forwarding>,
+    /// `inhibit_on_failure`.
+    pub inhibit_on_failure: Option<bool>,
+    /// `notify_up`.
+    pub notify_up: Option<Script>,
+    /// `notify_down`.
+    pub notify_down: Option<Script>,
+    /// `uthreshold`.
+    pub uthreshold: u32,
+    /// `lthreshold`.
+    pub lthreshold: u32,
+    /// `alpha`.
+    pub alpha: Option<bool>,
+    /// `retry`.
+    pub retry: Option<u32>,
+    /// `delay_before_retry` µs.
+    pub delay_before_retry: Option<u64>,
+    /// `warmup` µs.
+    pub warmup: Option<u64>,
+    /// `connect_timeout` µs.
+    pub connect_timeout: Option<u64>,
+    /// `delay_loop` µs.
+    pub delay_loop: Option<u64>,
+    /// `smtp_alert`.
+    pub smtp_alert: Option<bool>,
+    /// `virtualhost`.
+    pub virtualhost: Option<String>,
+    /// `snmp_name`.
+    pub snmp_name: Option<String>,
+    /// Checkers; none = always up.
+    pub checkers: Vec<Checker>,
+}
+
+/// `sorry_server IP [PORT]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SorryServer {
+    /// Address.
+    pub ip: IpAddr,
+    /// Port, 0 = none.
+    pub port: u16,
+    /// `sorry_server_lvs_method` (resolved: the VS's).
+    pub lvs_method: Option<Forwarding>,
+    /// `sorry_server_inhibit`.
+    pub inhibit: bool,
+}
+
+/// `virtual_server`.
+#[derive(Debug, Clone, Serialize)]
+pub struct VirtualServer {
+    /// Identity.
+    pub address: VsAddress,
+    /// Line of the keyword.
+    pub line: usize,
+    /// `protocol`.
+    pub protocol: Option<Protocol>,
+    /// `lvs_sched` / `lb_algo` (resolved default `wlc`).
+    pub lvs_sched: Option<String>,
+    /// `lvs_method` / `lb_kind` (resolved default NAT).
+    pub lvs_method: Option<Forwarding>,
+    /// `persistence_timeout` seconds (0 = not persistent).
+    pub persistence_timeout: u32,
+    /// `persistence_granularity` (dotted mask or prefix length), as written.
+    pub persistence_granularity: Option<String>,
+    /// `persistence_engine`.
+    pub persistence_engine: Option<String>,
+    /// `ops`.
+    pub ops: bool,
+    /// `flag-1`, `flag-2`, `flag-3` (also `sh-*`/`mh-*`).
+    pub sched_flags: [bool; 3],
+    /// `ha_suspend`.
+    pub ha_suspend: bool,
+    /// `alpha`.
+    pub alpha: bool,
+    /// `omega`.
+    pub omega: bool,
+    /// `quorum` (default 1).
+    pub quorum: u32,
+    /// `hysteresis`.
+    pub hysteresis: u32,
+    /// `quorum_up`.
+    pub quorum_up: Option<Script>,
+    /// `quorum_down`.
+    pub quorum_down: Option<Script>,
+    /// `sorry_server`.
+    pub sorry_server: Option<SorryServer>,
+    /// `ip_family`.
+    pub ip_family: Option<Family>,
+    /// `virtualhost`.
+    pub virtualhost: Option<String>,
+    /// `smtp_alert`.
+    pub smtp_alert: Option<bool>,
+    /// `snmp_name`.
+    pub snmp_name: Option<String>,
+    /// `weight` (default for its real servers).
+    pub weight: i32,
+    /// `delay_loop` µs (default 60 s).
+    pub delay_loop: Option<u64>,
+    /// `connect_timeout` µs (default 5 s).
+    pub connect_timeout: Option<u64>,
+    /// `retry`.
+    pub retry: Option<u32>,
+    /// `delay_before_retry` µs.
+    pub delay_before_retry: Option<u64>,
+    /// `warmup` µs.
+    pub warmup: Option<u64>,
+    /// `inhibit_on_failure`.
+    pub inhibit_on_failure: bool,
+    /// Real servers.
+    pub real_servers: Vec<RealServer>,
+}
+
+/// `track_file NAME { file PATH; weight N [reverse]; init_file [VAL] [overwrite] }`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrackFile {
+    /// Name.
+    pub name: String,
+    /// `file`.
+    pub file: Option<String>,
+    /// `weight` (default 1).
+    pub weight: i32,
+    /// `reverse`.
+    pub reverse: bool,
+    /// `init_file` arguments.
+    pub init_file: Option<Vec<String>>,
+    /// Line of the keyword.
+    pub line: usize,
+}
+
+/// A checked block kept as written (VRRP, BFD, static sections).
+#[derive(Debug, Clone, Serialize)]
+pub struct Block {
+    /// The block's keyword (`vrrp_instance`, `static_routes`, ...).
+    pub keyword: String,
+    /// Its arguments (usually the name).
+    pub args: Vec<String>,
+    /// Line of the keyword.
+    pub line: usize,
+    /// Keywords inside, in order.
+    pub settings: Vec<Setting>,
+    /// Value-block lines (addresses, routes, ...), as words.
+    pub values: Vec<Vec<String>>,
+    /// Nested blocks.
+    pub children: Vec<Block>,
+}

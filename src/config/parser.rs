@@ -1,0 +1,566 @@
+//! The block parser: dispatches each logical line to the handler of its
+//! keyword in the current block, exactly as keepalived 2.2.7's
+//! `process_stream()`, and fills the typed [`Config`].
+//!
+//! Third stage of the config pipeline: [`super::reader`] feeds it logical
+//! lines, [`super::keywords`] gives the keyword tables, and
+//! [`super::validate`] finishes the model. Block structure quirks are kept
+//! (a block keyword without `{` swallows the next `}`, an invalid
+//! `real_server` skips its whole block) because they decide what a given
+//! file means; every problem is reported with its line and a hint.
+
+use super::diag::{ErrClass, Pos};
+use super::keywords::{self, Kw};
+use super::lexer::{split_quoted, split_quoted_escaped, tokenize, Word};
+use super::model::*;
+use super::reader::Reader;
+use std::net::IpAddr;
+
+/// Raised by a handler that reads a missing mandatory argument; keepalived
+/// exits with 2 there. We record it and carry on to report the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissingParameter;
+
+/// What a keyword handler returns.
+pub type HandlerResult = Result<(), MissingParameter>;
+
+/// Largest timer keepalived accepts (µs).
+pub const TIMER_MAXIMUM: u64 = u64::MAX / 2;
+
+/// The parser state (keepalived's current-object globals, made explicit).
+pub struct Parser<'r, 'l> {
+    pub(crate) r: &'r mut Reader<'l>,
+    /// The model being built.
+    pub cfg: Config,
+    /// `-t` mode: numbers with trailing garbage are rejected, as keepalived.
+    pub config_test: bool,
+    kw_level: usize,
+    skip_sublevel: i32,
+    pub(crate) pos: Pos,
+    pub(crate) raw_line: String,
+    pub(crate) vs: Option<VirtualServer>,
+    pub(crate) rs: Option<RealServer>,
+    pub(crate) checker: Option<Checker>,
+    pub(crate) url: Option<Url>,
+    pub(crate) track_file: Option<TrackFile>,
+    pub(crate) generic: Vec<Block>,
+    pub(crate) smtp_outer: Vec<Checker>,
+    /// Line of the current VS / RS keyword, for validation messages.
+    pub(crate) sorry_inhibit_pending: bool,
+}
+
+impl<'r, 'l> Parser<'r, 'l> {
+    /// A parser reading from `r`.
+    pub fn new(r: &'r mut Reader<'l>, config_test: bool) -> Self {
+        Parser {
+            r,
+            cfg: Config::default(),
+            config_test,
+            kw_level: 0,
+            skip_sublevel: 0,
+            pos: Pos::none(),
+            raw_line: String::new(),
+            vs: None,
+            rs: None,
+            checker: None,
+            url: None,
+            track_file: None,
+            generic: Vec::new(),
+            smtp_outer: Vec::new(),
+            sorry_inhibit_pending: false,
+        }
+    }
+
+    /// Parses everything the reader yields.
+    pub fn run(&mut self) {
+        let root = keywords::root();
+        self.process_stream(&root, false);
+        if self.r.block_depth() > 0 && !self.r.aborted() {
+            let n = self.r.block_depth();
+            self.r.diags.report(
+                &Pos::none(),
+                ErrClass::MissingEob,
+                format!("There are {n} missing '}}'s or extra '{{'s"),
+            );
+        }
+    }
+
+    /// Reports a problem at the current line.
+    pub(crate) fn err(&mut self, class: ErrClass, msg: impl Into<String>) {
+        let pos = self.pos.clone();
+        self.r.diags.report(&pos, class, msg);
+    }
+
+    /// Reports a problem at a word's column.
+    pub(crate) fn err_at(&mut self, w: &Word, class: ErrClass, msg: impl Into<String>) {
+        let pos = self.pos.clone();
+        self.r
+            .diags
+            .push(&pos, class, msg.into(), Some(w.column), None);
+    }
+
+    pub(crate) fn err_hint(&mut self, class: ErrClass, msg: impl Into<String>, hint: impl Into<String>) {
+        let pos = self.pos.clone();
+        self.r.diags.report_hint(&pos, class, msg, hint);
+    }
+
+    /// keepalived's `skip_block(true)`: ignore the block that follows.
+    pub(crate) fn skip_block(&mut self) {
+        self.skip_sublevel = -1;
+    }
+
+    /// The word at `i` or the missing-parameter error keepalived exits on.
+    pub(crate) fn arg<'w>(&mut self, words: &'w [Word], i: usize) -> Result<&'w str, MissingParameter> {
+        match words.get(i) {
+            Some(w) => Ok(&w.text),
+            None => {
+                let first = words.first().map(|w| w.text.as_str()).unwrap_or("***MISSING ***");
+                let msg = if i > 0 && i - 1 < words.len() {
+                    format!(
+                        "*** Configuration line starting `{first}` is missing a parameter after keyword `{}` at word position {}",
+                        words[i - 1].text,
+                        i + 1
+                    )
+                } else {
+                    format!(
+                        "*** Configuration line starting `{first}` is missing a parameter at word position {}",
+                        i + 1
+                    )
+                };
+                let pos = self.pos.clone();
+                self.r.diags.push(
+                    &pos,
+                    ErrClass::MissingParameter,
+                    msg,
+                    None,
+                    Some(format!("`{first}` needs a value here; keepalived stops loading at this line (exit 2)")),
+                );
+                self.r.diags.missing_parameter = true;
+                Err(MissingParameter)
+            }
+        }
+    }
+
+    fn process_stream(&mut self, table: &[Kw], mut need_bob: bool) -> bool {
+        let mut ret_err = false;
+        while let Some(line) = self.r.next_line() {
+            self.pos = line.pos.clone();
+            let toks = tokenize(&line.text);
+            if toks.unmatched_quote {
+                self.err_hint(
+                    ErrClass::UnmatchedQuote,
+                    format!("Unmatched quote: '{}'", line.text),
+                    "close the double quote; the rest of the line was ignored",
+                );
+            }
+            let words = toks.words;
+            if words.is_empty() {
+                continue;
+            }
+            self.raw_line = line.text.clone();
+            let first = words[0].text.clone();
+
+            if self.skip_sublevel == -1 {
+                if first == "{" {
+                    self.skip_sublevel = 1;
+                    need_bob = false;
+                    continue;
+                }
+                self.skip_sublevel = 0;
+            }
+            if self.skip_sublevel > 0 {
+                let mut last = first.as_str();
+                for w in &words {
+                    last = &w.text;
+                    if w.text == "{" {
+                        self.skip_sublevel += 1;
+                    } else if w.text == "}" {
+                        self.skip_sublevel -= 1;
+                        if self.skip_sublevel == 0 {
+                            break;
+                        }
+                    }
+                }
+                if last == "}" && self.skip_sublevel == 0 && self.kw_level > 0 {
+                    ret_err = true;
+                    break;
+                }
+                continue;
+            }
+
+            if need_bob {
+                need_bob = false;
+                if first == "{" && self.kw_level > 0 {
+                    continue;
+                }
+                self.err_hint(
+                    ErrClass::MissingBob,
+                    "Missing '{' at beginning of configuration block",
+                    "a block keyword must be followed by '{'; the line was read as if inside the block",
+                );
+            } else if first == "{" {
+                self.err(ErrClass::UnexpectedBob, "Unexpected '{' - ignoring");
+                continue;
+            }
+
+            if first == "}" && self.kw_level > 0 {
+                break;
+            }
+
+            match table.iter().find(|k| k.name == first) {
+                Some(kw) => {
+                    let mut words = words;
+                    let mut bob_needed = false;
+                    if kw.sub.is_some() {
+                        if words.last().is_some_and(|w| w.text == "{") {
+                            words.pop();
+                        } else {
+                            bob_needed = true;
+                        }
+                    }
+                    if let Some(h) = kw.handler {
+                        // A missing parameter is recorded inside `arg`.
+                        let _ = h(self, &words);
+                    }
+                    if let Some(sub) = &kw.sub {
+                        self.kw_level += 1;
+                        let skipped = self.process_stream(sub, bob_needed);
+                        self.kw_level -= 1;
+                        if !skipped {
+                            if let Some(close) = kw.close {
+                                close(self);
+                            }
+                        } else if let Some(abandon) = kw.abandon {
+                            abandon(self);
+                        }
+                    }
+                }
+                None => {
+                    let hint = keywords::did_you_mean(&first, table)
+                        .map(|s| format!("did you mean '{s}'?"))
+                        .unwrap_or_else(|| {
+                            if first == "}" {
+                                "this '}' closes no block; remove it".to_string()
+                            } else {
+                                "the line is ignored".to_string()
+                            }
+                        });
+                    let pos = self.pos.clone();
+                    self.r.diags.push(
+                        &pos,
+                        ErrClass::UnknownKeyword,
+                        format!("Unknown keyword '{first}'"),
+                        Some(words[0].column),
+                        Some(hint),
+                    );
+                }
+            }
+        }
+        ret_err
+    }
+
+    /// keepalived's `alloc_value_block()`: the lines of a `{ ... }` value block.
+    pub(crate) fn read_value_block(&mut self, words: &[Word]) -> Vec<(Vec<Word>, usize)> {
+        let block = words.first().map(|w| w.text.clone()).unwrap_or_default();
+        let mut out = Vec::new();
+        let mut need_bob = true;
+        while let Some(line) = self.r.next_line() {
+            self.pos = line.pos.clone();
+            let toks = tokenize(&line.text);
+            if toks.unmatched_quote {
+                self.err(ErrClass::UnmatchedQuote, format!("Unmatched quote: '{}'", line.text));
+            }
+            let mut vec = toks.words;
+            if vec.is_empty() {
+                continue;
+            }
+            if need_bob {
+                need_bob = false;
+                if vec[0].text == "{" {
+                    if vec.len() == 1 {
+                        continue;
+                    }
+                    vec.remove(0);
+                } else {
+                    // keepalived only logs this; it does not count as a config error.
+                    let pos = self.pos.clone();
+                    self.r.diags.push(
+                        &pos,
+                        ErrClass::Ok,
+                        format!("'{{' missing from beginning of block {block}"),
+                        None,
+                        None,
+                    );
+                }
+            }
+            let mut had_eob = false;
+            if vec.last().is_some_and(|w| w.text == "}") {
+                if vec.len() == 1 {
+                    break;
+                }
+                had_eob = true;
+                vec.pop();
+            }
+            if !vec.is_empty() {
+                out.push((vec, self.pos.line));
+            }
+            if had_eob {
+                break;
+            }
+        }
+        out
+    }
+
+    // ---- number readers (keepalived's read_int/read_unsigned/read_double) ----
+
+    fn warn_prefix(&self, ignore_error: bool) -> &'static str {
+        if ignore_error && !self.config_test {
+            "WARNING - "
+        } else {
+            ""
+        }
+    }
+
+    /// `read_unsigned_func()`: Some(value) when accepted.
+    pub(crate) fn read_unsigned(&mut self, s: &str, min: u64, max: u64, ignore_error: bool) -> Option<u64> {
+        let warn = self.warn_prefix(ignore_error);
+        let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
+        let (val, rest, overflow) = strtoul(t);
+        let ok_range = val >= min && val <= max;
+        if t.starts_with('-') {
+            self.err(ErrClass::InvalidNumber, format!("{warn}negative number '{s}'"));
+        } else if !rest.is_empty() {
+            self.err(ErrClass::InvalidNumber, format!("{warn}invalid number '{s}'"));
+        } else if overflow || val > u32::MAX as u64 {
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}number '{s}' outside unsigned integer range"),
+            );
+        } else if !ok_range {
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}number '{s}' outside range [{min}, {max}]"),
+            );
+        } else {
+            return Some(val);
+        }
+        (ignore_error && ok_range && !self.config_test && !t.starts_with('-')).then_some(val)
+    }
+
+    /// `read_int_func()`.
+    pub(crate) fn read_int(&mut self, s: &str, min: i64, max: i64, ignore_error: bool) -> Option<i64> {
+        let warn = self.warn_prefix(ignore_error);
+        let (val, rest, overflow) = strtol(s);
+        let ok_range = val >= min && val <= max;
+        if !rest.is_empty() {
+            self.err(ErrClass::InvalidNumber, format!("{warn}invalid number '{s}'"));
+        } else if overflow || val < i32::MIN as i64 || val > i32::MAX as i64 {
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}number '{s}' outside integer range"),
+            );
+        } else if !ok_range {
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("number '{s}' outside range [{min}, {max}]"),
+            );
+        } else {
+            return Some(val);
+        }
+        (ignore_error && ok_range && !self.config_test).then_some(val)
+    }
+
+    /// `read_timer()`: seconds with up to 6 decimals, returned in µs.
+    pub(crate) fn read_timer(&mut self, s: &str, min_us: u64, max_us: u64, ignore_error: bool) -> Option<u64> {
+        let warn = self.warn_prefix(ignore_error);
+        let max_us = if max_us == 0 { TIMER_MAXIMUM } else { max_us };
+        let fmin = min_us as f64 / TIMER_HZ as f64;
+        let fmax = max_us as f64 / TIMER_HZ as f64;
+        let (val, rest) = strtod(s);
+        let ok_range = val >= fmin && val <= fmax;
+        let us = if val * TIMER_HZ as f64 > max_us as f64 {
+            max_us
+        } else {
+            (val * TIMER_HZ as f64).max(0.0) as u64
+        };
+        if !rest.is_empty() {
+            self.err(ErrClass::InvalidNumber, format!("{warn}invalid number '{s}'"));
+        } else if val.is_infinite() {
+            self.err(ErrClass::InvalidNumber, format!("infinite number '{s}'"));
+        } else if val.is_nan() {
+            self.err(ErrClass::InvalidNumber, format!("not a number '{s}'"));
+        } else if !ok_range {
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("number '{s}' outside range [{}, {}]", fmt_g(fmin), fmt_g(fmax)),
+            );
+        } else {
+            return Some(us);
+        }
+        (ignore_error && ok_range && !self.config_test).then_some(us)
+    }
+
+    /// keepalived's `check_true_false()` for an optional BOOL argument.
+    pub(crate) fn opt_bool(&mut self, words: &[Word], keyword: &str) -> Option<bool> {
+        match words.get(1) {
+            None => Some(true),
+            Some(w) => match w.text.as_str() {
+                "true" | "on" | "yes" => Some(true),
+                "false" | "off" | "no" => Some(false),
+                other => {
+                    self.err_hint(
+                        ErrClass::GeneralError,
+                        format!("Invalid value '{other}' for {keyword}"),
+                        "use one of true/on/yes or false/off/no",
+                    );
+                    None
+                }
+            },
+        }
+    }
+
+    /// Parses a script keyword's raw line (`KW "CMD ARGS" [USER [[:]GROUP]]`).
+    pub(crate) fn script(&mut self, words: &[Word]) -> Result<Option<Script>, MissingParameter> {
+        self.arg(words, 1)?;
+        let raw = self.raw_line.clone();
+        let Some(parts) = split_quoted(&raw) else {
+            self.err(ErrClass::UnmatchedQuote, format!("Unmatched quote: '{raw}'"));
+            return Ok(None);
+        };
+        let Some(cmd) = parts.get(1) else {
+            return Ok(None);
+        };
+        let Some(args) = split_quoted_escaped(cmd) else {
+            self.err(
+                ErrClass::UnmatchedQuote,
+                format!("String '{cmd}': missing terminating quote"),
+            );
+            return Ok(None);
+        };
+        if args.is_empty() {
+            return Ok(None);
+        }
+        let user = parts.get(2).cloned();
+        let group = parts.get(3).map(|g| g.trim_start_matches(':').to_string());
+        Ok(Some(Script { args, user, group }))
+    }
+
+    /// The generic block being filled (VRRP, BFD, static sections).
+    pub(crate) fn generic_top(&mut self) -> Option<&mut Block> {
+        self.generic.last_mut()
+    }
+}
+
+/// Formats like C's `%g`.
+pub fn fmt_g(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else if v.abs() >= 1e6 {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// C `strtoul(s, &end, 10)` on an already left-trimmed string.
+fn strtoul(s: &str) -> (u64, &str, bool) {
+    let t = s.strip_prefix('+').unwrap_or(s);
+    let t = if let Some(n) = t.strip_prefix('-') { n } else { t };
+    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if end == 0 {
+        return (0, s, false);
+    }
+    match t[..end].parse::<u64>() {
+        Ok(v) => (v, &t[end..], false),
+        Err(_) => (u64::MAX, &t[end..], true),
+    }
+}
+
+/// C `strtol(s, &end, 10)`.
+fn strtol(s: &str) -> (i64, &str, bool) {
+    let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
+    let (neg, u) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = u.find(|c: char| !c.is_ascii_digit()).unwrap_or(u.len());
+    if end == 0 {
+        return (0, s, false);
+    }
+    match u[..end].parse::<i64>() {
+        Ok(v) => (if neg { -v } else { v }, &u[end..], false),
+        Err(_) => (if neg { i64::MIN } else { i64::MAX }, &u[end..], true),
+    }
+}
+
+/// C `strtod`, decimal forms only (what keepalived configs use).
+fn strtod(s: &str) -> (f64, &str) {
+    let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
+    let b = t.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let lower = t[i..].to_ascii_lowercase();
+    if lower.starts_with("inf") {
+        let n = if lower.starts_with("infinity") { 8 } else { 3 };
+        let v = if b.first() == Some(&b'-') { f64::NEG_INFINITY } else { f64::INFINITY };
+        return (v, &t[i + n..]);
+    }
+    if lower.starts_with("nan") {
+        return (f64::NAN, &t[i + 3..]);
+    }
+    let ds = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let mut digits = i - ds;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let fs = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        digits += i - fs;
+    }
+    if digits == 0 {
+        return (0.0, s);
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        let es = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > es {
+            i = j;
+        }
+    }
+    (t[..i].parse().unwrap_or(0.0), &t[i..])
+}
+
+/// keepalived's `inet_stosockaddr()` address part: numeric only, anything
+/// after `-` or `/` ignored, IPv6 iff it contains `:`.
+pub fn parse_ip(s: &str) -> Option<IpAddr> {
+    let cut = s.find(['-', '/']).map(|i| &s[..i]).unwrap_or(s);
+    if cut.contains(':') {
+        cut.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6)
+    } else {
+        cut.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4)
+    }
+}
+
+/// Port: 1..65535, all zeros = none (0); `None` when invalid.
+pub fn parse_port(s: &str) -> Option<u16> {
+    if !s.is_empty() && s.bytes().all(|b| b == b'0') {
+        return Some(0);
+    }
+    match s.parse::<u32>() {
+        Ok(p) if (1..=65535).contains(&p) => Some(p as u16),
+        _ => None,
+    }
+}

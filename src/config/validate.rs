@@ -1,0 +1,522 @@
+//! Post-parse validation and fix-ups (keepalived's `validate_check_config()`
+//! and the VRRP checks whose results change `keepalived -t`'s verdict).
+//!
+//! Last stage of the config pipeline: takes the parsed [`Config`], applies
+//! keepalived 2.2.7's defaults and inheritance (VS → RS → checker), drops
+//! what keepalived drops, with the same messages, and leaves a model the
+//! checkers and the IPVS reconciler can use without further defaulting.
+//! The outside world it needs (does an interface exist?) is passed in.
+
+use super::diag::{Diagnostics, ErrClass, Pos};
+use super::model::*;
+use std::sync::Arc;
+
+/// What validation needs to know about the host.
+pub trait Host {
+    /// True when a network interface of that name exists.
+    fn interface_exists(&self, name: &str) -> bool;
+}
+
+/// The running host, via `/sys/class/net`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealHost;
+
+impl Host for RealHost {
+    fn interface_exists(&self, name: &str) -> bool {
+        !name.is_empty() && !name.contains('/') && std::path::Path::new("/sys/class/net").join(name).exists()
+    }
+}
+
+/// keepalived's `format_vs()`.
+pub fn format_vs(vs: &VirtualServer) -> String {
+    let proto = match vs.protocol {
+        Some(Protocol::Tcp) => "tcp",
+        Some(Protocol::Udp) => "udp",
+        Some(Protocol::Sctp) => "sctp",
+        None => "none",
+    };
+    match &vs.address {
+        VsAddress::Addr { ip, port } => format!("[{ip}]:{proto}:{port}"),
+        VsAddress::Fwmark { fwmark } => format!("FWM {fwmark}"),
+        VsAddress::Group { name } => format!("[{name}]:0"),
+    }
+}
+
+fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
+    let proto = match vs.protocol {
+        Some(Protocol::Tcp) => "tcp",
+        Some(Protocol::Udp) => "udp",
+        Some(Protocol::Sctp) => "sctp",
+        None => "none",
+    };
+    format!("[{}]:{proto}:{}", rs.ip, rs.port)
+}
+
+/// Runs every check and fix-up; problems go to `diags`.
+pub fn validate(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, host: &dyn Host) {
+    validate_check(cfg, diags, file);
+    validate_vrrp(cfg, diags, file, host);
+}
+
+fn at(file: &Arc<str>, line: usize) -> Pos {
+    Pos {
+        file: file.clone(),
+        line,
+    }
+}
+
+fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
+    let none = Pos::none();
+    let groups: Vec<String> = cfg
+        .virtual_server_groups
+        .iter()
+        .filter(|g| !g.entries.is_empty())
+        .map(|g| g.name.clone())
+        .collect();
+    let mut kept = Vec::new();
+    for mut vs in std::mem::take(&mut cfg.virtual_servers) {
+        if vs.real_servers.is_empty() {
+            diags.report_hint(
+                &at(file, vs.line),
+                ErrClass::GeneralError,
+                format!("Virtual server {} has no real servers - ignoring", format_vs(&vs)),
+                "add a real_server; keepalived drops a virtual server without one",
+            );
+            continue;
+        }
+        if let VsAddress::Group { name } = &vs.address {
+            if !groups.contains(name) {
+                diags.report(
+                    &at(file, vs.line),
+                    ErrClass::GeneralError,
+                    format!("Virtual server group {name} specified but not configured - ignoring virtual server {}", format_vs(&vs)),
+                );
+                continue;
+            }
+        }
+        match vs.address {
+            VsAddress::Fwmark { .. } => {
+                if vs.protocol.is_some() {
+                    diags.report(
+                        &none,
+                        ErrClass::Warning,
+                        format!(
+                            "Warning: Virtual server {}: protocol specified for fwmark - protocol will be ignored",
+                            format_vs(&vs)
+                        ),
+                    );
+                    vs.protocol = None;
+                }
+            }
+            _ => {
+                if vs.protocol.is_none() {
+                    diags.report(
+                        &none,
+                        ErrClass::GeneralError,
+                        format!("Virtual server {}: no protocol set - defaulting to UDP", format_vs(&vs)),
+                    );
+                    vs.protocol = Some(Protocol::Udp);
+                }
+            }
+        }
+        if vs.lvs_method.is_none() {
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!("Virtual server {}: no forwarding method set, setting default NAT", format_vs(&vs)),
+            );
+            vs.lvs_method = Some(Forwarding::Nat);
+        }
+        if vs.lvs_sched.is_none() {
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!("Virtual server {}: no scheduler set, setting default 'wlc'", format_vs(&vs)),
+            );
+            vs.lvs_sched = Some("wlc".into());
+        }
+        if vs.ops && !matches!(vs.address, VsAddress::Fwmark { .. }) && vs.protocol != Some(Protocol::Udp) {
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!("Virtual server {}: one packet scheduling requires UDP - resetting", format_vs(&vs)),
+            );
+            vs.ops = false;
+        }
+        let zero_port = match &vs.address {
+            VsAddress::Addr { port, .. } => *port == 0,
+            VsAddress::Group { name } => cfg.virtual_server_groups.iter().any(|g| {
+                &g.name == name && g.entries.iter().any(|e| matches!(e, VsgEntry::Range { port: 0, .. }))
+            }),
+            VsAddress::Fwmark { .. } => false,
+        };
+        if zero_port && vs.persistence_timeout == 0 {
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!("Virtual server {}: zero port only valid for persistent services - setting", format_vs(&vs)),
+            );
+            vs.persistence_timeout = 360;
+        }
+        if vs.ha_suspend && matches!(vs.address, VsAddress::Fwmark { .. }) {
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!("Virtual server {}: cannot use ha_suspend with fwmark - clearing ha_suspend", format_vs(&vs)),
+            );
+            vs.ha_suspend = false;
+        }
+        // Duplicate real servers: the second is removed.
+        let mut seen: Vec<(std::net::IpAddr, u16)> = Vec::new();
+        let mut rss = Vec::new();
+        for rs in std::mem::take(&mut vs.real_servers) {
+            if seen.contains(&(rs.ip, rs.port)) {
+                diags.report(
+                    &none,
+                    ErrClass::GeneralError,
+                    format!(
+                        "VS {}: real server {} is duplicated - removing second rs",
+                        format_vs(&vs),
+                        format_rs(&rs, &vs)
+                    ),
+                );
+                continue;
+            }
+            seen.push((rs.ip, rs.port));
+            rss.push(rs);
+        }
+        vs.real_servers = rss;
+        resolve_defaults(&mut vs, cfg.global_defs.checker_log_all_failures);
+        // Quorum cannot exceed what the real servers can give.
+        let total: u64 = vs
+            .real_servers
+            .iter()
+            .map(|r| r.weight.unwrap_or(vs.weight).max(0) as u64)
+            .sum();
+        if vs.quorum as u64 > total && total > 0 {
+            vs.quorum = total as u32;
+        }
+        if vs.hysteresis >= vs.quorum && vs.quorum > 0 {
+            vs.hysteresis = vs.quorum - 1;
+        }
+        kept.push(vs);
+    }
+    cfg.virtual_servers = kept;
+    cfg.virtual_server_groups.retain(|g| !g.entries.is_empty());
+
+    // keepalived silently drops scripts it cannot execute (a MISC_CHECK with
+    // a missing script is removed, leaving its server always up) and then
+    // calls any remaining script without enable_script_security a
+    // SECURITY VIOLATION (`-t` exit 6).
+    let mut any_script = false;
+    for vs in &mut cfg.virtual_servers {
+        for sc in [&mut vs.quorum_up, &mut vs.quorum_down] {
+            if sc.as_ref().is_some_and(|x| !script_usable(&x.args[0])) {
+                *sc = None;
+            }
+            any_script |= sc.is_some();
+        }
+        for rs in &mut vs.real_servers {
+            for sc in [&mut rs.notify_up, &mut rs.notify_down] {
+                if sc.as_ref().is_some_and(|x| !script_usable(&x.args[0])) {
+                    *sc = None;
+                }
+                any_script |= sc.is_some();
+            }
+            rs.checkers.retain(|c| match c {
+                Checker::Misc(m) => m
+                    .misc_path
+                    .as_ref()
+                    .and_then(|a| a.first())
+                    .is_some_and(|p| script_usable(p)),
+                _ => true,
+            });
+            any_script |= rs.checkers.iter().any(|c| matches!(c, Checker::Misc(_)));
+        }
+    }
+    for sc in [
+        &cfg.global_defs.lvs_notify_fifo_script,
+        &cfg.global_defs.notify_fifo_script,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        any_script |= script_usable(&sc.args[0]);
+    }
+    for b in &cfg.other_blocks {
+        for s in &b.settings {
+            let is_script = (b.keyword == "vrrp_script" && s.keyword == "script")
+                || (s.keyword.starts_with("notify") && s.keyword != "notify_priority_changes");
+            if is_script {
+                if let Some(cmd) = s.args.first().and_then(|a| a.split_whitespace().next()) {
+                    any_script |= script_usable(cmd);
+                }
+            }
+        }
+    }
+    if any_script && !cfg.global_defs.enable_script_security {
+        diags.report_hint(
+            &none,
+            ErrClass::SecurityError,
+            "SECURITY VIOLATION - check scripts are being executed but script_security not enabled.",
+            "add enable_script_security to global_defs (and a script_user)",
+        );
+    }
+}
+
+/// True when keepalived would run this script: it exists and is executable
+/// (a bare name is looked up in `$PATH`).
+pub fn script_usable(cmd: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let ok = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if cmd.contains('/') {
+        return ok(std::path::Path::new(cmd));
+    }
+    std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).any(|d| ok(&d.join(cmd))))
+        .unwrap_or(false)
+}
+
+/// RS ← VS and checker ← RS inheritance, with keepalived's type defaults.
+fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool) {
+    let vs_delay = vs.delay_loop.unwrap_or(60 * TIMER_HZ);
+    let vs_ct = vs.connect_timeout.unwrap_or(5 * TIMER_HZ);
+    vs.delay_loop = Some(vs_delay);
+    vs.connect_timeout = Some(vs_ct);
+    let method = vs.lvs_method.unwrap_or(Forwarding::Nat);
+    if let Some(s) = vs.sorry_server.as_mut() {
+        s.lvs_method.get_or_insert(method);
+    }
+    let vs_port = match vs.address {
+        VsAddress::Addr { port, .. } => Some(port),
+        _ => None,
+    };
+    let fwmark = matches!(vs.address, VsAddress::Fwmark { .. });
+    for rs in &mut vs.real_servers {
+        rs.weight.get_or_insert(vs.weight);
+        rs.lvs_method.get_or_insert(method);
+        rs.inhibit_on_failure.get_or_insert(vs.inhibit_on_failure);
+        rs.alpha.get_or_insert(vs.alpha);
+        if rs.retry.is_none() {
+            rs.retry = vs.retry;
+        }
+        if rs.delay_before_retry.is_none() {
+            rs.delay_before_retry = vs.delay_before_retry;
+        }
+        if rs.warmup.is_none() {
+            rs.warmup = vs.warmup;
+        }
+        rs.connect_timeout.get_or_insert(vs_ct);
+        rs.delay_loop.get_or_insert(vs_delay);
+        let is_nat = rs.lvs_method == Some(Forwarding::Nat);
+        if let Some(vp) = vs_port {
+            if is_nat {
+                if rs.port == 0 {
+                    rs.port = vp;
+                }
+            } else {
+                rs.port = vp;
+            }
+        } else if fwmark && !is_nat {
+            rs.port = 0;
+        }
+        let (ip, rs_line_port) = (rs.ip, rs.port);
+        for c in &mut rs.checkers {
+            let is_misc = matches!(c, Checker::Misc(_));
+            let is_dns = matches!(c, Checker::Dns(_));
+            let is_http = matches!(c, Checker::Http(_) | Checker::Ssl(_));
+            let cm = c.common_mut();
+            cm.connect_ip.get_or_insert(ip);
+            cm.connect_port.get_or_insert(rs_line_port);
+            cm.connect_timeout.get_or_insert(rs.connect_timeout.unwrap_or(vs_ct));
+            let delay = *cm.delay_loop.get_or_insert(rs.delay_loop.unwrap_or(vs_delay));
+            if cm.retry.is_none() {
+                cm.retry = Some(rs.retry.unwrap_or(if is_misc {
+                    0
+                } else if is_dns {
+                    3
+                } else {
+                    1
+                }));
+            }
+            if cm.delay_before_retry.is_none() {
+                cm.delay_before_retry = Some(rs.delay_before_retry.unwrap_or(if is_dns {
+                    delay
+                } else if is_http {
+                    3 * TIMER_HZ
+                } else {
+                    TIMER_HZ
+                }));
+            }
+            if cm.warmup.is_none() {
+                cm.warmup = Some(rs.warmup.unwrap_or(delay));
+            }
+            cm.alpha.get_or_insert(rs.alpha.unwrap_or(false));
+            cm.log_all_failures.get_or_insert(global_log_all);
+        }
+    }
+}
+
+fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, host: &dyn Host) {
+    let script_names: Vec<String> = cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "vrrp_script")
+        .filter(|b| b.settings.iter().any(|s| s.keyword == "script"))
+        .filter_map(|b| b.args.first().cloned())
+        .collect();
+    let mut bad_if = false;
+    for b in &cfg.other_blocks {
+        match b.keyword.as_str() {
+            "vrrp_script" => {
+                if !b.settings.iter().any(|s| s.keyword == "script") {
+                    diags.report(
+                        &at(file, b.line),
+                        ErrClass::GeneralError,
+                        format!(
+                            "No script set for vrrp_script {} - removing",
+                            b.args.first().cloned().unwrap_or_default()
+                        ),
+                    );
+                }
+            }
+            "vrrp_instance" => {
+                let name = b.args.first().cloned().unwrap_or_default();
+                for s in &b.settings {
+                    if s.keyword == "interface" {
+                        if let Some(ifn) = s.args.first() {
+                            if !host.interface_exists(ifn) {
+                                bad_if = true;
+                                diags.report(
+                                    &at(file, s.line),
+                                    ErrClass::Warning,
+                                    format!("WARNING - interface {ifn} for vrrp_instance {name} doesn't exist"),
+                                );
+                            }
+                        }
+                    }
+                }
+                let master = b
+                    .settings
+                    .iter()
+                    .any(|s| s.keyword == "state" && s.args.first().map(String::as_str) == Some("MASTER"));
+                for c in &b.children {
+                    match c.keyword.as_str() {
+                        "track_interface" => {
+                            for v in &c.values {
+                                if let Some(ifn) = v.first() {
+                                    if !host.interface_exists(ifn) {
+                                        bad_if = true;
+                                        diags.report(
+                                            &at(file, c.line),
+                                            ErrClass::BadIf,
+                                            format!("({name}) tracked interface {ifn} doesn't exist"),
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                        "track_script" => {
+                            for v in &c.values {
+                                if let Some(sn) = v.first() {
+                                    if !script_names.contains(sn) {
+                                        diags.report(
+                                            &at(file, c.line),
+                                            ErrClass::GeneralError,
+                                            format!("({name}) track script {sn} not found, ignoring..."),
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                        "authentication" => {
+                            let ah = c
+                                .settings
+                                .iter()
+                                .any(|s| s.keyword == "auth_type" && s.args.first().map(String::as_str) == Some("AH"));
+                            if ah && master {
+                                diags.report(
+                                    &Pos::none(),
+                                    ErrClass::GeneralError,
+                                    format!("({name}) Initial state master is incompatible with AH authentication - clearing"),
+                                );
+                            }
+                        }
+                        "virtual_ipaddress" | "virtual_ipaddress_excluded" | "virtual_routes" | "virtual_rules" => {
+                            check_addr_lines(c, diags, file, host, &mut bad_if)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "static_ipaddress" | "static_routes" | "static_rules" => {
+                check_addr_lines(b, diags, file, host, &mut bad_if)
+            }
+            "vrrp_sync_group" => {
+                // Old-style bodies list instances directly: their names are
+                // unknown keywords (already reported by the parser).
+            }
+            _ => {}
+        }
+    }
+    if bad_if {
+        diags.push(
+            &Pos::none(),
+            ErrClass::Ok,
+            "Non-existent interface specified in configuration".to_string(),
+            None,
+            None,
+        );
+    }
+}
+
+fn check_addr_lines(b: &Block, diags: &mut Diagnostics, file: &Arc<str>, host: &dyn Host, bad_if: &mut bool) {
+    let is_rule = b.keyword.ends_with("rules");
+    for v in &b.values {
+        let mut i = 0;
+        while i < v.len() {
+            let w = &v[i];
+            if w == "dev" || w == "oif" || w == "iif" {
+                if let Some(ifn) = v.get(i + 1) {
+                    if !host.interface_exists(ifn) {
+                        *bad_if = true;
+                        diags.report(
+                            &at(file, b.line),
+                            ErrClass::Warning,
+                            format!("WARNING - interface {ifn} for {} doesn't exist", b.keyword),
+                        );
+                    }
+                }
+                i += 2;
+                continue;
+            }
+            if is_rule && (w == "to" || w == "from") {
+                if let Some(a) = v.get(i + 1) {
+                    if a != "all" && super::parser::parse_ip(a).is_none() {
+                        diags.report(
+                            &at(file, b.line),
+                            ErrClass::GeneralError,
+                            format!("Invalid rule {w} address {a}"),
+                        );
+                    }
+                }
+                i += 2;
+                continue;
+            }
+            i += 1;
+        }
+        if !is_rule {
+            if let Some(first) = v.first() {
+                if first.contains(['.', ':']) && super::parser::parse_ip(first).is_none() && first != "default" {
+                    diags.report(
+                        &at(file, b.line),
+                        ErrClass::GeneralError,
+                        format!("VRRP parsed invalid IP {first}. skipping IP..."),
+                    );
+                }
+            }
+        }
+    }
+}

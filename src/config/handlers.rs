@@ -1834,8 +1834,9 @@ pub fn smtp_helo(p: P, w: &[Word]) -> HandlerResult {
 /// The deprecated `host { }` block: each becomes an SMTP_CHECK of its own,
 /// sharing the outer checker's settings.
 pub fn smtp_host_open(p: P, _w: &[Word]) -> HandlerResult {
+    // keepalived accepts it silently; we only note it.
     p.err(
-        ErrClass::Deprecated,
+        ErrClass::Ok,
         "SMTP_CHECK 'host' block is deprecated - please use a separate SMTP_CHECK",
     );
     if let Some(outer) = p.checker.take() {

@@ -45,8 +45,6 @@ pub struct Parser<'r, 'l> {
     pub(crate) track_file: Option<TrackFile>,
     pub(crate) generic: Vec<Block>,
     pub(crate) smtp_outer: Vec<Checker>,
-    /// Line of the current VS / RS keyword, for validation messages.
-    pub(crate) sorry_inhibit_pending: bool,
 }
 
 impl<'r, 'l> Parser<'r, 'l> {
@@ -67,7 +65,6 @@ impl<'r, 'l> Parser<'r, 'l> {
             track_file: None,
             generic: Vec::new(),
             smtp_outer: Vec::new(),
-            sorry_inhibit_pending: false,
         }
     }
 

@@ -245,8 +245,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
     }
     for b in &cfg.other_blocks {
         for s in &b.settings {
-            let is_script = (b.keyword == "vrrp_script" && s.keyword == "script")
-                || (s.keyword.starts_with("notify") && s.keyword != "notify_priority_changes");
+            // vrrp_script scripts are judged by the VRRP process, whose
+            // tracking rules are not built yet; notify scripts always count.
+            let is_script =
+                s.keyword.starts_with("notify") && s.keyword != "notify_priority_changes";
             if is_script {
                 if let Some(cmd) = s.args.first().and_then(|a| a.split_whitespace().next()) {
                     any_script |= script_usable(cmd);

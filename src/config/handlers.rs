@@ -20,7 +20,10 @@ const U32MAX: u64 = u32::MAX as u64;
 // ---- global_defs ----
 
 pub fn router_id(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.router_id = Some(p.arg(w, 1)?.to_string());
+    match w.get(1) {
+        Some(x) => p.cfg.global_defs.router_id = Some(x.text.clone()),
+        None => p.err(ErrClass::GeneralError, "routerid name missing - ignoring"),
+    }
     Ok(())
 }
 pub fn lvs_flush(p: P, _w: &[Word]) -> HandlerResult {
@@ -371,11 +374,21 @@ pub fn vsg(p: P, w: &[Word]) -> HandlerResult {
             entries.push(e);
         }
     }
+    let v4 = entries.iter().any(|e| matches!(e, VsgEntry::Range { first, .. } if first.is_ipv4()));
+    let v6 = entries.iter().any(|e| matches!(e, VsgEntry::Range { first, .. } if first.is_ipv6()));
+    let fw = entries.iter().any(|e| matches!(e, VsgEntry::Fwmark { family: None, .. }));
+    p.pos.line = line;
     if entries.is_empty() {
         p.err(
             ErrClass::GeneralError,
             format!("virtual server group {name} has no entries - removing"),
         );
+    } else if v4 && v6 && fw {
+        p.err(
+            ErrClass::GeneralError,
+            format!("virtual server group {name} cannot have IPv4, IPv6 and fwmark without family - removing"),
+        );
+        entries.clear();
     }
     p.cfg.virtual_server_groups.push(VirtualServerGroup { name, entries, line });
     Ok(())

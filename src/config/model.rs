@@ -485,6 +485,7 @@ pub struct Url {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HttpCheck {
     /// Shared options.
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `http_protocol`: "1.0", "1.0C" or "1.1".
     pub http_protocol: String,
@@ -504,6 +505,7 @@ pub struct HttpCheck {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MiscCheck {
     /// Shared options.
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `misc_path` argv.
     pub misc_path: Option<Vec<String>>,
@@ -519,6 +521,7 @@ pub struct MiscCheck {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SmtpCheck {
     /// Shared options.
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `helo_name` (default `smtpchecker.keepalived.org`).
     pub helo_name: Option<String>,
@@ -528,6 +531,7 @@ pub struct SmtpCheck {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DnsCheck {
     /// Shared options.
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `type` (default SOA).
     pub r#type: String,
@@ -539,6 +543,7 @@ pub struct DnsCheck {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct UdpCheck {
     /// Shared options.
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `payload` bytes.
     pub payload: Option<Vec<u8>>,
@@ -556,6 +561,7 @@ pub struct UdpCheck {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FileCheck {
     /// Shared options (only `line` is meaningful).
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `track_file NAME`.
     pub track_file: Option<String>,
@@ -569,6 +575,7 @@ pub struct FileCheck {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BfdCheck {
     /// Shared options (`alpha`).
+    #[serde(flatten)]
     pub common: CheckerCommon,
     /// `name`.
     pub name: Option<String>,

@@ -1178,3 +1178,43 @@ pub fn strtol0(s: &str) -> i64 {
         v
     }
 }
+
+/// Configuration held in memory (tests, fuzzing, `--config-fd` later).
+#[derive(Debug, Default, Clone)]
+pub struct MemLoader {
+    /// Path → content.
+    pub files: std::collections::BTreeMap<PathBuf, Vec<u8>>,
+    /// The working directory reported.
+    pub cwd: PathBuf,
+}
+
+impl SourceLoader for MemLoader {
+    fn glob(&self, pattern: &Path) -> Vec<PathBuf> {
+        let Some(p) = pattern.to_str() else {
+            return Vec::new();
+        };
+        let Ok(pat) = glob::Pattern::new(p) else {
+            return Vec::new();
+        };
+        self.files
+            .keys()
+            .filter(|k| k.to_str().is_some_and(|k| pat.matches(k)))
+            .cloned()
+            .collect()
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| "No such file or directory".to_string())
+    }
+
+    fn is_regular_non_exec(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.cwd.clone()
+    }
+}

@@ -186,7 +186,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             rss.push(rs);
         }
         vs.real_servers = rss;
-        resolve_defaults(&mut vs, cfg.global_defs.checker_log_all_failures);
+        resolve_defaults(&mut vs, cfg.global_defs.checker_log_all_failures, diags);
         // Quorum cannot exceed what the real servers can give.
         let total: u64 = vs
             .real_servers
@@ -282,7 +282,9 @@ pub fn script_usable(cmd: &str) -> bool {
 }
 
 /// RS ← VS and checker ← RS inheritance, with keepalived's type defaults.
-fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool) {
+fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Diagnostics) {
+    let vs_name = format_vs(vs);
+    let proto = vs_name.split(':').nth(1).unwrap_or("none").to_string();
     let vs_delay = vs.delay_loop.unwrap_or(60 * TIMER_HZ);
     let vs_ct = vs.connect_timeout.unwrap_or(5 * TIMER_HZ);
     vs.delay_loop = Some(vs_delay);
@@ -312,6 +314,9 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool) {
         }
         rs.connect_timeout.get_or_insert(vs_ct);
         rs.delay_loop.get_or_insert(vs_delay);
+        // Checkers aim at the address and port written on the real_server
+        // line, before the port fix-ups below (keepalived copies them at parse time).
+        let (ip, rs_line_port) = (rs.ip, rs.port);
         let is_nat = rs.lvs_method == Some(Forwarding::Nat);
         if let Some(vp) = vs_port {
             if is_nat {
@@ -319,12 +324,21 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool) {
                     rs.port = vp;
                 }
             } else {
+                if rs.port != 0 && rs.port != vp {
+                    diags.report(
+                        &Pos::none(),
+                        ErrClass::Warning,
+                        format!(
+                            "WARNING - virtual server {vs_name} and real server [{}]:{proto}:{} ports don't match - resetting",
+                            rs.ip, rs.port
+                        ),
+                    );
+                }
                 rs.port = vp;
             }
         } else if fwmark && !is_nat {
             rs.port = 0;
         }
-        let (ip, rs_line_port) = (rs.ip, rs.port);
         for c in &mut rs.checkers {
             let is_misc = matches!(c, Checker::Misc(_));
             let is_dns = matches!(c, Checker::Dns(_));

@@ -1,0 +1,78 @@
+//! Fixture folders: every `tests/fixtures/*/NAME.conf` is loaded as
+//! `keepalived -t` would, and its `NAME.expected` lists what must hold:
+//! `exit N`, `line L: TEXT` (a diagnostic at line L containing TEXT),
+//! `hint L: TEXT`, `json POINTER = VALUE` (a field of the resolved model),
+//! `no-diagnostics`. Adding a case is adding two files.
+
+use keepalived::config::{load, LoadOptions};
+use std::path::Path;
+
+fn run_dir(dir: &Path, failures: &mut Vec<String>) -> usize {
+    let mut n = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        if p.extension().and_then(|x| x.to_str()) != Some("conf") {
+            continue;
+        }
+        let exp_path = p.with_extension("expected");
+        let Ok(expected) = std::fs::read_to_string(&exp_path) else {
+            failures.push(format!("{}: no .expected file", p.display()));
+            continue;
+        };
+        n += 1;
+        let opts = LoadOptions {
+            config_id: "fixture".into(),
+            all_config: false,
+            config_test: true,
+        };
+        let loaded = load(&p, &opts);
+        let json = serde_json::to_value(&loaded.config).unwrap();
+        let diags = loaded.diagnostics.items();
+        for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let ok = if let Some(code) = line.strip_prefix("exit ") {
+                loaded.config_test_exit_code().to_string() == code.trim()
+            } else if line == "no-diagnostics" {
+                diags.iter().all(|d| d.class == keepalived::config::diag::ErrClass::Ok)
+            } else if let Some(rest) = line.strip_prefix("line ") {
+                let (l, text) = rest.split_once(':').unwrap();
+                let l: usize = l.trim().parse().unwrap();
+                diags.iter().any(|d| d.line == l && d.message.contains(text.trim()))
+            } else if let Some(rest) = line.strip_prefix("hint ") {
+                let (l, text) = rest.split_once(':').unwrap();
+                let l: usize = l.trim().parse().unwrap();
+                diags
+                    .iter()
+                    .any(|d| d.line == l && d.hint.as_deref().is_some_and(|h| h.contains(text.trim())))
+            } else if let Some(rest) = line.strip_prefix("json ") {
+                let (ptr, val) = rest.split_once(" = ").unwrap();
+                let want: serde_json::Value = serde_json::from_str(val.trim()).unwrap();
+                json.pointer(ptr.trim()) == Some(&want)
+            } else {
+                panic!("{}: bad expectation '{line}'", exp_path.display());
+            };
+            if !ok {
+                failures.push(format!(
+                    "{}: expectation failed: {line}\n  exit={} diagnostics:\n{}",
+                    p.display(),
+                    loaded.config_test_exit_code(),
+                    diags.iter().map(|d| format!("    {d}")).collect::<Vec<_>>().join("\n")
+                ));
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for sub in ["valid", "invalid"] {
+        n += run_dir(&root.join(sub), &mut failures);
+    }
+    assert!(n >= 10, "only {n} fixtures found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

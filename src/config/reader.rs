@@ -570,7 +570,12 @@ impl<'l> Reader<'l> {
                 continue;
             }
 
+            let mut rechecks = 0;
             loop {
+                rechecks += 1;
+                if rechecks > 64 {
+                    break;
+                }
                 if buf.starts_with('@') {
                     let (rev, ofs) = if buf[1..].starts_with('^') {
                         (true, 2)
@@ -817,11 +822,7 @@ impl<'l> Reader<'l> {
                         String::from_utf8_lossy(&buf)
                     ),
                 );
-                return if found {
-                    Some(String::from_utf8_lossy(&buf).to_string())
-                } else {
-                    None
-                };
+                return None;
             }
             buf.splice(cur..end, replacement.bytes());
             if replacement.trim_start_matches([' ', '\t']).starts_with('~') {

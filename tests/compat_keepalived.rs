@@ -1,0 +1,291 @@
+//! Side by side with the real keepalived 2.2.7 (`/usr/sbin/keepalived`, from
+//! Debian's package; `.ci/run` installs it): every shared sample config and
+//! thousands of generated configs must get the same `-t` exit code, and the
+//! same set of lines with problems.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KEEPALIVED: &str = "/usr/sbin/keepalived";
+
+fn require_keepalived() {
+    assert!(
+        Path::new(KEEPALIVED).exists(),
+        "keepalived 2.2.7 is required for the side-by-side tests: apt-get install keepalived (.ci/run does this)"
+    );
+}
+
+fn run(bin: &str, dir: &Path, file: &str) -> (i32, String) {
+    let out = Command::new(bin)
+        .current_dir(dir)
+        .args(["-t", "-f", file, "-i", "gen"])
+        .output()
+        .expect("run keepalived");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn ours() -> &'static str {
+    env!("CARGO_BIN_EXE_keepalived")
+}
+
+#[test]
+fn samples_match_keepalived_exit_codes() {
+    require_keepalived();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/keepalived-samples");
+    let mut n = 0;
+    let mut diffs = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("../shared/keepalived-samples") {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        if !name.starts_with("keepalived.conf") {
+            continue;
+        }
+        n += 1;
+        let (ka, _) = run(KEEPALIVED, &dir, &name);
+        let (us, out) = run(ours(), &dir, &name);
+        if ka != us {
+            diffs.push(format!("{name}: keepalived {ka}, ours {us}\n{out}"));
+        }
+    }
+    assert!(n >= 20, "only {n} samples");
+    println!("{n} samples compared");
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+/// keepalived's `(file: Line N) msg` / `(Line N) msg` lines.
+fn ka_lines(stderr: &str) -> BTreeSet<usize> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let i = l.find("Line ")?;
+            let rest = &l[i + 5..];
+            let end = rest.find(')')?;
+            rest[..end].parse().ok()
+        })
+        .collect()
+}
+
+/// Our `file:LINE: severity: msg` lines (notes excluded).
+fn our_lines(stderr: &str) -> BTreeSet<usize> {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.contains(": note: "))
+        // Validation findings keepalived reports without a line; we add one.
+        .filter(|l| !l.contains("has no real servers") && !l.contains("specified but not configured"))
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ':');
+            let _file = it.next()?;
+            it.next()?.parse().ok()
+        })
+        .collect()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[self.below(v.len())]
+    }
+    fn chance(&mut self, pct: usize) -> bool {
+        self.below(100) < pct
+    }
+}
+
+fn gen_value(r: &mut Rng, good: &[&str], bad: &[&str]) -> String {
+    if r.chance(80) {
+        r.pick(good).to_string()
+    } else {
+        r.pick(bad).to_string()
+    }
+}
+
+fn gen_checker(r: &mut Rng, out: &mut String) {
+    let kind = r.pick(&["TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "SMTP_CHECK", "UDP_CHECK", "PING_CHECK"]);
+    out.push_str(&format!("    {kind} {{\n"));
+    for _ in 0..r.below(4) {
+        let line = match r.below(8) {
+            0 => format!("connect_timeout {}", gen_value(r, &["3", "1.5", "10"], &["0", "abc", "-1"])),
+            1 => format!("connect_port {}", gen_value(r, &["80", "8080", "443"], &["0", "70000", "x"])),
+            2 => format!("retry {}", gen_value(r, &["0", "3"], &["-2", "z"])),
+            3 => format!("delay_before_retry {}", gen_value(r, &["2", "0.5"], &["-1", "q"])),
+            4 => format!("connect_ip {}", gen_value(r, &["192.0.2.9", "2001:db8::9"], &["1.2.3", "host"])),
+            5 => format!("delay_loop {}", gen_value(r, &["5", "2.5"], &["0", "x"])),
+            6 => format!("{} yes", r.pick(&["alpha", "log_all_failures"])),
+            _ => r.pick(&["conect_timeout 3", "bindto 192.0.2.8", "fwmark 5", "warmup 3"]).to_string(),
+        };
+        out.push_str(&format!("        {line}\n"));
+    }
+    if kind == "HTTP_GET" || kind == "SSL_GET" {
+        for _ in 0..r.below(3) {
+            out.push_str("        url {\n");
+            if r.chance(85) {
+                out.push_str(&format!("            path /{}\n", r.pick(&["", "health", "x?y=1"])));
+            }
+            if r.chance(40) {
+                out.push_str(&format!(
+                    "            status_code {}\n",
+                    r.pick(&["200", "200-299 404", "99", "300-200", "abc"])
+                ));
+            }
+            if r.chance(20) {
+                out.push_str(&format!(
+                    "            digest {}\n",
+                    r.pick(&["9b3a0c85a887a256d6939da88aabd8cd", "xyz"])
+                ));
+            }
+            out.push_str("        }\n");
+        }
+    }
+    out.push_str("    }\n");
+}
+
+fn gen_config(seed: u64, dir: &Path) -> String {
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut out = String::new();
+    if r.chance(40) {
+        out.push_str("global_defs {\n");
+        for _ in 0..r.below(4) {
+            let l = r.pick(&[
+                "router_id gen1", "lvs_flush", "lvs_flush_on_stop VS", "lvs_timeouts tcp 900 udp 60",
+                "checker_log_all_failures", "rs_init_notifies", "smtp_connect_timeout 30",
+                "routr_id x", "lvs_timeouts", "vrrp_strict", "notification_email {\n a@b\n}",
+            ]);
+            out.push_str(&format!("    {l}\n"));
+        }
+        out.push_str("}\n");
+    }
+    if r.chance(30) {
+        out.push_str(&format!("$SCHED={}\n", r.pick(&["rr", "wrr", "lc", "bogus"])));
+    }
+    if r.chance(20) {
+        out.push_str(&format!("@{} $PORT=80\n@^{} $PORT=81\n", r.pick(&["gen", "other"]), "gen"));
+    }
+    if r.chance(15) {
+        std::fs::write(
+            dir.join("inc.conf"),
+            "virtual_server 192.0.2.99 80 {\n lb_algo rr\n lb_kind NAT\n protocol TCP\n real_server 192.0.2.98 80 {\n }\n}\n",
+        )
+        .unwrap();
+        out.push_str(r.pick(&["include inc.conf\n", "include nomatch*.conf\n", "include inc.con\n"]));
+    }
+    for v in 0..1 + r.below(3) {
+        let addr = gen_value(
+            &mut r,
+            &["192.0.2.1 80", "192.0.2.2 443", "2001:db8::1 80", "fwmark 5", "192.0.2.3 0", "192.0.2.4"],
+            &["192.0.2 80", "192.0.2.5 99999"],
+        );
+        let addr = if r.chance(20) && out.contains("$PORT") { format!("192.0.2.{v} $PORT") } else { addr };
+        out.push_str(&format!("virtual_server {addr} {{\n"));
+        for _ in 0..r.below(7) {
+            let l = match r.below(12) {
+                0 => format!("lb_algo {}", gen_value(&mut r, &["rr", "wlc", "sh", "mh"], &["foo"])),
+                1 => format!("lb_kind {}", gen_value(&mut r, &["NAT", "DR", "TUN"], &["XX"])),
+                2 => format!("protocol {}", gen_value(&mut r, &["TCP", "UDP", "tcp", "SCTP"], &["ICMP"])),
+                3 => format!("delay_loop {}", gen_value(&mut r, &["6", "0.5"], &["abc", "0"])),
+                4 => format!("persistence_timeout {}", gen_value(&mut r, &["300", ""], &["0", "9999999"])),
+                5 => format!("quorum {}", gen_value(&mut r, &["1", "3"], &["0", "x"])),
+                6 => format!("hysteresis {}", gen_value(&mut r, &["0", "1"], &["y"])),
+                7 => format!("weight {}", gen_value(&mut r, &["1", "5"], &["0", "-1"])),
+                8 => r.pick(&["ops", "alpha", "omega", "ha_suspend", "inhibit_on_failure", "sh-port"]).to_string(),
+                9 => format!("sorry_server {}", gen_value(&mut r, &["192.0.2.200 80", "192.0.2.201"], &["1.1 80"])),
+                10 => "lb_algo $SCHED".to_string(),
+                _ => r.pick(&["lb_algoo rr", "protocl TCP", "real_servers x"]).to_string(),
+            };
+            out.push_str(&format!("    {l}\n"));
+        }
+        let n_rs = r.below(4);
+        for i in 0..n_rs {
+            let rs = gen_value(
+                &mut r,
+                &["192.0.2.10 80", "192.0.2.11 8080", "2001:db8::10 80", "192.0.2.12"],
+                &["192.0.2 80", "x 80"],
+            );
+            let rs = if i > 0 && r.chance(10) { "192.0.2.10 80".to_string() } else { rs };
+            out.push_str(&format!("    real_server {rs} {{\n"));
+            for _ in 0..r.below(3) {
+                let l = match r.below(5) {
+                    0 => format!("weight {}", gen_value(&mut r, &["0", "2"], &["-1", "w"])),
+                    1 => "inhibit_on_failure".to_string(),
+                    2 => format!("uthreshold {}", gen_value(&mut r, &["100"], &["-5"])),
+                    3 => "wieght 2".to_string(),
+                    _ => format!("lvs_method {}", gen_value(&mut r, &["NAT", "DR"], &["YY"])),
+                };
+                out.push_str(&format!("        {l}\n"));
+            }
+            for _ in 0..r.below(3) {
+                gen_checker(&mut r, &mut out);
+            }
+            out.push_str("    }\n");
+        }
+        if r.chance(5) {
+            out.push_str("    ~SEQ(i, 1, 3) real_server 192.0.2.5$i 80 { weight $i }\n");
+        }
+        if !r.chance(5) {
+            out.push_str("}\n");
+        }
+        if r.chance(4) {
+            out.push_str("}\n");
+        }
+    }
+    out
+}
+
+#[test]
+fn generated_configs_match_keepalived() {
+    require_keepalived();
+    let count: u64 = std::env::var("DIFF_CONFIGS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let base = std::env::temp_dir().join(format!("kargen-{}", std::process::id()));
+    let mut diffs = Vec::new();
+    let mut line_diffs = 0;
+    let mut keepalived_crashed = 0;
+    for seed in 0..count {
+        let dir: PathBuf = base.join(seed.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = gen_config(seed, &dir);
+        std::fs::write(dir.join("k.conf"), &conf).unwrap();
+        let (ka, ka_err) = run(KEEPALIVED, &dir, "k.conf");
+        let (us, us_err) = run(ours(), &dir, "k.conf");
+        if ka < 0 {
+            // keepalived itself died on a signal: we must still give a verdict.
+            keepalived_crashed += 1;
+            assert!([0, 2, 4, 5, 6].contains(&us), "seed {seed}: ours exit {us}");
+            continue;
+        }
+        if ka != 2 && ka_lines(&ka_err) != our_lines(&us_err) {
+            line_diffs += 1;
+        }
+        if ka != us {
+            diffs.push(format!(
+                "seed {seed}: keepalived exit {ka} lines {:?}, ours exit {us} lines {:?}\n--- config\n{conf}--- keepalived\n{ka_err}--- ours\n{us_err}",
+                ka_lines(&ka_err),
+                our_lines(&us_err)
+            ));
+        } else {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    println!(
+        "{count} generated configs compared: {} exit-code differences, {line_diffs} with a different set of error lines, keepalived crashed on {keepalived_crashed}",
+        diffs.len()
+    );
+    if diffs.is_empty() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+    assert!(
+        diffs.is_empty(),
+        "{} of {count} differ; first ones:\n{}",
+        diffs.len(),
+        diffs.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
+}

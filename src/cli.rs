@@ -223,7 +223,10 @@ pub fn parse(args: &[String]) -> Result<Options, CliError> {
             };
             // getopt_long accepts unambiguous prefixes.
             let exact = OPTIONS.iter().find(|(_, l, _)| *l == name);
-            let cands: Vec<_> = OPTIONS.iter().filter(|(_, l, _)| l.starts_with(name)).collect();
+            let cands: Vec<_> = OPTIONS
+                .iter()
+                .filter(|(_, l, _)| l.starts_with(name))
+                .collect();
             let opt = match (exact, cands.as_slice()) {
                 (Some(e), _) => e,
                 (None, [one]) => *one,
@@ -359,7 +362,10 @@ mod tests {
         assert_eq!(p(&["--use-file", "x"]).use_file.as_deref(), Some("x"));
         assert_eq!(p(&["-t"]).config_test.as_deref(), Some(""));
         assert_eq!(p(&["-t/tmp/l"]).config_test.as_deref(), Some("/tmp/l"));
-        assert_eq!(p(&["--config-test=/tmp/l"]).config_test.as_deref(), Some("/tmp/l"));
+        assert_eq!(
+            p(&["--config-test=/tmp/l"]).config_test.as_deref(),
+            Some("/tmp/l")
+        );
         let o = p(&["-nlDD", "-C"]);
         assert!(o.dont_fork && o.log_console && o.check);
         assert_eq!(o.log_detail, 2);

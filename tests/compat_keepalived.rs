@@ -74,7 +74,9 @@ fn our_lines(stderr: &str) -> BTreeSet<usize> {
         .lines()
         .filter(|l| !l.starts_with(' ') && !l.contains(": note: "))
         // Validation findings keepalived reports without a line; we add one.
-        .filter(|l| !l.contains("has no real servers") && !l.contains("specified but not configured"))
+        .filter(|l| {
+            !l.contains("has no real servers") && !l.contains("specified but not configured")
+        })
         .filter_map(|l| {
             let mut it = l.splitn(3, ':');
             let _file = it.next()?;
@@ -111,18 +113,45 @@ fn gen_value(r: &mut Rng, good: &[&str], bad: &[&str]) -> String {
 }
 
 fn gen_checker(r: &mut Rng, out: &mut String) {
-    let kind = r.pick(&["TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "SMTP_CHECK", "UDP_CHECK", "PING_CHECK"]);
+    let kind = r.pick(&[
+        "TCP_CHECK",
+        "HTTP_GET",
+        "SSL_GET",
+        "DNS_CHECK",
+        "SMTP_CHECK",
+        "UDP_CHECK",
+        "PING_CHECK",
+    ]);
     out.push_str(&format!("    {kind} {{\n"));
     for _ in 0..r.below(4) {
         let line = match r.below(8) {
-            0 => format!("connect_timeout {}", gen_value(r, &["3", "1.5", "10"], &["0", "abc", "-1"])),
-            1 => format!("connect_port {}", gen_value(r, &["80", "8080", "443"], &["0", "70000", "x"])),
+            0 => format!(
+                "connect_timeout {}",
+                gen_value(r, &["3", "1.5", "10"], &["0", "abc", "-1"])
+            ),
+            1 => format!(
+                "connect_port {}",
+                gen_value(r, &["80", "8080", "443"], &["0", "70000", "x"])
+            ),
             2 => format!("retry {}", gen_value(r, &["0", "3"], &["-2", "z"])),
-            3 => format!("delay_before_retry {}", gen_value(r, &["2", "0.5"], &["-1", "q"])),
-            4 => format!("connect_ip {}", gen_value(r, &["192.0.2.9", "2001:db8::9"], &["1.2.3", "host"])),
+            3 => format!(
+                "delay_before_retry {}",
+                gen_value(r, &["2", "0.5"], &["-1", "q"])
+            ),
+            4 => format!(
+                "connect_ip {}",
+                gen_value(r, &["192.0.2.9", "2001:db8::9"], &["1.2.3", "host"])
+            ),
             5 => format!("delay_loop {}", gen_value(r, &["5", "2.5"], &["0", "x"])),
             6 => format!("{} yes", r.pick(&["alpha", "log_all_failures"])),
-            _ => r.pick(&["conect_timeout 3", "bindto 192.0.2.8", "fwmark 5", "warmup 3"]).to_string(),
+            _ => r
+                .pick(&[
+                    "conect_timeout 3",
+                    "bindto 192.0.2.8",
+                    "fwmark 5",
+                    "warmup 3",
+                ])
+                .to_string(),
         };
         out.push_str(&format!("        {line}\n"));
     }
@@ -130,7 +159,10 @@ fn gen_checker(r: &mut Rng, out: &mut String) {
         for _ in 0..r.below(3) {
             out.push_str("        url {\n");
             if r.chance(85) {
-                out.push_str(&format!("            path /{}\n", r.pick(&["", "health", "x?y=1"])));
+                out.push_str(&format!(
+                    "            path /{}\n",
+                    r.pick(&["", "health", "x?y=1"])
+                ));
             }
             if r.chance(40) {
                 out.push_str(&format!(
@@ -157,19 +189,34 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         out.push_str("global_defs {\n");
         for _ in 0..r.below(4) {
             let l = r.pick(&[
-                "router_id gen1", "lvs_flush", "lvs_flush_on_stop VS", "lvs_timeouts tcp 900 udp 60",
-                "checker_log_all_failures", "rs_init_notifies", "smtp_connect_timeout 30",
-                "routr_id x", "lvs_timeouts", "vrrp_strict", "notification_email {\n a@b\n}",
+                "router_id gen1",
+                "lvs_flush",
+                "lvs_flush_on_stop VS",
+                "lvs_timeouts tcp 900 udp 60",
+                "checker_log_all_failures",
+                "rs_init_notifies",
+                "smtp_connect_timeout 30",
+                "routr_id x",
+                "lvs_timeouts",
+                "vrrp_strict",
+                "notification_email {\n a@b\n}",
             ]);
             out.push_str(&format!("    {l}\n"));
         }
         out.push_str("}\n");
     }
     if r.chance(30) {
-        out.push_str(&format!("$SCHED={}\n", r.pick(&["rr", "wrr", "lc", "bogus"])));
+        out.push_str(&format!(
+            "$SCHED={}\n",
+            r.pick(&["rr", "wrr", "lc", "bogus"])
+        ));
     }
     if r.chance(20) {
-        out.push_str(&format!("@{} $PORT=80\n@^{} $PORT=81\n", r.pick(&["gen", "other"]), "gen"));
+        out.push_str(&format!(
+            "@{} $PORT=80\n@^{} $PORT=81\n",
+            r.pick(&["gen", "other"]),
+            "gen"
+        ));
     }
     if r.chance(15) {
         std::fs::write(
@@ -177,30 +224,74 @@ fn gen_config(seed: u64, dir: &Path) -> String {
             "virtual_server 192.0.2.99 80 {\n lb_algo rr\n lb_kind NAT\n protocol TCP\n real_server 192.0.2.98 80 {\n }\n}\n",
         )
         .unwrap();
-        out.push_str(r.pick(&["include inc.conf\n", "include nomatch*.conf\n", "include inc.con\n"]));
+        out.push_str(r.pick(&[
+            "include inc.conf\n",
+            "include nomatch*.conf\n",
+            "include inc.con\n",
+        ]));
     }
     for v in 0..1 + r.below(3) {
         let addr = gen_value(
             &mut r,
-            &["192.0.2.1 80", "192.0.2.2 443", "2001:db8::1 80", "fwmark 5", "192.0.2.3 0", "192.0.2.4"],
+            &[
+                "192.0.2.1 80",
+                "192.0.2.2 443",
+                "2001:db8::1 80",
+                "fwmark 5",
+                "192.0.2.3 0",
+                "192.0.2.4",
+            ],
             &["192.0.2 80", "192.0.2.5 99999"],
         );
-        let addr = if r.chance(20) && out.contains("$PORT") { format!("192.0.2.{v} $PORT") } else { addr };
+        let addr = if r.chance(20) && out.contains("$PORT") {
+            format!("192.0.2.{v} $PORT")
+        } else {
+            addr
+        };
         out.push_str(&format!("virtual_server {addr} {{\n"));
         for _ in 0..r.below(7) {
             let l = match r.below(12) {
-                0 => format!("lb_algo {}", gen_value(&mut r, &["rr", "wlc", "sh", "mh"], &["foo"])),
-                1 => format!("lb_kind {}", gen_value(&mut r, &["NAT", "DR", "TUN"], &["XX"])),
-                2 => format!("protocol {}", gen_value(&mut r, &["TCP", "UDP", "tcp", "SCTP"], &["ICMP"])),
-                3 => format!("delay_loop {}", gen_value(&mut r, &["6", "0.5"], &["abc", "0"])),
-                4 => format!("persistence_timeout {}", gen_value(&mut r, &["300", ""], &["0", "9999999"])),
+                0 => format!(
+                    "lb_algo {}",
+                    gen_value(&mut r, &["rr", "wlc", "sh", "mh"], &["foo"])
+                ),
+                1 => format!(
+                    "lb_kind {}",
+                    gen_value(&mut r, &["NAT", "DR", "TUN"], &["XX"])
+                ),
+                2 => format!(
+                    "protocol {}",
+                    gen_value(&mut r, &["TCP", "UDP", "tcp", "SCTP"], &["ICMP"])
+                ),
+                3 => format!(
+                    "delay_loop {}",
+                    gen_value(&mut r, &["6", "0.5"], &["abc", "0"])
+                ),
+                4 => format!(
+                    "persistence_timeout {}",
+                    gen_value(&mut r, &["300", ""], &["0", "9999999"])
+                ),
                 5 => format!("quorum {}", gen_value(&mut r, &["1", "3"], &["0", "x"])),
                 6 => format!("hysteresis {}", gen_value(&mut r, &["0", "1"], &["y"])),
                 7 => format!("weight {}", gen_value(&mut r, &["1", "5"], &["0", "-1"])),
-                8 => r.pick(&["ops", "alpha", "omega", "ha_suspend", "inhibit_on_failure", "sh-port"]).to_string(),
-                9 => format!("sorry_server {}", gen_value(&mut r, &["192.0.2.200 80", "192.0.2.201"], &["1.1 80"])),
+                8 => r
+                    .pick(&[
+                        "ops",
+                        "alpha",
+                        "omega",
+                        "ha_suspend",
+                        "inhibit_on_failure",
+                        "sh-port",
+                    ])
+                    .to_string(),
+                9 => format!(
+                    "sorry_server {}",
+                    gen_value(&mut r, &["192.0.2.200 80", "192.0.2.201"], &["1.1 80"])
+                ),
                 10 => "lb_algo $SCHED".to_string(),
-                _ => r.pick(&["lb_algoo rr", "protocl TCP", "real_servers x"]).to_string(),
+                _ => r
+                    .pick(&["lb_algoo rr", "protocl TCP", "real_servers x"])
+                    .to_string(),
             };
             out.push_str(&format!("    {l}\n"));
         }
@@ -208,10 +299,19 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         for i in 0..n_rs {
             let rs = gen_value(
                 &mut r,
-                &["192.0.2.10 80", "192.0.2.11 8080", "2001:db8::10 80", "192.0.2.12"],
+                &[
+                    "192.0.2.10 80",
+                    "192.0.2.11 8080",
+                    "2001:db8::10 80",
+                    "192.0.2.12",
+                ],
                 &["192.0.2 80", "x 80"],
             );
-            let rs = if i > 0 && r.chance(10) { "192.0.2.10 80".to_string() } else { rs };
+            let rs = if i > 0 && r.chance(10) {
+                "192.0.2.10 80".to_string()
+            } else {
+                rs
+            };
             out.push_str(&format!("    real_server {rs} {{\n"));
             for _ in 0..r.below(3) {
                 let l = match r.below(5) {
@@ -244,7 +344,10 @@ fn gen_config(seed: u64, dir: &Path) -> String {
 #[test]
 fn generated_configs_match_keepalived() {
     require_keepalived();
-    let count: u64 = std::env::var("DIFF_CONFIGS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let count: u64 = std::env::var("DIFF_CONFIGS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
     let base = std::env::temp_dir().join(format!("kargen-{}", std::process::id()));
     let mut diffs = Vec::new();
     let mut line_diffs = 0;

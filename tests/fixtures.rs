@@ -30,21 +30,29 @@ fn run_dir(dir: &Path, failures: &mut Vec<String>) -> usize {
         let loaded = load(&p, &opts);
         let json = serde_json::to_value(&loaded.config).unwrap();
         let diags = loaded.diagnostics.items();
-        for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        for line in expected
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let ok = if let Some(code) = line.strip_prefix("exit ") {
                 loaded.config_test_exit_code().to_string() == code.trim()
             } else if line == "no-diagnostics" {
-                diags.iter().all(|d| d.class == keepalived::config::diag::ErrClass::Ok)
+                diags
+                    .iter()
+                    .all(|d| d.class == keepalived::config::diag::ErrClass::Ok)
             } else if let Some(rest) = line.strip_prefix("line ") {
-                let (l, text) = rest.split_once(':').unwrap();
-                let l: usize = l.trim().parse().unwrap();
-                diags.iter().any(|d| d.line == l && d.message.contains(text.trim()))
-            } else if let Some(rest) = line.strip_prefix("hint ") {
                 let (l, text) = rest.split_once(':').unwrap();
                 let l: usize = l.trim().parse().unwrap();
                 diags
                     .iter()
-                    .any(|d| d.line == l && d.hint.as_deref().is_some_and(|h| h.contains(text.trim())))
+                    .any(|d| d.line == l && d.message.contains(text.trim()))
+            } else if let Some(rest) = line.strip_prefix("hint ") {
+                let (l, text) = rest.split_once(':').unwrap();
+                let l: usize = l.trim().parse().unwrap();
+                diags.iter().any(|d| {
+                    d.line == l && d.hint.as_deref().is_some_and(|h| h.contains(text.trim()))
+                })
             } else if let Some(rest) = line.strip_prefix("json ") {
                 let (ptr, val) = rest.split_once(" = ").unwrap();
                 let want: serde_json::Value = serde_json::from_str(val.trim()).unwrap();
@@ -57,7 +65,11 @@ fn run_dir(dir: &Path, failures: &mut Vec<String>) -> usize {
                     "{}: expectation failed: {line}\n  exit={} diagnostics:\n{}",
                     p.display(),
                     loaded.config_test_exit_code(),
-                    diags.iter().map(|d| format!("    {d}")).collect::<Vec<_>>().join("\n")
+                    diags
+                        .iter()
+                        .map(|d| format!("    {d}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 ));
             }
         }

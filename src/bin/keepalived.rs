@@ -18,7 +18,9 @@ fn main() -> ExitCode {
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_else(|| "keepalived".into());
     if prog == "genhash" || args.get(1).is_some_and(|a| a == "-T" || a == "--genhash") {
-        eprintln!("genhash mode is not available yet in keepalived-rs (planned with the health checkers)");
+        eprintln!(
+            "genhash mode is not available yet in keepalived-rs (planned with the health checkers)"
+        );
         return ExitCode::from(1);
     }
     let opts = match cli::parse(&args[1..]) {
@@ -57,7 +59,10 @@ fn main() -> ExitCode {
     }
     for (set, what) in [
         (opts.vrrp, "-P/--vrrp (VRRP)"),
-        (opts.snmp || opts.snmp_agent_socket.is_some(), "-x/-A (SNMP)"),
+        (
+            opts.snmp || opts.snmp_agent_socket.is_some(),
+            "-x/-A (SNMP)",
+        ),
         (opts.release_vips, "-X/--release-vips (VRRP)"),
         (opts.dont_release_vrrp, "-V/--dont-release-vrrp (VRRP)"),
     ] {
@@ -68,7 +73,10 @@ fn main() -> ExitCode {
 
     let path = PathBuf::from(opts.use_file.clone().unwrap_or_else(|| DEFAULT_CONF.into()));
     let load_opts = LoadOptions {
-        config_id: opts.config_id.clone().unwrap_or_else(config::default_config_id),
+        config_id: opts
+            .config_id
+            .clone()
+            .unwrap_or_else(config::default_config_id),
         all_config: opts.all_config,
         config_test: opts.config_test.is_some(),
     };
@@ -78,7 +86,11 @@ fn main() -> ExitCode {
         let mut out: Box<dyn Write> = if log.is_empty() {
             Box::new(std::io::stderr())
         } else {
-            match std::fs::OpenOptions::new().append(true).create(true).open(log) {
+            match std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(log)
+            {
                 Ok(f) => Box::new(f),
                 Err(e) => {
                     eprintln!("cannot open config test log {log}: {e}");
@@ -93,7 +105,10 @@ fn main() -> ExitCode {
             let _ = writeln!(out, "{:#?}", loaded.config);
         }
         if opts.dump_json {
-            println!("{}", serde_json::to_string_pretty(&loaded.config).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&loaded.config).unwrap_or_default()
+            );
         }
         return ExitCode::from(loaded.config_test_exit_code() as u8);
     }

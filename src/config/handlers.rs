@@ -47,7 +47,10 @@ pub fn lvs_flush_on_stop(p: P, w: &[Word]) -> HandlerResult {
 }
 pub fn lvs_timeouts(p: P, w: &[Word]) -> HandlerResult {
     if w.len() < 3 {
-        p.err(ErrClass::GeneralError, "lvs_timeouts requires at least one option");
+        p.err(
+            ErrClass::GeneralError,
+            "lvs_timeouts requires at least one option",
+        );
         return Ok(());
     }
     let mut t = p.cfg.global_defs.lvs_timeouts.unwrap_or_default();
@@ -55,10 +58,15 @@ pub fn lvs_timeouts(p: P, w: &[Word]) -> HandlerResult {
     while i < w.len() {
         let key = w[i].text.clone();
         let Some(v) = w.get(i + 1) else {
-            p.err(ErrClass::GeneralError, format!("No value specified for lvs_timeout {key} - ignoring"));
+            p.err(
+                ErrClass::GeneralError,
+                format!("No value specified for lvs_timeout {key} - ignoring"),
+            );
             break;
         };
-        let val = p.read_unsigned(&v.text, 0, 86400 * 31, true).map(|x| x as u32);
+        let val = p
+            .read_unsigned(&v.text, 0, 86400 * 31, true)
+            .map(|x| x as u32);
         match (key.as_str(), val) {
             ("tcp", Some(v)) => t.tcp = Some(v),
             ("tcpfin", Some(v)) => t.tcpfin = Some(v),
@@ -167,7 +175,10 @@ pub fn smtp_server(p: P, w: &[Word]) -> HandlerResult {
         Some(x) => match parse_port(&x.text) {
             Some(pt) if pt > 0 => pt,
             _ => {
-                p.err(ErrClass::GeneralError, format!("Invalid smtp_server port '{}'", x.text));
+                p.err(
+                    ErrClass::GeneralError,
+                    format!("Invalid smtp_server port '{}'", x.text),
+                );
                 25
             }
         },
@@ -184,7 +195,10 @@ pub fn smtp_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     match p.read_unsigned(&s, 1, U32MAX, true) {
         Some(v) => p.cfg.global_defs.smtp_connect_timeout = v * TIMER_HZ,
-        None => p.err(ErrClass::GeneralError, format!("smtp_connect_timeout '{s}' must be greater than 0")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("smtp_connect_timeout '{s}' must be greater than 0"),
+        ),
     }
     Ok(())
 }
@@ -201,8 +215,11 @@ pub fn random_seed(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn reload_check_config(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.reload_check_config =
-        Some(w.get(1).map(|x| x.text.clone()).unwrap_or_else(|| "/dev/null".into()));
+    p.cfg.global_defs.reload_check_config = Some(
+        w.get(1)
+            .map(|x| x.text.clone())
+            .unwrap_or_else(|| "/dev/null".into()),
+    );
     Ok(())
 }
 pub fn state_dump_file(p: P, w: &[Word]) -> HandlerResult {
@@ -225,7 +242,10 @@ pub fn include_check(p: P, w: &[Word]) -> HandlerResult {
             "match" => c.matched = set,
             "wildcard_match" => c.wildcard_match = set,
             "brace_match" => c.brace_match = set,
-            other => p.err(ErrClass::GeneralError, format!("Unknown include_check type {other}")),
+            other => p.err(
+                ErrClass::GeneralError,
+                format!("Unknown include_check type {other}"),
+            ),
         }
     }
     p.r.set_include_check(c);
@@ -259,7 +279,10 @@ pub fn child_wait_time(p: P, w: &[Word]) -> HandlerResult {
     if let Some(v) = p.read_unsigned(&s, 1, 1000, true) {
         p.cfg.root.child_wait_time = Some(v as u32);
     } else {
-        p.err(ErrClass::GeneralError, format!("Invalid child_wait_time {s}"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("Invalid child_wait_time {s}"),
+        );
     }
     Ok(())
 }
@@ -328,7 +351,10 @@ pub fn tf_file(p: P, w: &[Word]) -> HandlerResult {
 pub fn tf_weight(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     let Some(v) = p.read_int(&s, -254, 254, true) else {
-        p.err(ErrClass::GeneralError, format!("Weight for {} must be between [-254:254]", w[0].text));
+        p.err(
+            ErrClass::GeneralError,
+            format!("Weight for {} must be between [-254:254]", w[0].text),
+        );
         return Ok(());
     };
     let reverse = w.get(2).is_some_and(|x| x.text == "reverse");
@@ -374,9 +400,15 @@ pub fn vsg(p: P, w: &[Word]) -> HandlerResult {
             entries.push(e);
         }
     }
-    let v4 = entries.iter().any(|e| matches!(e, VsgEntry::Range { first, .. } if first.is_ipv4()));
-    let v6 = entries.iter().any(|e| matches!(e, VsgEntry::Range { first, .. } if first.is_ipv6()));
-    let fw = entries.iter().any(|e| matches!(e, VsgEntry::Fwmark { family: None, .. }));
+    let v4 = entries
+        .iter()
+        .any(|e| matches!(e, VsgEntry::Range { first, .. } if first.is_ipv4()));
+    let v6 = entries
+        .iter()
+        .any(|e| matches!(e, VsgEntry::Range { first, .. } if first.is_ipv6()));
+    let fw = entries
+        .iter()
+        .any(|e| matches!(e, VsgEntry::Fwmark { family: None, .. }));
     p.pos.line = line;
     if entries.is_empty() {
         p.err(
@@ -390,7 +422,11 @@ pub fn vsg(p: P, w: &[Word]) -> HandlerResult {
         );
         entries.clear();
     }
-    p.cfg.virtual_server_groups.push(VirtualServerGroup { name, entries, line });
+    p.cfg.virtual_server_groups.push(VirtualServerGroup {
+        name,
+        entries,
+        line,
+    });
     Ok(())
 }
 
@@ -398,7 +434,10 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
     let first = &v[0].text;
     if first == "fwmark" {
         let Some(m) = v.get(1) else {
-            p.err(ErrClass::GeneralError, "virtual server group fwmark entry has no mark");
+            p.err(
+                ErrClass::GeneralError,
+                "virtual server group fwmark entry has no mark",
+            );
             return None;
         };
         let mark = p.read_unsigned(&m.text, 0, U32MAX, false)? as u32;
@@ -407,7 +446,10 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
             Some("inet") => Some(Family::Inet),
             Some("inet6") => Some(Family::Inet6),
             Some(o) => {
-                p.err(ErrClass::GeneralError, format!("Unknown fwmark address family {o}"));
+                p.err(
+                    ErrClass::GeneralError,
+                    format!("Unknown fwmark address family {o}"),
+                );
                 return None;
             }
         };
@@ -422,7 +464,10 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
         Some(x) => match parse_port(&x.text) {
             Some(pt) => pt,
             None => {
-                p.err(ErrClass::GeneralError, format!("Invalid virtual server group port {}", x.text));
+                p.err(
+                    ErrClass::GeneralError,
+                    format!("Invalid virtual server group port {}", x.text),
+                );
                 return None;
             }
         },
@@ -449,7 +494,11 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
         if len == 0 || len > bits {
             return bad(p);
         }
-        let host = if len == bits { 0 } else { (1u128 << (bits - len)) - 1 };
+        let host = if len == bits {
+            0
+        } else {
+            (1u128 << (bits - len)) - 1
+        };
         if raw & host != 0 {
             p.err(
                 ErrClass::GeneralError,
@@ -462,7 +511,12 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
             std::net::IpAddr::V4(_) => std::net::IpAddr::V4((last as u32).into()),
             std::net::IpAddr::V6(_) => std::net::IpAddr::V6(last.into()),
         };
-        return Some(VsgEntry::Range { first: ip, last, port, line });
+        return Some(VsgEntry::Range {
+            first: ip,
+            last,
+            port,
+            line,
+        });
     }
     if let Some(dash) = first.find('-') {
         let end = &first[dash + 1..];
@@ -474,7 +528,9 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
         } else {
             match ip {
                 std::net::IpAddr::V4(a) => {
-                    let Ok(e) = end.parse::<u32>() else { return bad(p) };
+                    let Ok(e) = end.parse::<u32>() else {
+                        return bad(p);
+                    };
                     let o = a.octets();
                     if e > 255 || e <= o[3] as u32 {
                         return bad(p);
@@ -482,7 +538,9 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
                     std::net::IpAddr::V4(std::net::Ipv4Addr::new(o[0], o[1], o[2], e as u8))
                 }
                 std::net::IpAddr::V6(a) => {
-                    let Ok(e) = u32::from_str_radix(end, 16) else { return bad(p) };
+                    let Ok(e) = u32::from_str_radix(end, 16) else {
+                        return bad(p);
+                    };
                     let mut s = a.segments();
                     if e > 0xffff || e <= s[7] as u32 {
                         return bad(p);
@@ -492,9 +550,19 @@ fn vsg_entry(p: P, v: &[Word], line: usize) -> Option<VsgEntry> {
                 }
             }
         };
-        return Some(VsgEntry::Range { first: ip, last, port, line });
+        return Some(VsgEntry::Range {
+            first: ip,
+            last,
+            port,
+            line,
+        });
     }
-    Some(VsgEntry::Range { first: ip, last: ip, port, line })
+    Some(VsgEntry::Range {
+        first: ip,
+        last: ip,
+        port,
+        line,
+    })
 }
 
 // ---- virtual_server ----
@@ -510,7 +578,13 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
             match p.read_unsigned(&s, 0, U32MAX, false) {
                 Some(m) => VsAddress::Fwmark { fwmark: m as u32 },
                 None => {
-                    p.err(ErrClass::GeneralError, format!("virtual server fwmark '{s}' must be in [0, {}] - skipping", u32::MAX));
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!(
+                            "virtual server fwmark '{s}' must be in [0, {}] - skipping",
+                            u32::MAX
+                        ),
+                    );
                     p.skip_block();
                     return Ok(());
                 }
@@ -623,19 +697,31 @@ fn forwarding(p: P, w: &[Word], what: &str) -> Option<Forwarding> {
                             Some("gue") => tunnel = TunnelType::Gue { port: 0 },
                             Some("gre") => tunnel = TunnelType::Gre,
                             o => {
-                                p.err(ErrClass::GeneralError, format!("Unknown tunnel type {}", o.unwrap_or("")));
-                                return Some(Forwarding::Tun { tunnel: TunnelType::Ipip, csum: None });
+                                p.err(
+                                    ErrClass::GeneralError,
+                                    format!("Unknown tunnel type {}", o.unwrap_or("")),
+                                );
+                                return Some(Forwarding::Tun {
+                                    tunnel: TunnelType::Ipip,
+                                    csum: None,
+                                });
                             }
                         }
                         i += 2;
                     }
                     "port" => {
-                        let port = w.get(i + 1).and_then(|x| parse_port(&x.text)).filter(|&x| x > 0);
+                        let port = w
+                            .get(i + 1)
+                            .and_then(|x| parse_port(&x.text))
+                            .filter(|&x| x > 0);
                         match (port, &mut tunnel) {
                             (Some(pt), TunnelType::Gue { port }) => *port = pt,
                             _ => {
                                 p.err(ErrClass::GeneralError, "Invalid gue tunnel port");
-                                return Some(Forwarding::Tun { tunnel: TunnelType::Ipip, csum: None });
+                                return Some(Forwarding::Tun {
+                                    tunnel: TunnelType::Ipip,
+                                    csum: None,
+                                });
                             }
                         }
                         i += 2;
@@ -660,10 +746,16 @@ fn forwarding(p: P, w: &[Word], what: &str) -> Option<Forwarding> {
             }
             if let TunnelType::Gue { port: 0 } = tunnel {
                 p.err(ErrClass::GeneralError, "gue tunnel requires a port");
-                return Some(Forwarding::Tun { tunnel: TunnelType::Ipip, csum: None });
+                return Some(Forwarding::Tun {
+                    tunnel: TunnelType::Ipip,
+                    csum: None,
+                });
             }
             if tunnel == TunnelType::Ipip && csum.is_some() {
-                p.err(ErrClass::GeneralError, "ipip tunnels do not support checksum options");
+                p.err(
+                    ErrClass::GeneralError,
+                    "ipip tunnels do not support checksum options",
+                );
                 csum = None;
             }
             if tunnel == TunnelType::Gre && csum == Some(TunnelCsum::Remcsum) {
@@ -742,7 +834,10 @@ pub fn vs_persistence_granularity(p: P, w: &[Word]) -> HandlerResult {
         matches!(s.parse::<u32>(), Ok(1..=128))
     };
     if !ok {
-        p.err(ErrClass::GeneralError, format!("Invalid persistence_granularity specified - {s}"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("Invalid persistence_granularity specified - {s}"),
+        );
         return Ok(());
     }
     if let Some(v) = vs(p) {
@@ -757,7 +852,10 @@ pub fn vs_persistence_granularity(p: P, w: &[Word]) -> HandlerResult {
 pub fn vs_persistence_engine(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if s.len() > 15 {
-        p.err(ErrClass::GeneralError, format!("persistence_engine name too long - {s}"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("persistence_engine name too long - {s}"),
+        );
         return Ok(());
     }
     if let Some(v) = vs(p) {
@@ -784,7 +882,10 @@ pub fn vs_flag(p: P, w: &[Word]) -> HandlerResult {
         "sh-fallback" | "mh-fallback" => 0,
         _ => return Ok(()),
     };
-    if let Some(prefix) = k.strip_suffix("-port").or_else(|| k.strip_suffix("-fallback")) {
+    if let Some(prefix) = k
+        .strip_suffix("-port")
+        .or_else(|| k.strip_suffix("-fallback"))
+    {
         if sched.as_deref() != Some(prefix) {
             p.err_hint(
                 ErrClass::GeneralError,
@@ -853,7 +954,10 @@ pub fn vs_quorum_up(p: P, w: &[Word]) -> HandlerResult {
     let s = p.script(w)?;
     if let Some(v) = vs(p) {
         if v.quorum_up.is_some() {
-            p.err(ErrClass::GeneralError, "quorum_up script already specified - ignoring");
+            p.err(
+                ErrClass::GeneralError,
+                "quorum_up script already specified - ignoring",
+            );
             return Ok(());
         }
         v.quorum_up = s;
@@ -865,7 +969,10 @@ pub fn vs_quorum_down(p: P, w: &[Word]) -> HandlerResult {
     let s = p.script(w)?;
     if let Some(v) = vs(p) {
         if v.quorum_down.is_some() {
-            p.err(ErrClass::GeneralError, "quorum_down script already specified - ignoring");
+            p.err(
+                ErrClass::GeneralError,
+                "quorum_down script already specified - ignoring",
+            );
             return Ok(());
         }
         v.quorum_down = s;
@@ -894,7 +1001,11 @@ pub fn vs_sorry_server(p: P, w: &[Word]) -> HandlerResult {
         }
         _ => p.err(
             ErrClass::GeneralError,
-            format!("Invalid sorry server ip address/port {}/{} - skipping", a, ps.unwrap_or_default()),
+            format!(
+                "Invalid sorry server ip address/port {}/{} - skipping",
+                a,
+                ps.unwrap_or_default()
+            ),
         ),
     }
     Ok(())
@@ -917,7 +1028,10 @@ pub fn vs_sorry_server_lvs_method(p: P, w: &[Word]) -> HandlerResult {
     let f = forwarding(p, w, "sorry server");
     match (f, p.vs.as_mut().and_then(|v| v.sorry_server.as_mut())) {
         (Some(f), Some(s)) => s.lvs_method = Some(f),
-        (_, None) => p.err(ErrClass::GeneralError, "No sorry server defined for sorry_server_lvs_method"),
+        (_, None) => p.err(
+            ErrClass::GeneralError,
+            "No sorry server defined for sorry_server_lvs_method",
+        ),
         _ => {}
     }
     Ok(())
@@ -929,7 +1043,10 @@ pub fn vs_ip_family(p: P, w: &[Word]) -> HandlerResult {
         "inet" => Family::Inet,
         "inet6" => Family::Inet6,
         _ => {
-            p.err(ErrClass::GeneralError, format!("unknown address family {s}"));
+            p.err(
+                ErrClass::GeneralError,
+                format!("unknown address family {s}"),
+            );
             return Ok(());
         }
     };
@@ -988,7 +1105,10 @@ pub fn vs_delay_loop(p: P, w: &[Word]) -> HandlerResult {
                 v.delay_loop = Some(t);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("virtual server delay loop '{s}' invalid - ignoring")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("virtual server delay loop '{s}' invalid - ignoring"),
+        ),
     }
     Ok(())
 }
@@ -1024,7 +1144,10 @@ pub fn vs_delay_before_retry(p: P, w: &[Word]) -> HandlerResult {
                 v.delay_before_retry = Some(t);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Delay before retry value invalid - {s}")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Delay before retry value invalid - {s}"),
+        ),
     }
     Ok(())
 }
@@ -1037,7 +1160,10 @@ pub fn vs_warmup(p: P, w: &[Word]) -> HandlerResult {
                 v.warmup = Some(t);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Warmup value invalid - {s}")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Warmup value invalid - {s}"),
+        ),
     }
     Ok(())
 }
@@ -1104,7 +1230,10 @@ pub fn rs_close(p: P) {
         VsAddress::Addr { ip, .. } => Some(ip.is_ipv6()),
         _ => None,
     };
-    let tun = matches!(rs.lvs_method.or(vs.lvs_method), Some(Forwarding::Tun { .. }));
+    let tun = matches!(
+        rs.lvs_method.or(vs.lvs_method),
+        Some(Forwarding::Tun { .. })
+    );
     if let Some(v6) = vs_v6 {
         if v6 != rs.ip.is_ipv6() && !tun {
             p.err(
@@ -1163,7 +1292,10 @@ pub fn rs_notify_up(p: P, w: &[Word]) -> HandlerResult {
     let s = p.script(w)?;
     if let Some(r) = rs(p) {
         if r.notify_up.is_some() {
-            p.err(ErrClass::GeneralError, "notify_up script already specified - ignoring");
+            p.err(
+                ErrClass::GeneralError,
+                "notify_up script already specified - ignoring",
+            );
             return Ok(());
         }
         r.notify_up = s;
@@ -1175,7 +1307,10 @@ pub fn rs_notify_down(p: P, w: &[Word]) -> HandlerResult {
     let s = p.script(w)?;
     if let Some(r) = rs(p) {
         if r.notify_down.is_some() {
-            p.err(ErrClass::GeneralError, "notify_down script already specified - ignoring");
+            p.err(
+                ErrClass::GeneralError,
+                "notify_down script already specified - ignoring",
+            );
             return Ok(());
         }
         r.notify_down = s;
@@ -1191,7 +1326,10 @@ pub fn rs_uthreshold(p: P, w: &[Word]) -> HandlerResult {
                 r.uthreshold = x as u32;
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid real_server uthreshold '{s}' - ignoring")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid real_server uthreshold '{s}' - ignoring"),
+        ),
     }
     Ok(())
 }
@@ -1204,7 +1342,10 @@ pub fn rs_lthreshold(p: P, w: &[Word]) -> HandlerResult {
                 r.lthreshold = x as u32;
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid real_server lthreshold '{s}' - ignoring")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid real_server lthreshold '{s}' - ignoring"),
+        ),
     }
     Ok(())
 }
@@ -1247,10 +1388,28 @@ macro_rules! rs_timer {
         }
     };
 }
-rs_timer!(rs_delay_before_retry, delay_before_retry, 0, 0, "Delay before retry value invalid - {}");
+rs_timer!(
+    rs_delay_before_retry,
+    delay_before_retry,
+    0,
+    0,
+    "Delay before retry value invalid - {}"
+);
 rs_timer!(rs_warmup, warmup, 0, 0, "Warmup value invalid - {}");
-rs_timer!(rs_connect_timeout, connect_timeout, 1, U32MAX, "Connect timeout value invalid - {}");
-rs_timer!(rs_delay_loop, delay_loop, 1, 0, "real server delay loop '{}' invalid - ignoring");
+rs_timer!(
+    rs_connect_timeout,
+    connect_timeout,
+    1,
+    U32MAX,
+    "Connect timeout value invalid - {}"
+);
+rs_timer!(
+    rs_delay_loop,
+    delay_loop,
+    1,
+    0,
+    "real server delay loop '{}' invalid - ignoring"
+);
 
 pub fn rs_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "smtp_alert") {
@@ -1403,7 +1562,10 @@ pub fn file_close(p: P) {
     if let Some(c) = p.checker.take() {
         if let Checker::File(f) = &c {
             let Some(name) = &f.track_file else {
-                p.err(ErrClass::GeneralError, "FILE_CHECK has no track_file specified - ignoring");
+                p.err(
+                    ErrClass::GeneralError,
+                    "FILE_CHECK has no track_file specified - ignoring",
+                );
                 return;
             };
             if !p.cfg.track_files.iter().any(|t| &t.name == name) {
@@ -1422,7 +1584,10 @@ pub fn bfd_close(p: P) {
     if let Some(c) = p.checker.take() {
         if let Checker::Bfd(b) = &c {
             let Some(name) = &b.name else {
-                p.err(ErrClass::GeneralError, "BFD_CHECK has no name specified - ignoring");
+                p.err(
+                    ErrClass::GeneralError,
+                    "BFD_CHECK has no name specified - ignoring",
+                );
                 return;
             };
             let known = p
@@ -1454,7 +1619,10 @@ pub fn ck_connect_ip(p: P, w: &[Word]) -> HandlerResult {
                 c.connect_ip = Some(ip);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid connect_ip address {s} - ignoring")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid connect_ip address {s} - ignoring"),
+        ),
     }
     Ok(())
 }
@@ -1466,7 +1634,10 @@ pub fn ck_connect_port(p: P, w: &[Word]) -> HandlerResult {
                 c.connect_port = Some(v as u16);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid checker connect_port '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid checker connect_port '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1478,7 +1649,10 @@ pub fn ck_bindto(p: P, w: &[Word]) -> HandlerResult {
                 c.bindto = Some(ip);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid bindto address {s} - ignoring")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid bindto address {s} - ignoring"),
+        ),
     }
     Ok(())
 }
@@ -1497,7 +1671,10 @@ pub fn ck_bind_port(p: P, w: &[Word]) -> HandlerResult {
 pub fn ck_bind_if(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if s.len() > 15 {
-        p.err(ErrClass::GeneralError, format!("Interface name '{s}' too long - ignoring"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("Interface name '{s}' too long - ignoring"),
+        );
         return Ok(());
     }
     if let Some(c) = common(p) {
@@ -1513,7 +1690,10 @@ pub fn ck_fwmark(p: P, w: &[Word]) -> HandlerResult {
                 c.fwmark = Some(v as u32);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid fwmark connection value '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid fwmark connection value '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1525,7 +1705,10 @@ pub fn ck_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
                 c.connect_timeout = Some(t);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid connect_timeout value '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid connect_timeout value '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1537,7 +1720,10 @@ pub fn ck_retry(p: P, w: &[Word]) -> HandlerResult {
                 c.retry = Some(v as u32);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid retry connection value '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid retry connection value '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1564,7 +1750,10 @@ pub fn ck_delay_loop(p: P, w: &[Word]) -> HandlerResult {
                 c.delay_loop = Some(t);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid delay_loop value '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid delay_loop value '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1576,7 +1765,10 @@ pub fn ck_warmup(p: P, w: &[Word]) -> HandlerResult {
                 c.warmup = Some(t);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid warmup value '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid warmup value '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1611,7 +1803,10 @@ pub fn http_protocol(p: P, w: &[Word]) -> HandlerResult {
         "1.0C" | "1.0c" => "1.0C",
         "1.1" => "1.1",
         _ => {
-            p.err(ErrClass::GeneralError, format!("Invalid http_protocol '{s}'"));
+            p.err(
+                ErrClass::GeneralError,
+                format!("Invalid http_protocol '{s}'"),
+            );
             return Ok(());
         }
     };
@@ -1672,7 +1867,10 @@ pub fn url_close(p: P) {
         return;
     };
     if u.path.is_none() {
-        p.err(ErrClass::GeneralError, "HTTP/SSL_GET checker url has no path - ignoring");
+        p.err(
+            ErrClass::GeneralError,
+            "HTTP/SSL_GET checker url has no path - ignoring",
+        );
         return;
     }
     if let Some(h) = http(p) {
@@ -1694,12 +1892,18 @@ pub fn url_digest(p: P, w: &[Word]) -> HandlerResult {
     if s.len() != 32 {
         p.err(
             ErrClass::GeneralError,
-            format!("digest '{s}' character length should be 32 rather than {}", s.len()),
+            format!(
+                "digest '{s}' character length should be 32 rather than {}",
+                s.len()
+            ),
         );
         return Ok(());
     }
     if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        p.err(ErrClass::GeneralError, format!("digest '{s}' is not a valid hex string"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("digest '{s}' is not a valid hex string"),
+        );
         return Ok(());
     }
     if let Some(u) = url(p) {
@@ -1720,7 +1924,11 @@ pub fn url_status_code(p: P, w: &[Word]) -> HandlerResult {
             Some((a, b)) if (100..=599).contains(&a) && (100..=599).contains(&b) && a <= b => {
                 ranges.push((a, b))
             }
-            _ => p.err_at(x, ErrClass::GeneralError, format!("Invalid HTTP_GET status code '{t}'")),
+            _ => p.err_at(
+                x,
+                ErrClass::GeneralError,
+                format!("Invalid HTTP_GET status code '{t}'"),
+            ),
         }
     }
     if let Some(u) = url(p) {
@@ -1741,7 +1949,10 @@ pub fn url_regex(p: P, w: &[Word]) -> HandlerResult {
     let re = match super::lexer::split_quoted_escaped(&raw) {
         Some(v) if v.len() == 2 => v[1].clone(),
         _ => {
-            p.err(ErrClass::GeneralError, "Invalid regex specification - ignoring");
+            p.err(
+                ErrClass::GeneralError,
+                "Invalid regex specification - ignoring",
+            );
             return Ok(());
         }
     };
@@ -1817,7 +2028,10 @@ pub fn misc_timeout(p: P, w: &[Word]) -> HandlerResult {
                 m.misc_timeout = Some(v * TIMER_HZ);
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid misc_timeout value '{s}'")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid misc_timeout value '{s}'"),
+        ),
     }
     Ok(())
 }
@@ -1875,7 +2089,9 @@ pub fn smtp_host_close(p: P) {
 pub fn dns_type(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     let up = s.to_ascii_uppercase();
-    const TYPES: &[&str] = &["A", "NS", "CNAME", "SOA", "MX", "TXT", "AAAA", "RRSIG", "DNSKEY"];
+    const TYPES: &[&str] = &[
+        "A", "NS", "CNAME", "SOA", "MX", "TXT", "AAAA", "RRSIG", "DNSKEY",
+    ];
     if !TYPES.contains(&up.as_str()) {
         p.err_hint(
             ErrClass::GeneralError,
@@ -1893,7 +2109,10 @@ pub fn dns_name(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     let trimmed = s.strip_suffix('.').unwrap_or(&s);
     if !trimmed.is_empty() && trimmed.split('.').any(|l| l.is_empty() || l.len() > 63) {
-        p.err(ErrClass::GeneralError, format!("DNS_CHECK: invalid name {s}"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("DNS_CHECK: invalid name {s}"),
+        );
         return Ok(());
     }
     if let Some(Checker::Dns(d)) = p.checker.as_mut() {
@@ -1937,7 +2156,10 @@ pub fn udp_payload(p: P, w: &[Word]) -> HandlerResult {
                 u.payload = Some(b.into_iter().map(|(v, _)| v).collect());
             }
         }
-        None => p.err(ErrClass::GeneralError, "Invalid hex string for UDP_CHECK payload"),
+        None => p.err(
+            ErrClass::GeneralError,
+            "Invalid hex string for UDP_CHECK payload",
+        ),
     }
     Ok(())
 }
@@ -1947,7 +2169,10 @@ pub fn udp_require_reply(p: P, w: &[Word]) -> HandlerResult {
         match hex_bytes(&text.join(" "), true) {
             Some(b) => Some(b),
             None => {
-                p.err(ErrClass::GeneralError, "Invalid hex string for UDP_CHECK require_reply");
+                p.err(
+                    ErrClass::GeneralError,
+                    "Invalid hex string for UDP_CHECK require_reply",
+                );
                 return Ok(());
             }
         }
@@ -1968,7 +2193,10 @@ pub fn udp_min_reply_length(p: P, w: &[Word]) -> HandlerResult {
                 u.min_reply_length = v as u16;
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid UDP_CHECK min_reply length {s}")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid UDP_CHECK min_reply length {s}"),
+        ),
     }
     Ok(())
 }
@@ -1980,7 +2208,10 @@ pub fn udp_max_reply_length(p: P, w: &[Word]) -> HandlerResult {
                 u.max_reply_length = v as u16;
             }
         }
-        None => p.err(ErrClass::GeneralError, format!("Invalid UDP_CHECK max_reply length {s}")),
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid UDP_CHECK max_reply length {s}"),
+        ),
     }
     Ok(())
 }
@@ -1995,7 +2226,10 @@ pub fn file_track_file(p: P, w: &[Word]) -> HandlerResult {
 pub fn file_weight(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     let Some(v) = p.read_int(&s, -(i32::MAX as i64), i32::MAX as i64, true) else {
-        p.err(ErrClass::GeneralError, format!("Invalid FILE_CHECK weight {s}"));
+        p.err(
+            ErrClass::GeneralError,
+            format!("Invalid FILE_CHECK weight {s}"),
+        );
         return Ok(());
     };
     let reverse = match w.get(2).map(|x| x.text.as_str()) {
@@ -2003,7 +2237,10 @@ pub fn file_weight(p: P, w: &[Word]) -> HandlerResult {
         Some("reverse") => Some(true),
         Some("noreverse") => Some(false),
         Some(o) => {
-            p.err(ErrClass::GeneralError, format!("Unknown FILE_CHECK weight option {o}"));
+            p.err(
+                ErrClass::GeneralError,
+                format!("Unknown FILE_CHECK weight option {o}"),
+            );
             None
         }
     };

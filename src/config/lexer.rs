@@ -107,11 +107,7 @@ fn ws(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
 
 /// A quoted word: everything up to the next `"`, no escapes.
 fn quoted(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
-    delimited(
-        char('"'),
-        recognize(opt(is_not("\""))),
-        char('"'),
-    )(i)
+    delimited(char('"'), recognize(opt(is_not("\""))), char('"'))(i)
 }
 
 /// A bare word runs until whitespace or a `"` (which starts the next word).
@@ -237,9 +233,7 @@ pub fn split_quoted_escaped(src: &str) -> Option<Vec<String>> {
                 None if is_ws(c) => break,
                 _ if c == '\\' => {
                     i += 1;
-                    let Some(&e) = chars.get(i) else {
-                        return None;
-                    };
+                    let &e = chars.get(i)?;
                     if e == 'x' && chars.get(i + 1).is_some_and(|c| c.is_ascii_hexdigit()) {
                         i += 1;
                         let mut v: u32 = 0;

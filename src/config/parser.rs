@@ -96,7 +96,12 @@ impl<'r, 'l> Parser<'r, 'l> {
             .push(&pos, class, msg.into(), Some(w.column), None);
     }
 
-    pub(crate) fn err_hint(&mut self, class: ErrClass, msg: impl Into<String>, hint: impl Into<String>) {
+    pub(crate) fn err_hint(
+        &mut self,
+        class: ErrClass,
+        msg: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
         let pos = self.pos.clone();
         self.r.diags.report_hint(&pos, class, msg, hint);
     }
@@ -107,11 +112,18 @@ impl<'r, 'l> Parser<'r, 'l> {
     }
 
     /// The word at `i` or the missing-parameter error keepalived exits on.
-    pub(crate) fn arg<'w>(&mut self, words: &'w [Word], i: usize) -> Result<&'w str, MissingParameter> {
+    pub(crate) fn arg<'w>(
+        &mut self,
+        words: &'w [Word],
+        i: usize,
+    ) -> Result<&'w str, MissingParameter> {
         match words.get(i) {
             Some(w) => Ok(&w.text),
             None => {
-                let first = words.first().map(|w| w.text.as_str()).unwrap_or("***MISSING ***");
+                let first = words
+                    .first()
+                    .map(|w| w.text.as_str())
+                    .unwrap_or("***MISSING ***");
                 let msg = if i > 0 && i - 1 < words.len() {
                     format!(
                         "*** Configuration line starting `{first}` is missing a parameter after keyword `{}` at word position {}",
@@ -265,7 +277,10 @@ impl<'r, 'l> Parser<'r, 'l> {
             self.pos = line.pos.clone();
             let toks = tokenize(&line.text);
             if toks.unmatched_quote {
-                self.err(ErrClass::UnmatchedQuote, format!("Unmatched quote: '{}'", line.text));
+                self.err(
+                    ErrClass::UnmatchedQuote,
+                    format!("Unmatched quote: '{}'", line.text),
+                );
             }
             let mut vec = toks.words;
             if vec.is_empty() {
@@ -319,15 +334,27 @@ impl<'r, 'l> Parser<'r, 'l> {
     }
 
     /// `read_unsigned_func()`: Some(value) when accepted.
-    pub(crate) fn read_unsigned(&mut self, s: &str, min: u64, max: u64, ignore_error: bool) -> Option<u64> {
+    pub(crate) fn read_unsigned(
+        &mut self,
+        s: &str,
+        min: u64,
+        max: u64,
+        ignore_error: bool,
+    ) -> Option<u64> {
         let warn = self.warn_prefix(ignore_error);
         let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
         let (val, rest, overflow) = strtoul(t);
         let ok_range = val >= min && val <= max;
         if t.starts_with('-') {
-            self.err(ErrClass::InvalidNumber, format!("{warn}negative number '{s}'"));
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}negative number '{s}'"),
+            );
         } else if !rest.is_empty() {
-            self.err(ErrClass::InvalidNumber, format!("{warn}invalid number '{s}'"));
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}invalid number '{s}'"),
+            );
         } else if overflow || val > u32::MAX as u64 {
             self.err(
                 ErrClass::InvalidNumber,
@@ -345,12 +372,21 @@ impl<'r, 'l> Parser<'r, 'l> {
     }
 
     /// `read_int_func()`.
-    pub(crate) fn read_int(&mut self, s: &str, min: i64, max: i64, ignore_error: bool) -> Option<i64> {
+    pub(crate) fn read_int(
+        &mut self,
+        s: &str,
+        min: i64,
+        max: i64,
+        ignore_error: bool,
+    ) -> Option<i64> {
         let warn = self.warn_prefix(ignore_error);
         let (val, rest, overflow) = strtol(s);
         let ok_range = val >= min && val <= max;
         if !rest.is_empty() {
-            self.err(ErrClass::InvalidNumber, format!("{warn}invalid number '{s}'"));
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}invalid number '{s}'"),
+            );
         } else if overflow || val < i32::MIN as i64 || val > i32::MAX as i64 {
             self.err(
                 ErrClass::InvalidNumber,
@@ -368,7 +404,13 @@ impl<'r, 'l> Parser<'r, 'l> {
     }
 
     /// `read_timer()`: seconds with up to 6 decimals, returned in µs.
-    pub(crate) fn read_timer(&mut self, s: &str, min_us: u64, max_us: u64, ignore_error: bool) -> Option<u64> {
+    pub(crate) fn read_timer(
+        &mut self,
+        s: &str,
+        min_us: u64,
+        max_us: u64,
+        ignore_error: bool,
+    ) -> Option<u64> {
         let warn = self.warn_prefix(ignore_error);
         let max_us = if max_us == 0 { TIMER_MAXIMUM } else { max_us };
         let fmin = min_us as f64 / TIMER_HZ as f64;
@@ -381,7 +423,10 @@ impl<'r, 'l> Parser<'r, 'l> {
             (val * TIMER_HZ as f64).max(0.0) as u64
         };
         if !rest.is_empty() {
-            self.err(ErrClass::InvalidNumber, format!("{warn}invalid number '{s}'"));
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}invalid number '{s}'"),
+            );
         } else if val.is_infinite() {
             self.err(ErrClass::InvalidNumber, format!("infinite number '{s}'"));
         } else if val.is_nan() {
@@ -389,7 +434,11 @@ impl<'r, 'l> Parser<'r, 'l> {
         } else if !ok_range {
             self.err(
                 ErrClass::InvalidNumber,
-                format!("number '{s}' outside range [{}, {}]", fmt_g(fmin), fmt_g(fmax)),
+                format!(
+                    "number '{s}' outside range [{}, {}]",
+                    fmt_g(fmin),
+                    fmt_g(fmax)
+                ),
             );
         } else {
             return Some(us);
@@ -421,7 +470,10 @@ impl<'r, 'l> Parser<'r, 'l> {
         self.arg(words, 1)?;
         let raw = self.raw_line.clone();
         let Some(parts) = split_quoted(&raw) else {
-            self.err(ErrClass::UnmatchedQuote, format!("Unmatched quote: '{raw}'"));
+            self.err(
+                ErrClass::UnmatchedQuote,
+                format!("Unmatched quote: '{raw}'"),
+            );
             return Ok(None);
         };
         let Some(cmd) = parts.get(1) else {
@@ -462,7 +514,11 @@ pub fn fmt_g(v: f64) -> String {
 /// C `strtoul(s, &end, 10)` on an already left-trimmed string.
 fn strtoul(s: &str) -> (u64, &str, bool) {
     let t = s.strip_prefix('+').unwrap_or(s);
-    let t = if let Some(n) = t.strip_prefix('-') { n } else { t };
+    let t = if let Some(n) = t.strip_prefix('-') {
+        n
+    } else {
+        t
+    };
     let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     if end == 0 {
         return (0, s, false);
@@ -502,7 +558,11 @@ fn strtod(s: &str) -> (f64, &str) {
     let lower = t[i..].to_ascii_lowercase();
     if lower.starts_with("inf") {
         let n = if lower.starts_with("infinity") { 8 } else { 3 };
-        let v = if b.first() == Some(&b'-') { f64::NEG_INFINITY } else { f64::INFINITY };
+        let v = if b.first() == Some(&b'-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
         return (v, &t[i + n..]);
     }
     if lower.starts_with("nan") {

@@ -115,7 +115,12 @@ pub fn expand_braces(s: &str) -> Vec<String> {
     }
     let mut out = Vec::new();
     for p in parts {
-        out.extend(expand_braces(&format!("{}{}{}", &s[..open], p, &s[close + 1..])));
+        out.extend(expand_braces(&format!(
+            "{}{}{}",
+            &s[..open],
+            p,
+            &s[close + 1..]
+        )));
     }
     out
 }
@@ -343,7 +348,13 @@ impl<'l> Reader<'l> {
 
     /// Opens every file a pattern names, pushing them so that the first match
     /// is read first. Returns false when reading must stop (fatal include).
-    fn open_pattern(&mut self, pattern: &str, base: &Path, check: IncludeCheck, main: bool) -> bool {
+    fn open_pattern(
+        &mut self,
+        pattern: &str,
+        base: &Path,
+        check: IncludeCheck,
+        main: bool,
+    ) -> bool {
         let alternatives = expand_braces(pattern);
         let mut all: Vec<(PathBuf, String)> = Vec::new();
         let mut missing_alt = false;
@@ -471,7 +482,10 @@ impl<'l> Reader<'l> {
                 // keepalived drops the chunk; the rest of the physical line
                 // is then read as if it were a line of its own.
                 f.line_no += 1;
-                self.report(ErrClass::GeneralError, "line too long - ignoring".to_string());
+                self.report(
+                    ErrClass::GeneralError,
+                    "line too long - ignoring".to_string(),
+                );
                 if let Some(f) = self.files.last_mut() {
                     f.line_no -= 1;
                 }
@@ -1012,7 +1026,10 @@ impl<'l> Reader<'l> {
             );
             return false;
         };
-        let nums: Vec<&str> = params.split(',').map(|s| s.trim_matches([' ', '\t'])).collect();
+        let nums: Vec<&str> = params
+            .split(',')
+            .map(|s| s.trim_matches([' ', '\t']))
+            .collect();
         let mut vals = Vec::new();
         for n in &nums {
             vals.push(strtol0(n));
@@ -1025,7 +1042,10 @@ impl<'l> Reader<'l> {
             [s, e] => (*s, if s <= e { 1 } else { -1 }, *e),
             [s, st, e] => {
                 if *st == 0 || (s < e && *st < 0) || (s > e && *st > 0) {
-                    self.report(ErrClass::GeneralError, format!("Invalid ~SEQ values '{buf}'"));
+                    self.report(
+                        ErrClass::GeneralError,
+                        format!("Invalid ~SEQ values '{buf}'"),
+                    );
                     return false;
                 }
                 (*s, *st, *e)
@@ -1045,7 +1065,9 @@ impl<'l> Reader<'l> {
             );
             return false;
         }
-        let text = after[close + 1..].trim_start_matches([' ', '\t']).to_string();
+        let text = after[close + 1..]
+            .trim_start_matches([' ', '\t'])
+            .to_string();
         if (step > 0 && start > end) || (step < 0 && start < end) {
             return true;
         }
@@ -1085,7 +1107,9 @@ impl<'l> Reader<'l> {
         let Some(inner) = self.substitute_params(&rest[..close]) else {
             return false;
         };
-        let text = rest[close + 1..].trim_start_matches([' ', '\t']).to_string();
+        let text = rest[close + 1..]
+            .trim_start_matches([' ', '\t'])
+            .to_string();
         let items = split_top_level(&inner);
         let Some((vars_item, value_items)) = items.split_first() else {
             return false;
@@ -1172,7 +1196,8 @@ pub fn strtol0(s: &str) -> i64 {
     let end = digits
         .find(|c: char| !c.is_digit(radix))
         .unwrap_or(digits.len());
-    let v = i64::from_str_radix(&digits[..end], radix).unwrap_or(if end == 0 { 0 } else { i64::MAX });
+    let v =
+        i64::from_str_radix(&digits[..end], radix).unwrap_or(if end == 0 { 0 } else { i64::MAX });
     if neg {
         -v
     } else {

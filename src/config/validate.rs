@@ -23,7 +23,9 @@ pub struct RealHost;
 
 impl Host for RealHost {
     fn interface_exists(&self, name: &str) -> bool {
-        !name.is_empty() && !name.contains('/') && std::path::Path::new("/sys/class/net").join(name).exists()
+        !name.is_empty()
+            && !name.contains('/')
+            && std::path::Path::new("/sys/class/net").join(name).exists()
     }
 }
 
@@ -79,7 +81,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             diags.report_hint(
                 &at(file, vs.line),
                 ErrClass::GeneralError,
-                format!("Virtual server {} has no real servers - ignoring", format_vs(&vs)),
+                format!(
+                    "Virtual server {} has no real servers - ignoring",
+                    format_vs(&vs)
+                ),
                 "add a real_server; keepalived drops a virtual server without one",
             );
             continue;
@@ -113,7 +118,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     diags.report(
                         &none,
                         ErrClass::GeneralError,
-                        format!("Virtual server {}: no protocol set - defaulting to UDP", format_vs(&vs)),
+                        format!(
+                            "Virtual server {}: no protocol set - defaulting to UDP",
+                            format_vs(&vs)
+                        ),
                     );
                     vs.protocol = Some(Protocol::Udp);
                 }
@@ -123,7 +131,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             diags.report(
                 &none,
                 ErrClass::GeneralError,
-                format!("Virtual server {}: no forwarding method set, setting default NAT", format_vs(&vs)),
+                format!(
+                    "Virtual server {}: no forwarding method set, setting default NAT",
+                    format_vs(&vs)
+                ),
             );
             vs.lvs_method = Some(Forwarding::Nat);
         }
@@ -131,22 +142,34 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             diags.report(
                 &none,
                 ErrClass::GeneralError,
-                format!("Virtual server {}: no scheduler set, setting default 'wlc'", format_vs(&vs)),
+                format!(
+                    "Virtual server {}: no scheduler set, setting default 'wlc'",
+                    format_vs(&vs)
+                ),
             );
             vs.lvs_sched = Some("wlc".into());
         }
-        if vs.ops && !matches!(vs.address, VsAddress::Fwmark { .. }) && vs.protocol != Some(Protocol::Udp) {
+        if vs.ops
+            && !matches!(vs.address, VsAddress::Fwmark { .. })
+            && vs.protocol != Some(Protocol::Udp)
+        {
             diags.report(
                 &none,
                 ErrClass::GeneralError,
-                format!("Virtual server {}: one packet scheduling requires UDP - resetting", format_vs(&vs)),
+                format!(
+                    "Virtual server {}: one packet scheduling requires UDP - resetting",
+                    format_vs(&vs)
+                ),
             );
             vs.ops = false;
         }
         let zero_port = match &vs.address {
             VsAddress::Addr { port, .. } => *port == 0,
             VsAddress::Group { name } => cfg.virtual_server_groups.iter().any(|g| {
-                &g.name == name && g.entries.iter().any(|e| matches!(e, VsgEntry::Range { port: 0, .. }))
+                &g.name == name
+                    && g.entries
+                        .iter()
+                        .any(|e| matches!(e, VsgEntry::Range { port: 0, .. }))
             }),
             VsAddress::Fwmark { .. } => false,
         };
@@ -154,7 +177,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             diags.report(
                 &none,
                 ErrClass::GeneralError,
-                format!("Virtual server {}: zero port only valid for persistent services - setting", format_vs(&vs)),
+                format!(
+                    "Virtual server {}: zero port only valid for persistent services - setting",
+                    format_vs(&vs)
+                ),
             );
             vs.persistence_timeout = 360;
         }
@@ -162,7 +188,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             diags.report(
                 &none,
                 ErrClass::GeneralError,
-                format!("Virtual server {}: cannot use ha_suspend with fwmark - clearing ha_suspend", format_vs(&vs)),
+                format!(
+                    "Virtual server {}: cannot use ha_suspend with fwmark - clearing ha_suspend",
+                    format_vs(&vs)
+                ),
             );
             vs.ha_suspend = false;
         }
@@ -346,8 +375,11 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
             let cm = c.common_mut();
             cm.connect_ip.get_or_insert(ip);
             cm.connect_port.get_or_insert(rs_line_port);
-            cm.connect_timeout.get_or_insert(rs.connect_timeout.unwrap_or(vs_ct));
-            let delay = *cm.delay_loop.get_or_insert(rs.delay_loop.unwrap_or(vs_delay));
+            cm.connect_timeout
+                .get_or_insert(rs.connect_timeout.unwrap_or(vs_ct));
+            let delay = *cm
+                .delay_loop
+                .get_or_insert(rs.delay_loop.unwrap_or(vs_delay));
             if cm.retry.is_none() {
                 cm.retry = Some(rs.retry.unwrap_or(if is_misc {
                     0
@@ -386,17 +418,15 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
     let mut bad_if = false;
     for b in &cfg.other_blocks {
         match b.keyword.as_str() {
-            "vrrp_script" => {
-                if !b.settings.iter().any(|s| s.keyword == "script") {
-                    diags.report(
-                        &at(file, b.line),
-                        ErrClass::GeneralError,
-                        format!(
-                            "No script set for vrrp_script {} - removing",
-                            b.args.first().cloned().unwrap_or_default()
-                        ),
-                    );
-                }
+            "vrrp_script" if !b.settings.iter().any(|s| s.keyword == "script") => {
+                diags.report(
+                    &at(file, b.line),
+                    ErrClass::GeneralError,
+                    format!(
+                        "No script set for vrrp_script {} - removing",
+                        b.args.first().cloned().unwrap_or_default()
+                    ),
+                );
             }
             "vrrp_instance" => {
                 let name = b.args.first().cloned().unwrap_or_default();
@@ -414,10 +444,9 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                         }
                     }
                 }
-                let master = b
-                    .settings
-                    .iter()
-                    .any(|s| s.keyword == "state" && s.args.first().map(String::as_str) == Some("MASTER"));
+                let master = b.settings.iter().any(|s| {
+                    s.keyword == "state" && s.args.first().map(String::as_str) == Some("MASTER")
+                });
                 for c in &b.children {
                     match c.keyword.as_str() {
                         "track_interface" => {
@@ -428,7 +457,9 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                                         diags.report(
                                             &at(file, c.line),
                                             ErrClass::BadIf,
-                                            format!("({name}) tracked interface {ifn} doesn't exist"),
+                                            format!(
+                                                "({name}) tracked interface {ifn} doesn't exist"
+                                            ),
                                         );
                                     }
                                 }
@@ -441,17 +472,19 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                                         diags.report(
                                             &at(file, c.line),
                                             ErrClass::GeneralError,
-                                            format!("({name}) track script {sn} not found, ignoring..."),
+                                            format!(
+                                                "({name}) track script {sn} not found, ignoring..."
+                                            ),
                                         );
                                     }
                                 }
                             }
                         }
                         "authentication" => {
-                            let ah = c
-                                .settings
-                                .iter()
-                                .any(|s| s.keyword == "auth_type" && s.args.first().map(String::as_str) == Some("AH"));
+                            let ah = c.settings.iter().any(|s| {
+                                s.keyword == "auth_type"
+                                    && s.args.first().map(String::as_str) == Some("AH")
+                            });
                             if ah && master {
                                 diags.report(
                                     &Pos::none(),
@@ -460,9 +493,10 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                                 );
                             }
                         }
-                        "virtual_ipaddress" | "virtual_ipaddress_excluded" | "virtual_routes" | "virtual_rules" => {
-                            check_addr_lines(c, diags, file, host, &mut bad_if)
-                        }
+                        "virtual_ipaddress"
+                        | "virtual_ipaddress_excluded"
+                        | "virtual_routes"
+                        | "virtual_rules" => check_addr_lines(c, diags, file, host, &mut bad_if),
                         _ => {}
                     }
                 }
@@ -488,7 +522,13 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
     }
 }
 
-fn check_addr_lines(b: &Block, diags: &mut Diagnostics, file: &Arc<str>, host: &dyn Host, bad_if: &mut bool) {
+fn check_addr_lines(
+    b: &Block,
+    diags: &mut Diagnostics,
+    file: &Arc<str>,
+    host: &dyn Host,
+    bad_if: &mut bool,
+) {
     let is_rule = b.keyword.ends_with("rules");
     for v in &b.values {
         let mut i = 0;
@@ -525,7 +565,10 @@ fn check_addr_lines(b: &Block, diags: &mut Diagnostics, file: &Arc<str>, host: &
         }
         if !is_rule {
             if let Some(first) = v.first() {
-                if first.contains(['.', ':']) && super::parser::parse_ip(first).is_none() && first != "default" {
+                if first.contains(['.', ':'])
+                    && super::parser::parse_ip(first).is_none()
+                    && first != "default"
+                {
                     diags.report(
                         &at(file, b.line),
                         ErrClass::GeneralError,

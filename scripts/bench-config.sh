@@ -14,6 +14,7 @@ with open(sys.argv[1], "w") as f:
             f.write(f"  real_server 10.200.{v % 250}.{r + 1} {8000 + v // 250} {{\n    weight 1\n    TCP_CHECK {{\n      connect_timeout 2\n    }}\n  }}\n")
         f.write("}\n")
 PY
+command -v bc >/dev/null || { echo "needs bc (apt-get install bc)"; exit 1; }
 t() { local s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; echo "$(date +%s.%N) - $s" | bc; }
 ours=$(t ./target/release/keepalived -t -f "$tmp/big.conf")
 theirs=$(t /usr/sbin/keepalived -t -f "$tmp/big.conf")

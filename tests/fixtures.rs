@@ -88,3 +88,26 @@ fn fixtures() {
     assert!(n >= 10, "only {n} fixtures found");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn examples_load_cleanly() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let opts = LoadOptions {
+            config_id: "example".into(),
+            all_config: false,
+            config_test: true,
+        };
+        let loaded = load(&e.path(), &opts);
+        assert_eq!(
+            loaded.config_test_exit_code(),
+            0,
+            "{}: {:?}",
+            e.path().display(),
+            loaded.diagnostics.items()
+        );
+        n += 1;
+    }
+    assert!(n >= 1);
+}

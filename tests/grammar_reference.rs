@@ -11,7 +11,11 @@ const MARK: &str = "<!-- generated: keyword tables -->";
 fn from_code() -> BTreeMap<String, Vec<(String, bool)>> {
     let mut m: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
     for (section, kw, block) in keyword_paths() {
-        let s = if section.is_empty() { "(root)".to_string() } else { section };
+        let s = if section.is_empty() {
+            "(root)".to_string()
+        } else {
+            section
+        };
         m.entry(s).or_default().push((kw, block));
     }
     m
@@ -20,7 +24,9 @@ fn from_code() -> BTreeMap<String, Vec<(String, bool)>> {
 fn render(m: &BTreeMap<String, Vec<(String, bool)>>) -> String {
     let mut out = String::new();
     for (section, kws) in m {
-        out.push_str(&format!("\n### `{section}`\n\n| keyword | opens a block |\n|---|---|\n"));
+        out.push_str(&format!(
+            "\n### `{section}`\n\n| keyword | opens a block |\n|---|---|\n"
+        ));
         for (k, b) in kws {
             out.push_str(&format!("| `{k}` | {} |\n", if *b { "yes" } else { "" }));
         }
@@ -36,7 +42,9 @@ fn parse(md: &str) -> BTreeMap<String, Vec<(String, bool)>> {
             cur = Some(s.to_string());
         } else if let (Some(c), Some(rest)) = (&cur, l.strip_prefix("| `")) {
             let (k, tail) = rest.split_once('`').unwrap();
-            m.entry(c.clone()).or_default().push((k.to_string(), tail.contains("yes")));
+            m.entry(c.clone())
+                .or_default()
+                .push((k.to_string(), tail.contains("yes")));
         }
     }
     m
@@ -57,14 +65,20 @@ fn keyword_reference_matches_code() {
     for (s, kws) in &code {
         for k in kws {
             if !doc.get(s).is_some_and(|d| d.contains(k)) {
-                problems.push(format!("in code, not in grammar/keywords.md: {s} / {} (block: {})", k.0, k.1));
+                problems.push(format!(
+                    "in code, not in grammar/keywords.md: {s} / {} (block: {})",
+                    k.0, k.1
+                ));
             }
         }
     }
     for (s, kws) in &doc {
         for k in kws {
             if !code.get(s).is_some_and(|c| c.contains(k)) {
-                problems.push(format!("in grammar/keywords.md, not in code: {s} / {}", k.0));
+                problems.push(format!(
+                    "in grammar/keywords.md, not in code: {s} / {}",
+                    k.0
+                ));
             }
         }
     }

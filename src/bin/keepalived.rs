@@ -104,11 +104,8 @@ fn main() -> ExitCode {
         if opts.dump_conf {
             let _ = writeln!(out, "{:#?}", loaded.config);
         }
-        if opts.dump_json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&loaded.config).unwrap_or_default()
-            );
+        if opts.dump_json && !print_json(&loaded) {
+            return ExitCode::from(1);
         }
         return ExitCode::from(loaded.config_test_exit_code() as u8);
     }
@@ -117,15 +114,8 @@ fn main() -> ExitCode {
         eprintln!("{d}");
     }
     if opts.dump_json {
-        match serde_json::to_string_pretty(&DumpJson {
-            config: &loaded.config,
-            diagnostics: loaded.diagnostics.items(),
-        }) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("cannot serialise the configuration: {e}");
-                return ExitCode::from(1);
-            }
+        if !print_json(&loaded) {
+            return ExitCode::from(1);
         }
         return ExitCode::from(loaded.config_test_exit_code() as u8);
     }
@@ -141,6 +131,24 @@ fn main() -> ExitCode {
          use -t to check a configuration or --dump-json to see how it is read"
     );
     ExitCode::from(1)
+}
+
+/// `--dump-json`: the resolved model and every diagnostic, one JSON document.
+fn print_json(loaded: &config::Loaded) -> bool {
+    let doc = DumpJson {
+        config: &loaded.config,
+        diagnostics: loaded.diagnostics.items(),
+    };
+    match serde_json::to_string_pretty(&doc) {
+        Ok(s) => {
+            println!("{s}");
+            true
+        }
+        Err(e) => {
+            eprintln!("cannot serialise the configuration: {e}");
+            false
+        }
+    }
 }
 
 #[derive(serde::Serialize)]

@@ -52,7 +52,7 @@ pub enum ErrClass {
 }
 
 /// How serious a problem is for the operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// keepalived ignored or altered something; the config is not what it says.
@@ -94,7 +94,7 @@ impl Pos {
 }
 
 /// One configuration problem.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Diagnostic {
     /// Where it was found; `line` 0 for problems found after parsing.
     pub file: Arc<str>,
@@ -140,6 +140,9 @@ impl fmt::Display for Diagnostic {
 #[derive(Debug, Default, Clone)]
 pub struct Diagnostics {
     items: Vec<Diagnostic>,
+    /// Index of `items`, so that de-duplication stays O(1) per report on
+    /// configs with tens of thousands of warnings.
+    seen: std::collections::HashSet<Diagnostic>,
     /// Set when keepalived would have exited with 2 (missing parameter).
     pub missing_parameter: bool,
     /// Set when an include error is fatal (keepalived exits 6).
@@ -182,7 +185,7 @@ impl Diagnostics {
             hint,
         };
         // keepalived validates in several processes and so repeats itself; we don't.
-        if !self.items.contains(&d) {
+        if self.seen.insert(d.clone()) {
             self.items.push(d);
         }
     }
@@ -215,10 +218,5 @@ impl Diagnostics {
             ErrClass::SecurityError => 6,
             _ => 5,
         }
-    }
-
-    /// True when nothing above a note was recorded.
-    pub fn is_clean(&self) -> bool {
-        self.highest() == ErrClass::Ok
     }
 }

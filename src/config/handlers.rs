@@ -222,10 +222,6 @@ pub fn reload_check_config(p: P, w: &[Word]) -> HandlerResult {
     );
     Ok(())
 }
-pub fn state_dump_file(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.state_dump_file = Some(p.arg(w, 1)?.to_string());
-    Ok(())
-}
 pub fn include_check(p: P, w: &[Word]) -> HandlerResult {
     if w.len() == 1 {
         p.r.set_include_check(IncludeCheck::ALL);
@@ -680,6 +676,13 @@ pub fn vs_sched(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 
+/// What a TUN method with a bad tunnel option becomes: keepalived has
+/// already set the method to plain TUN when it meets the error.
+const TUN_IPIP: Forwarding = Forwarding::Tun {
+    tunnel: TunnelType::Ipip,
+    csum: None,
+};
+
 fn forwarding(p: P, w: &[Word], what: &str) -> Option<Forwarding> {
     let m = w.get(1)?.text.clone();
     match m.as_str() {
@@ -701,10 +704,7 @@ fn forwarding(p: P, w: &[Word], what: &str) -> Option<Forwarding> {
                                     ErrClass::GeneralError,
                                     format!("Unknown tunnel type {}", o.unwrap_or("")),
                                 );
-                                return Some(Forwarding::Tun {
-                                    tunnel: TunnelType::Ipip,
-                                    csum: None,
-                                });
+                                return Some(TUN_IPIP);
                             }
                         }
                         i += 2;
@@ -718,10 +718,7 @@ fn forwarding(p: P, w: &[Word], what: &str) -> Option<Forwarding> {
                             (Some(pt), TunnelType::Gue { port }) => *port = pt,
                             _ => {
                                 p.err(ErrClass::GeneralError, "Invalid gue tunnel port");
-                                return Some(Forwarding::Tun {
-                                    tunnel: TunnelType::Ipip,
-                                    csum: None,
-                                });
+                                return Some(TUN_IPIP);
                             }
                         }
                         i += 2;
@@ -746,10 +743,7 @@ fn forwarding(p: P, w: &[Word], what: &str) -> Option<Forwarding> {
             }
             if let TunnelType::Gue { port: 0 } = tunnel {
                 p.err(ErrClass::GeneralError, "gue tunnel requires a port");
-                return Some(Forwarding::Tun {
-                    tunnel: TunnelType::Ipip,
-                    csum: None,
-                });
+                return Some(TUN_IPIP);
             }
             if tunnel == TunnelType::Ipip && csum.is_some() {
                 p.err(
@@ -1097,76 +1091,242 @@ pub fn vs_weight(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 
-pub fn vs_delay_loop(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 1, 0, true) {
-        Some(t) => {
-            if let Some(v) = vs(p) {
-                v.delay_loop = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("virtual server delay loop '{s}' invalid - ignoring"),
-        ),
-    }
-    Ok(())
+// ---- numeric keywords ----
+
+/// How a numeric keyword's value is read.
+enum Num {
+    /// Seconds with up to 6 decimals, stored in µs (`read_timer()`).
+    Timer,
+    /// An unsigned integer (`read_unsigned()`).
+    Unsigned,
 }
 
-pub fn vs_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
+/// Reads word 1 as a number in `[min, max]`. The reader reports a rejected
+/// value; `bad` is the handler's own second line that keepalived adds
+/// (`{}` = the value as written).
+fn num_arg(
+    p: P,
+    w: &[Word],
+    kind: Num,
+    min: u64,
+    max: u64,
+    bad: Option<&str>,
+) -> Result<Option<u64>, super::parser::MissingParameter> {
     let s = p.arg(w, 1)?.to_string();
-    if let Some(t) = p.read_timer(&s, 1, U32MAX, true) {
-        if let Some(v) = vs(p) {
-            v.connect_timeout = Some(t);
-        }
+    let v = match kind {
+        Num::Timer => p.read_timer(&s, min, max, true),
+        Num::Unsigned => p.read_unsigned(&s, min, max, true),
+    };
+    if let (None, Some(b)) = (v, bad) {
+        p.err(ErrClass::GeneralError, b.replace("{}", &s));
     }
-    Ok(())
+    Ok(v)
 }
 
-pub fn vs_retry(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 1, U32MAX, true) {
-        Some(x) => {
-            if let Some(v) = vs(p) {
-                v.retry = Some(x as u32);
+/// A handler that reads one number into a field of the current VS, RS or checker.
+macro_rules! num_kw {
+    ($name:ident, $target:ident . $field:ident, $kind:ident, $min:expr, $max:expr, $bad:expr, $conv:expr) => {
+        pub fn $name(p: P, w: &[Word]) -> HandlerResult {
+            if let Some(v) = num_arg(p, w, Num::$kind, $min, $max, $bad)? {
+                if let Some(t) = $target(p) {
+                    t.$field = ($conv)(v);
+                }
             }
+            Ok(())
         }
-        None => p.err(ErrClass::GeneralError, format!("retry value invalid - {s}")),
-    }
-    Ok(())
+    };
 }
 
-pub fn vs_delay_before_retry(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 0, 0, true) {
-        Some(t) => {
-            if let Some(v) = vs(p) {
-                v.delay_before_retry = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Delay before retry value invalid - {s}"),
-        ),
-    }
-    Ok(())
+fn some_u32(v: u64) -> Option<u32> {
+    Some(v as u32)
 }
 
-pub fn vs_warmup(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 0, 0, true) {
-        Some(t) => {
-            if let Some(v) = vs(p) {
-                v.warmup = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Warmup value invalid - {s}"),
-        ),
-    }
-    Ok(())
+fn some_u16(v: u64) -> Option<u16> {
+    Some(v as u16)
 }
+
+num_kw!(
+    vs_delay_loop,
+    vs.delay_loop,
+    Timer,
+    1,
+    0,
+    Some("virtual server delay loop '{}' invalid - ignoring"),
+    Some
+);
+num_kw!(
+    vs_connect_timeout,
+    vs.connect_timeout,
+    Timer,
+    1,
+    U32MAX,
+    None,
+    Some
+);
+num_kw!(
+    vs_retry,
+    vs.retry,
+    Unsigned,
+    1,
+    U32MAX,
+    Some("retry value invalid - {}"),
+    some_u32
+);
+num_kw!(
+    vs_delay_before_retry,
+    vs.delay_before_retry,
+    Timer,
+    0,
+    0,
+    Some("Delay before retry value invalid - {}"),
+    Some
+);
+num_kw!(
+    vs_warmup,
+    vs.warmup,
+    Timer,
+    0,
+    0,
+    Some("Warmup value invalid - {}"),
+    Some
+);
+
+num_kw!(
+    rs_retry,
+    rs.retry,
+    Unsigned,
+    1,
+    U32MAX,
+    Some("retry value invalid - {}"),
+    some_u32
+);
+num_kw!(
+    rs_uthreshold,
+    rs.uthreshold,
+    Unsigned,
+    0,
+    U32MAX,
+    Some("Invalid real_server uthreshold '{}' - ignoring"),
+    |v| v as u32
+);
+num_kw!(
+    rs_lthreshold,
+    rs.lthreshold,
+    Unsigned,
+    0,
+    U32MAX,
+    Some("Invalid real_server lthreshold '{}' - ignoring"),
+    |v| v as u32
+);
+num_kw!(
+    rs_delay_before_retry,
+    rs.delay_before_retry,
+    Timer,
+    0,
+    0,
+    Some("Delay before retry value invalid - {}"),
+    Some
+);
+num_kw!(
+    rs_warmup,
+    rs.warmup,
+    Timer,
+    0,
+    0,
+    Some("Warmup value invalid - {}"),
+    Some
+);
+num_kw!(
+    rs_connect_timeout,
+    rs.connect_timeout,
+    Timer,
+    1,
+    U32MAX,
+    Some("Connect timeout value invalid - {}"),
+    Some
+);
+num_kw!(
+    rs_delay_loop,
+    rs.delay_loop,
+    Timer,
+    1,
+    0,
+    Some("real server delay loop '{}' invalid - ignoring"),
+    Some
+);
+
+num_kw!(
+    ck_connect_port,
+    common.connect_port,
+    Unsigned,
+    1,
+    65535,
+    Some("Invalid checker connect_port '{}'"),
+    some_u16
+);
+num_kw!(
+    ck_bind_port,
+    common.bind_port,
+    Unsigned,
+    1,
+    65535,
+    Some("Invalid bind_port '{}'"),
+    some_u16
+);
+num_kw!(
+    ck_fwmark,
+    common.fwmark,
+    Unsigned,
+    0,
+    U32MAX,
+    Some("Invalid fwmark connection value '{}'"),
+    some_u32
+);
+num_kw!(
+    ck_connect_timeout,
+    common.connect_timeout,
+    Timer,
+    1,
+    U32MAX,
+    Some("Invalid connect_timeout value '{}'"),
+    Some
+);
+num_kw!(
+    ck_retry,
+    common.retry,
+    Unsigned,
+    0,
+    U32MAX,
+    Some("Invalid retry connection value '{}'"),
+    some_u32
+);
+num_kw!(
+    ck_delay_before_retry,
+    common.delay_before_retry,
+    Timer,
+    0,
+    0,
+    Some("Invalid delay_before_retry connection value '{}'"),
+    Some
+);
+num_kw!(
+    ck_delay_loop,
+    common.delay_loop,
+    Timer,
+    1,
+    0,
+    Some("Invalid delay_loop value '{}'"),
+    Some
+);
+num_kw!(
+    ck_warmup,
+    common.warmup,
+    Timer,
+    0,
+    0,
+    Some("Invalid warmup value '{}'"),
+    Some
+);
 
 // ---- real_server ----
 
@@ -1318,38 +1478,6 @@ pub fn rs_notify_down(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 
-pub fn rs_uthreshold(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 0, U32MAX, true) {
-        Some(x) => {
-            if let Some(r) = rs(p) {
-                r.uthreshold = x as u32;
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid real_server uthreshold '{s}' - ignoring"),
-        ),
-    }
-    Ok(())
-}
-
-pub fn rs_lthreshold(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 0, U32MAX, true) {
-        Some(x) => {
-            if let Some(r) = rs(p) {
-                r.lthreshold = x as u32;
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid real_server lthreshold '{s}' - ignoring"),
-        ),
-    }
-    Ok(())
-}
-
 pub fn rs_alpha(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "alpha") {
         if let Some(r) = rs(p) {
@@ -1358,58 +1486,6 @@ pub fn rs_alpha(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
-
-pub fn rs_retry(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 1, U32MAX, true) {
-        Some(x) => {
-            if let Some(r) = rs(p) {
-                r.retry = Some(x as u32);
-            }
-        }
-        None => p.err(ErrClass::GeneralError, format!("retry value invalid - {s}")),
-    }
-    Ok(())
-}
-
-macro_rules! rs_timer {
-    ($name:ident, $field:ident, $min:expr, $max:expr, $msg:expr) => {
-        pub fn $name(p: P, w: &[Word]) -> HandlerResult {
-            let s = p.arg(w, 1)?.to_string();
-            match p.read_timer(&s, $min, $max, true) {
-                Some(t) => {
-                    if let Some(r) = rs(p) {
-                        r.$field = Some(t);
-                    }
-                }
-                None => p.err(ErrClass::GeneralError, format!($msg, s)),
-            }
-            Ok(())
-        }
-    };
-}
-rs_timer!(
-    rs_delay_before_retry,
-    delay_before_retry,
-    0,
-    0,
-    "Delay before retry value invalid - {}"
-);
-rs_timer!(rs_warmup, warmup, 0, 0, "Warmup value invalid - {}");
-rs_timer!(
-    rs_connect_timeout,
-    connect_timeout,
-    1,
-    U32MAX,
-    "Connect timeout value invalid - {}"
-);
-rs_timer!(
-    rs_delay_loop,
-    delay_loop,
-    1,
-    0,
-    "real server delay loop '{}' invalid - ignoring"
-);
 
 pub fn rs_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "smtp_alert") {
@@ -1626,21 +1702,6 @@ pub fn ck_connect_ip(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
-pub fn ck_connect_port(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 1, 65535, true) {
-        Some(v) => {
-            if let Some(c) = common(p) {
-                c.connect_port = Some(v as u16);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid checker connect_port '{s}'"),
-        ),
-    }
-    Ok(())
-}
 pub fn ck_bindto(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     match parse_ip(&s) {
@@ -1656,18 +1717,6 @@ pub fn ck_bindto(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
-pub fn ck_bind_port(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 1, 65535, true) {
-        Some(v) => {
-            if let Some(c) = common(p) {
-                c.bind_port = Some(v as u16);
-            }
-        }
-        None => p.err(ErrClass::GeneralError, format!("Invalid bind_port '{s}'")),
-    }
-    Ok(())
-}
 pub fn ck_bind_if(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if s.len() > 15 {
@@ -1679,96 +1728,6 @@ pub fn ck_bind_if(p: P, w: &[Word]) -> HandlerResult {
     }
     if let Some(c) = common(p) {
         c.bind_if = Some(s);
-    }
-    Ok(())
-}
-pub fn ck_fwmark(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 0, U32MAX, true) {
-        Some(v) => {
-            if let Some(c) = common(p) {
-                c.fwmark = Some(v as u32);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid fwmark connection value '{s}'"),
-        ),
-    }
-    Ok(())
-}
-pub fn ck_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 1, U32MAX, true) {
-        Some(t) => {
-            if let Some(c) = common(p) {
-                c.connect_timeout = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid connect_timeout value '{s}'"),
-        ),
-    }
-    Ok(())
-}
-pub fn ck_retry(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 0, U32MAX, true) {
-        Some(v) => {
-            if let Some(c) = common(p) {
-                c.retry = Some(v as u32);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid retry connection value '{s}'"),
-        ),
-    }
-    Ok(())
-}
-pub fn ck_delay_before_retry(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 0, 0, true) {
-        Some(t) => {
-            if let Some(c) = common(p) {
-                c.delay_before_retry = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid delay_before_retry connection value '{s}'"),
-        ),
-    }
-    Ok(())
-}
-pub fn ck_delay_loop(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 1, 0, true) {
-        Some(t) => {
-            if let Some(c) = common(p) {
-                c.delay_loop = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid delay_loop value '{s}'"),
-        ),
-    }
-    Ok(())
-}
-pub fn ck_warmup(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_timer(&s, 0, 0, true) {
-        Some(t) => {
-            if let Some(c) = common(p) {
-                c.warmup = Some(t);
-            }
-        }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid warmup value '{s}'"),
-        ),
     }
     Ok(())
 }
@@ -1834,14 +1793,6 @@ pub fn http_enable_sni(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "enable_sni") {
         if let Some(h) = http(p) {
             h.enable_sni = b;
-        }
-    }
-    Ok(())
-}
-pub fn http_tls_compliant(p: P, w: &[Word]) -> HandlerResult {
-    if let Some(b) = p.opt_bool(w, "tls_compliant") {
-        if let Some(h) = http(p) {
-            h.tls_compliant = b;
         }
     }
     Ok(())
@@ -2004,14 +1955,6 @@ pub fn url_regex_stack(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
-pub fn url_tls_compliant(p: P, w: &[Word]) -> HandlerResult {
-    if let Some(b) = p.opt_bool(w, "tls_compliant") {
-        if let Some(u) = url(p) {
-            u.tls_compliant = Some(b);
-        }
-    }
-    Ok(())
-}
 
 pub fn misc_path(p: P, w: &[Word]) -> HandlerResult {
     let s = p.script(w)?;
@@ -2058,32 +2001,42 @@ pub fn smtp_helo(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 
-/// The deprecated `host { }` block: each becomes an SMTP_CHECK of its own,
-/// sharing the outer checker's settings.
+/// The deprecated `host { }` block: a copy of the SMTP_CHECK's options so
+/// far, filled by the block and kept aside until the SMTP_CHECK ends.
 pub fn smtp_host_open(p: P, _w: &[Word]) -> HandlerResult {
-    // keepalived accepts it silently; we only note it.
+    // keepalived only logs this; it is not a config error.
     p.err(
         ErrClass::Ok,
-        "SMTP_CHECK 'host' block is deprecated - please use a separate SMTP_CHECK",
+        "The SMTP_CHECK host block is deprecated. Please define additional checkers.",
     );
     if let Some(outer) = p.checker.take() {
-        p.url = None;
-        // Keep the outer checker aside in the generic stack's place: push a
-        // fresh copy to fill, and remember the outer one.
-        let mut inner = outer.clone();
-        if let Checker::Smtp(s) = &mut inner {
-            s.common.line = p.pos.line;
-        }
-        p.checker = Some(inner);
-        p.smtp_outer.push(outer);
+        let mut host = outer.clone();
+        host.common_mut().line = p.pos.line;
+        p.checker = Some(host);
+        p.smtp_outer = Some(outer);
     }
     Ok(())
 }
+
 pub fn smtp_host_close(p: P) {
-    if let Some(inner) = p.checker.take() {
-        push_checker(p, inner);
+    if let Some(host) = p.checker.take() {
+        p.smtp_hosts.push(host);
     }
-    p.checker = p.smtp_outer.pop();
+    p.checker = p.smtp_outer.take();
+}
+
+/// keepalived's `smtp_check_end_handler()`: the SMTP_CHECK is queued first,
+/// then one checker per `host { }` block. (Its "has connection options" test
+/// includes `connection_to`, which starts at UINT_MAX, so the SMTP_CHECK's own
+/// destination is always kept.)
+pub fn smtp_close(p: P) {
+    let hosts = std::mem::take(&mut p.smtp_hosts);
+    if let Some(outer) = p.checker.take() {
+        push_checker(p, outer);
+        for h in hosts {
+            push_checker(p, h);
+        }
+    }
 }
 
 pub fn dns_type(p: P, w: &[Word]) -> HandlerResult {

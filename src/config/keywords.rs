@@ -7,10 +7,9 @@
 //! (VRRP, BFD, static addresses) use generic handlers that keep what was
 //! written in [`Block`]s.
 
-use super::diag::ErrClass;
 use super::handlers as h;
 use super::lexer::Word;
-use super::model::{Block, Setting};
+use super::model::{Block, Setting, ValueLine};
 use super::parser::{HandlerResult, Parser};
 
 /// A keyword handler.
@@ -81,34 +80,41 @@ fn generic_open_named(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
     generic_open(p, w)
 }
 
+/// Files a finished generic block under the enclosing one, or at the root.
+fn attach(p: &mut Parser<'_, '_>, b: Block) {
+    match p.generic.last_mut() {
+        Some(parent) => parent.children.push(b),
+        None => p.cfg.other_blocks.push(b),
+    }
+}
+
 fn generic_close(p: &mut Parser<'_, '_>) {
     if let Some(b) = p.generic.pop() {
-        match p.generic.last_mut() {
-            Some(parent) => parent.children.push(b),
-            None => p.cfg.other_blocks.push(b),
-        }
+        attach(p, b);
     }
 }
 
 /// A value block (`virtual_ipaddress { ... }`): every line is an item.
 fn generic_value_block(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
-    let values = p.read_value_block(w);
-    let mut b = Block {
+    // The keyword's line, before reading the block moves the position on.
+    let line = p.pos.line;
+    let values = p
+        .read_value_block(w)
+        .into_iter()
+        .map(|(v, line)| ValueLine {
+            words: v.into_iter().map(|x| x.text).collect(),
+            line,
+        })
+        .collect();
+    let b = Block {
         keyword: w[0].text.clone(),
         args: w[1..].iter().map(|x| x.text.clone()).collect(),
-        line: p.pos.line,
+        line,
         settings: Vec::new(),
-        values: values
-            .into_iter()
-            .map(|(v, _)| v.into_iter().map(|x| x.text).collect())
-            .collect(),
+        values,
         children: Vec::new(),
     };
-    b.line = b.line.max(1);
-    match p.generic.last_mut() {
-        Some(parent) => parent.children.push(b),
-        None => p.cfg.other_blocks.push(b),
-    }
+    attach(p, b);
     Ok(())
 }
 
@@ -147,7 +153,6 @@ pub const VRRP_INSTANCE: &[&str] = &[
     "vmac_xmit_base",
     "use_vmac_addr",
     "use_ipvlan",
-    "unicast_peer_no_check",
     "native_ipv6",
     "state",
     "interface",
@@ -195,12 +200,7 @@ pub const VRRP_INSTANCE: &[&str] = &[
     "version",
     "vrf",
     "promote_secondaries",
-    "no_virtual_ipaddress",
-    "owner_ignore_adverts",
     "garp_extra_if",
-    "track_bfd_weight",
-    "secondary_private",
-    "virtual_ipaddress_all_interfaces",
 ];
 
 /// `vrrp_instance` value blocks.
@@ -227,6 +227,7 @@ pub const VRRP_SYNC_GROUP: &[&str] = &[
     "smtp_alert",
     "global_tracking",
     "sync_group_tracking_weight",
+    "notify_priority_changes",
 ];
 
 /// `vrrp_sync_group` value blocks.
@@ -358,7 +359,6 @@ pub const GLOBAL_DEFS_OTHER: &[&str] = &[
     "vrrp_gna_interval",
     "vrrp_higher_prio_send_advert",
     "vrrp_iptables",
-    "vrrp_ipsets",
     "vrrp_lower_prio_no_advert",
     "vrrp_mcast_group4",
     "vrrp_mcast_group6",
@@ -383,10 +383,6 @@ pub const GLOBAL_DEFS_OTHER: &[&str] = &[
     "vrrp_strict",
     "vrrp_version",
     "vrrp_vmac_garp_intvl",
-    "stats_dump_file",
-    "json_dump_file",
-    "use_symlink_paths",
-    "set_supplementary_groups",
     "lvs_process_name",
 ];
 
@@ -433,7 +429,6 @@ fn global_defs() -> Vec<Kw> {
         kw("checker_process_name", h::checker_process_name),
         kw("random_seed", h::random_seed),
         kw("reload_check_config", h::reload_check_config),
-        kw("state_dump_file", h::state_dump_file),
         kw("include_check", h::include_check),
     ];
     v.extend(GLOBAL_DEFS_OTHER.iter().map(|n| kw(n, global_other)));
@@ -484,7 +479,9 @@ fn url_block() -> Vec<Kw> {
     ]
 }
 
-fn http_block(ssl: bool) -> Vec<Kw> {
+/// HTTP_GET and SSL_GET take the same keywords in 2.2.7 (`tls_compliant`
+/// and `sni_name` came later).
+fn http_block() -> Vec<Kw> {
     let mut v = checker_common();
     v.extend([
         kw("http_protocol", h::http_protocol),
@@ -493,12 +490,7 @@ fn http_block(ssl: bool) -> Vec<Kw> {
         kw("enable_sni", h::http_enable_sni),
         kw("nb_get_retry", h::http_nb_get_retry),
     ]);
-    let mut url = url_block();
-    if ssl {
-        v.push(kw("tls_compliant", h::http_tls_compliant));
-        url.push(kw("tls_compliant", h::url_tls_compliant));
-    }
-    v.push(block("url", h::url_open, url, h::url_close));
+    v.push(block("url", h::url_open, url_block(), h::url_close));
     v
 }
 
@@ -530,10 +522,10 @@ fn checkers() -> Vec<Kw> {
     ]);
     vec![
         block("TCP_CHECK", h::tcp_open, checker_common(), h::checker_close),
-        block("HTTP_GET", h::http_open, http_block(false), h::http_close),
-        block("SSL_GET", h::ssl_open, http_block(true), h::http_close),
+        block("HTTP_GET", h::http_open, http_block(), h::http_close),
+        block("SSL_GET", h::ssl_open, http_block(), h::http_close),
         block("MISC_CHECK", h::misc_open, misc, h::misc_close),
-        block("SMTP_CHECK", h::smtp_open, smtp, h::checker_close),
+        block("SMTP_CHECK", h::smtp_open, smtp, h::smtp_close),
         block("DNS_CHECK", h::dns_open, dns, h::checker_close),
         block("UDP_CHECK", h::udp_open, udp, h::checker_close),
         block(
@@ -649,11 +641,13 @@ pub fn root() -> Vec<Kw> {
         settings(&["garp_interval", "gna_interval", "interface"]),
         &["interfaces"],
     );
-    let track_file = vec![
-        kw("file", h::tf_file),
-        kw("weight", h::tf_weight),
-        kw("init_file", h::tf_init_file),
-    ];
+    let track_file = || {
+        vec![
+            kw("file", h::tf_file),
+            kw("weight", h::tf_weight),
+            kw("init_file", h::tf_init_file),
+        ]
+    };
     vec![
         block("global_defs", noop, global_defs(), noop_close),
         kw("net_namespace", h::net_namespace),
@@ -675,17 +669,8 @@ pub fn root() -> Vec<Kw> {
         generic_named_block("vrrp_script", settings(VRRP_SCRIPT)),
         generic_named_block("vrrp_track_process", settings(VRRP_TRACK_PROCESS)),
         generic_named_block("bfd_instance", settings(BFD_INSTANCE)),
-        block("track_file", h::tf_open, track_file, h::tf_close),
-        block(
-            "vrrp_track_file",
-            h::tf_open,
-            vec![
-                kw("file", h::tf_file),
-                kw("weight", h::tf_weight),
-                kw("init_file", h::tf_init_file),
-            ],
-            h::tf_close,
-        ),
+        block("track_file", h::tf_open, track_file(), h::tf_close),
+        block("vrrp_track_file", h::tf_open, track_file(), h::tf_close),
         block(
             "SSL",
             h::ssl_block_open,
@@ -755,6 +740,3 @@ pub fn keyword_paths() -> Vec<(String, String, bool)> {
     walk("", &root(), &mut out);
     out
 }
-
-#[allow(dead_code)]
-fn unused(_: ErrClass) {}

@@ -159,8 +159,6 @@ pub struct GlobalDefs {
     pub random_seed: Option<u32>,
     /// `reload_check_config [LOGFILE]`.
     pub reload_check_config: Option<String>,
-    /// `state_dump_file`, where SIGUSR1 writes.
-    pub state_dump_file: Option<String>,
     /// Every other `global_defs` keyword, checked and kept as written.
     pub other: Vec<Setting>,
 }
@@ -192,7 +190,6 @@ impl Default for GlobalDefs {
             checker_process_name: None,
             random_seed: None,
             reload_check_config: None,
-            state_dump_file: None,
             other: Vec::new(),
         }
     }
@@ -401,22 +398,6 @@ impl Checker {
             Checker::Bfd(b) => &mut b.common,
         }
     }
-
-    /// keepalived's keyword for this checker.
-    pub fn keyword(&self) -> &'static str {
-        match self {
-            Checker::Tcp(_) => "TCP_CHECK",
-            Checker::Http(_) => "HTTP_GET",
-            Checker::Ssl(_) => "SSL_GET",
-            Checker::Misc(_) => "MISC_CHECK",
-            Checker::Smtp(_) => "SMTP_CHECK",
-            Checker::Dns(_) => "DNS_CHECK",
-            Checker::Udp(_) => "UDP_CHECK",
-            Checker::Ping(_) => "PING_CHECK",
-            Checker::File(_) => "FILE_CHECK",
-            Checker::Bfd(_) => "BFD_CHECK",
-        }
-    }
 }
 
 /// Options shared by checkers; `None` = inherited, resolved by validation.
@@ -475,8 +456,6 @@ pub struct Url {
     pub regex_max_offset: Option<u32>,
     /// `regex_stack START MAX`.
     pub regex_stack: Option<(u32, u32)>,
-    /// `tls_compliant` (SSL_GET).
-    pub tls_compliant: Option<bool>,
     /// Line of the `url` keyword.
     pub line: usize,
 }
@@ -495,8 +474,6 @@ pub struct HttpCheck {
     pub fast_recovery: bool,
     /// `enable_sni`.
     pub enable_sni: bool,
-    /// `tls_compliant`.
-    pub tls_compliant: bool,
     /// The urls.
     pub urls: Vec<Url>,
 }
@@ -732,8 +709,17 @@ pub struct Block {
     pub line: usize,
     /// Keywords inside, in order.
     pub settings: Vec<Setting>,
-    /// Value-block lines (addresses, routes, ...), as words.
-    pub values: Vec<Vec<String>>,
+    /// Value-block lines (addresses, routes, ...).
+    pub values: Vec<ValueLine>,
     /// Nested blocks.
     pub children: Vec<Block>,
+}
+
+/// One line of a value block (`virtual_ipaddress { ... }` and the like).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueLine {
+    /// Its words.
+    pub words: Vec<String>,
+    /// Its line (keepalived reports problems per entry).
+    pub line: usize,
 }

@@ -44,7 +44,10 @@ pub struct Parser<'r, 'l> {
     pub(crate) url: Option<Url>,
     pub(crate) track_file: Option<TrackFile>,
     pub(crate) generic: Vec<Block>,
-    pub(crate) smtp_outer: Vec<Checker>,
+    /// The SMTP_CHECK whose deprecated `host { }` block is being read.
+    pub(crate) smtp_outer: Option<Checker>,
+    /// The `host { }` blocks of the current SMTP_CHECK, each a checker.
+    pub(crate) smtp_hosts: Vec<Checker>,
 }
 
 impl<'r, 'l> Parser<'r, 'l> {
@@ -64,7 +67,8 @@ impl<'r, 'l> Parser<'r, 'l> {
             url: None,
             track_file: None,
             generic: Vec::new(),
-            smtp_outer: Vec::new(),
+            smtp_outer: None,
+            smtp_hosts: Vec::new(),
         }
     }
 
@@ -150,23 +154,29 @@ impl<'r, 'l> Parser<'r, 'l> {
         }
     }
 
+    /// Reads the next logical line and splits it into words, remembering
+    /// its position and raw text; `None` at the end of input.
+    fn next_words(&mut self) -> Option<Vec<Word>> {
+        let line = self.r.next_line()?;
+        self.pos = line.pos;
+        let toks = tokenize(&line.text);
+        if toks.unmatched_quote {
+            self.err_hint(
+                ErrClass::UnmatchedQuote,
+                format!("Unmatched quote: '{}'", line.text),
+                "close the double quote; the rest of the line was ignored",
+            );
+        }
+        self.raw_line = line.text;
+        Some(toks.words)
+    }
+
     fn process_stream(&mut self, table: &[Kw], mut need_bob: bool) -> bool {
         let mut ret_err = false;
-        while let Some(line) = self.r.next_line() {
-            self.pos = line.pos.clone();
-            let toks = tokenize(&line.text);
-            if toks.unmatched_quote {
-                self.err_hint(
-                    ErrClass::UnmatchedQuote,
-                    format!("Unmatched quote: '{}'", line.text),
-                    "close the double quote; the rest of the line was ignored",
-                );
-            }
-            let words = toks.words;
+        while let Some(words) = self.next_words() {
             if words.is_empty() {
                 continue;
             }
-            self.raw_line = line.text.clone();
             let first = words[0].text.clone();
 
             if self.skip_sublevel == -1 {
@@ -273,16 +283,7 @@ impl<'r, 'l> Parser<'r, 'l> {
         let block = words.first().map(|w| w.text.clone()).unwrap_or_default();
         let mut out = Vec::new();
         let mut need_bob = true;
-        while let Some(line) = self.r.next_line() {
-            self.pos = line.pos.clone();
-            let toks = tokenize(&line.text);
-            if toks.unmatched_quote {
-                self.err(
-                    ErrClass::UnmatchedQuote,
-                    format!("Unmatched quote: '{}'", line.text),
-                );
-            }
-            let mut vec = toks.words;
+        while let Some(mut vec) = self.next_words() {
             if vec.is_empty() {
                 continue;
             }

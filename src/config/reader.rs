@@ -40,14 +40,18 @@ impl SourceLoader for FsLoader {
             return Vec::new();
         };
         if !has_wildcard(p) {
-            return if pattern.symlink_metadata().is_ok() {
+            return if pattern.symlink_metadata().is_ok() && !pattern.is_dir() {
                 vec![pattern.to_path_buf()]
             } else {
                 Vec::new()
             };
         }
+        // GLOB_MARK: keepalived skips directories silently.
         match glob::glob(p) {
-            Ok(paths) => paths.filter_map(Result::ok).collect(),
+            Ok(paths) => paths
+                .filter_map(Result::ok)
+                .filter(|p| !p.is_dir())
+                .collect(),
             Err(_) => Vec::new(),
         }
     }
@@ -297,7 +301,7 @@ impl<'l> Reader<'l> {
         }
         let cwd = loader.cwd();
         let main_str = main.to_string_lossy().to_string();
-        r.open_pattern(&main_str, &cwd, include_check, true);
+        r.open_pattern(&main_str, &cwd, include_check);
         r
     }
 
@@ -309,11 +313,6 @@ impl<'l> Reader<'l> {
     /// Sets the include checks for files opened from now on (`include_check`).
     pub fn set_include_check(&mut self, c: IncludeCheck) {
         self.include_check = c;
-    }
-
-    /// The include checks in force.
-    pub fn include_check(&self) -> IncludeCheck {
-        self.include_check
     }
 
     /// The position of the line read last (what keepalived reports errors at).
@@ -347,14 +346,8 @@ impl<'l> Reader<'l> {
     }
 
     /// Opens every file a pattern names, pushing them so that the first match
-    /// is read first. Returns false when reading must stop (fatal include).
-    fn open_pattern(
-        &mut self,
-        pattern: &str,
-        base: &Path,
-        check: IncludeCheck,
-        main: bool,
-    ) -> bool {
+    /// is read first. A fatal include problem stops all reading.
+    fn open_pattern(&mut self, pattern: &str, base: &Path, check: IncludeCheck) {
         let alternatives = expand_braces(pattern);
         let mut all: Vec<(PathBuf, String)> = Vec::new();
         let mut missing_alt = false;
@@ -387,25 +380,23 @@ impl<'l> Reader<'l> {
             } else {
                 (check.matched, format!("Config files missing '{pattern}'."))
             };
-            return self.include_problem(fatal, msg, main);
+            self.include_problem(fatal, msg);
+            return;
         }
         if missing_alt && alternatives.len() > 1 {
             let msg = format!("Some config files missing: \"{pattern}\".");
-            if !self.include_problem(check.brace_match, msg, main) {
-                return false;
+            if !self.include_problem(check.brace_match, msg) {
+                return;
             }
         }
         let mut to_open = Vec::new();
         for (path, shown) in all {
-            if path.is_dir() {
-                continue;
-            }
             if !self.loader.is_regular_non_exec(&path) {
                 let msg = format!(
                     "Configuration file '{shown}' is not a regular non-executable file - skipping"
                 );
-                if !self.include_problem(check.readable, msg, main) {
-                    return false;
+                if !self.include_problem(check.readable, msg) {
+                    return;
                 }
                 continue;
             }
@@ -413,8 +404,8 @@ impl<'l> Reader<'l> {
                 Ok(data) => to_open.push((path, shown, data)),
                 Err(e) => {
                     let msg = format!("Configuration file '{shown}' open problem ({e}) - skipping");
-                    if !self.include_problem(check.readable, msg, main) {
-                        return false;
+                    if !self.include_problem(check.readable, msg) {
+                        return;
                     }
                 }
             }
@@ -437,10 +428,10 @@ impl<'l> Reader<'l> {
                 saved_include_check: saved,
             });
         }
-        true
     }
 
-    fn include_problem(&mut self, fatal: bool, msg: String, _main: bool) -> bool {
+    /// Reports an include problem; false when it is fatal and reading stopped.
+    fn include_problem(&mut self, fatal: bool, msg: String) -> bool {
         if fatal {
             self.report(ErrClass::FileNotFound, msg);
             self.diags.fatal_include = true;
@@ -475,30 +466,29 @@ impl<'l> Reader<'l> {
             if has_nl || f.offset >= f.data.len() {
                 f.line_no += 1;
             }
-            let too_long = !has_nl && chunk_len == MAXBUF - 1 && f.offset < f.data.len();
-            let has_nul = chunk.contains(&0);
-            let text = String::from_utf8_lossy(chunk).to_string();
-            if too_long {
+            if !has_nl && chunk_len == MAXBUF - 1 && f.offset < f.data.len() {
                 // keepalived drops the chunk; the rest of the physical line
                 // is then read as if it were a line of its own.
-                f.line_no += 1;
-                self.report(
-                    ErrClass::GeneralError,
-                    "line too long - ignoring".to_string(),
-                );
-                if let Some(f) = self.files.last_mut() {
-                    f.line_no -= 1;
-                }
+                let pos = Pos {
+                    file: f.name.clone(),
+                    line: f.line_no + 1,
+                };
+                self.diags
+                    .report(&pos, ErrClass::GeneralError, "line too long - ignoring");
                 continue;
             }
-            if has_nul {
+            if chunk.contains(&0) {
                 self.report(
                     ErrClass::GeneralError,
                     "configuration appears to have embedded NULs - ignoring line".to_string(),
                 );
                 return Some(String::new());
             }
-            return Some(text.trim_end_matches(['\n', '\r']).to_string());
+            return Some(
+                String::from_utf8_lossy(chunk)
+                    .trim_end_matches(['\n', '\r'])
+                    .to_string(),
+            );
         }
     }
 
@@ -695,7 +685,7 @@ impl<'l> Reader<'l> {
             .last()
             .map(|f| f.dir.clone())
             .unwrap_or_else(|| self.loader.cwd());
-        self.open_pattern(&pattern, &base, check, false);
+        self.open_pattern(&pattern, &base, check);
         true
     }
 
@@ -1242,5 +1232,60 @@ impl SourceLoader for MemLoader {
 
     fn cwd(&self) -> PathBuf {
         self.cwd.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8]) -> (Vec<(String, usize)>, Diagnostics) {
+        let mut l = MemLoader {
+            cwd: PathBuf::from("/c"),
+            ..MemLoader::default()
+        };
+        l.files.insert(PathBuf::from("/c/k.conf"), text.to_vec());
+        let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
+        let mut out = Vec::new();
+        while let Some(x) = r.next_line() {
+            out.push((x.text, x.pos.line));
+        }
+        (out, r.diags)
+    }
+
+    #[test]
+    fn last_line_without_newline_has_its_own_number() {
+        // keepalived would say line 1 here (fgets counting); see docs/compat.md.
+        let (l, _) = lines(b"a 1\nb 2");
+        assert_eq!(l, vec![("a 1".into(), 1), ("b 2".into(), 2)]);
+    }
+
+    #[test]
+    fn too_long_line_is_dropped_and_its_rest_read() {
+        let mut text = vec![b'x'; MAXBUF - 1];
+        text.extend_from_slice(b"tail\nnext\n");
+        let (l, d) = lines(&text);
+        assert_eq!(l, vec![("tail".into(), 1), ("next".into(), 2)]);
+        assert!(d
+            .items()
+            .iter()
+            .any(|d| d.line == 1 && d.message == "line too long - ignoring"));
+    }
+
+    #[test]
+    fn definitions_conditionals_and_sequences() {
+        let (l, _) = lines(b"$A=${B}\n$B=v\n@host x $A\n@^host y\n~SEQ(i,1,2) s$i {\n");
+        let texts: Vec<_> = l.into_iter().map(|x| x.0).collect();
+        assert_eq!(texts, vec!["x v", "s1", "{", "s2", "{"]);
+    }
+
+    #[test]
+    fn random_stays_in_range_and_repeats_for_a_seed() {
+        // Values differ from keepalived's random(); see docs/compat.md.
+        let (l, _) = lines(b"a ${_RANDOM 5 5}\nb ${_RANDOM 1 3}\n");
+        assert_eq!(l[0].0, "a 5");
+        let v: u32 = l[1].0[2..].parse().unwrap();
+        assert!((1..=3).contains(&v));
+        assert_eq!(lines(b"b ${_RANDOM}\n").0, lines(b"b ${_RANDOM}\n").0);
     }
 }

@@ -29,14 +29,19 @@ impl Host for RealHost {
     }
 }
 
-/// keepalived's `format_vs()`.
-pub fn format_vs(vs: &VirtualServer) -> String {
-    let proto = match vs.protocol {
+/// The protocol as keepalived's messages spell it.
+fn proto_name(p: Option<Protocol>) -> &'static str {
+    match p {
         Some(Protocol::Tcp) => "tcp",
         Some(Protocol::Udp) => "udp",
         Some(Protocol::Sctp) => "sctp",
         None => "none",
-    };
+    }
+}
+
+/// keepalived's `format_vs()`.
+pub fn format_vs(vs: &VirtualServer) -> String {
+    let proto = proto_name(vs.protocol);
     match &vs.address {
         VsAddress::Addr { ip, port } => format!("[{ip}]:{proto}:{port}"),
         VsAddress::Fwmark { fwmark } => format!("FWM {fwmark}"),
@@ -44,14 +49,9 @@ pub fn format_vs(vs: &VirtualServer) -> String {
     }
 }
 
-fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
-    let proto = match vs.protocol {
-        Some(Protocol::Tcp) => "tcp",
-        Some(Protocol::Udp) => "udp",
-        Some(Protocol::Sctp) => "sctp",
-        None => "none",
-    };
-    format!("[{}]:{proto}:{}", rs.ip, rs.port)
+/// keepalived's `format_rs()`: the real server with its VS's protocol.
+fn format_rs(ip: std::net::IpAddr, port: u16, vs_protocol: Option<Protocol>) -> String {
+    format!("[{ip}]:{}:{port}", proto_name(vs_protocol))
 }
 
 /// Runs every check and fix-up; problems go to `diags`.
@@ -206,7 +206,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     format!(
                         "VS {}: real server {} is duplicated - removing second rs",
                         format_vs(&vs),
-                        format_rs(&rs, &vs)
+                        format_rs(rs.ip, rs.port, vs.protocol)
                     ),
                 );
                 continue;
@@ -313,7 +313,6 @@ pub fn script_usable(cmd: &str) -> bool {
 /// RS ← VS and checker ← RS inheritance, with keepalived's type defaults.
 fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Diagnostics) {
     let vs_name = format_vs(vs);
-    let proto = vs_name.split(':').nth(1).unwrap_or("none").to_string();
     let vs_delay = vs.delay_loop.unwrap_or(60 * TIMER_HZ);
     let vs_ct = vs.connect_timeout.unwrap_or(5 * TIMER_HZ);
     vs.delay_loop = Some(vs_delay);
@@ -327,6 +326,7 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
         _ => None,
     };
     let fwmark = matches!(vs.address, VsAddress::Fwmark { .. });
+    let vs_protocol = vs.protocol;
     for rs in &mut vs.real_servers {
         rs.weight.get_or_insert(vs.weight);
         rs.lvs_method.get_or_insert(method);
@@ -358,8 +358,8 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
                         &Pos::none(),
                         ErrClass::Warning,
                         format!(
-                            "WARNING - virtual server {vs_name} and real server [{}]:{proto}:{} ports don't match - resetting",
-                            rs.ip, rs.port
+                            "WARNING - virtual server {vs_name} and real server {} ports don't match - resetting",
+                            format_rs(rs.ip, rs.port, vs_protocol)
                         ),
                     );
                 }
@@ -451,32 +451,28 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                     match c.keyword.as_str() {
                         "track_interface" => {
                             for v in &c.values {
-                                if let Some(ifn) = v.first() {
-                                    if !host.interface_exists(ifn) {
-                                        bad_if = true;
-                                        diags.report(
-                                            &at(file, c.line),
-                                            ErrClass::BadIf,
-                                            format!(
-                                                "({name}) tracked interface {ifn} doesn't exist"
-                                            ),
-                                        );
-                                    }
+                                let Some(ifn) = v.words.first() else { continue };
+                                if !host.interface_exists(ifn) {
+                                    bad_if = true;
+                                    diags.report(
+                                        &at(file, v.line),
+                                        ErrClass::BadIf,
+                                        format!("({name}) tracked interface {ifn} doesn't exist"),
+                                    );
                                 }
                             }
                         }
                         "track_script" => {
                             for v in &c.values {
-                                if let Some(sn) = v.first() {
-                                    if !script_names.contains(sn) {
-                                        diags.report(
-                                            &at(file, c.line),
-                                            ErrClass::GeneralError,
-                                            format!(
-                                                "({name}) track script {sn} not found, ignoring..."
-                                            ),
-                                        );
-                                    }
+                                let Some(sn) = v.words.first() else { continue };
+                                if !script_names.contains(sn) {
+                                    diags.report(
+                                        &at(file, v.line),
+                                        ErrClass::GeneralError,
+                                        format!(
+                                            "({name}) track script {sn} not found, ignoring..."
+                                        ),
+                                    );
                                 }
                             }
                         }
@@ -504,10 +500,6 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
             "static_ipaddress" | "static_routes" | "static_rules" => {
                 check_addr_lines(b, diags, file, host, &mut bad_if)
             }
-            "vrrp_sync_group" => {
-                // Old-style bodies list instances directly: their names are
-                // unknown keywords (already reported by the parser).
-            }
             _ => {}
         }
     }
@@ -530,7 +522,8 @@ fn check_addr_lines(
     bad_if: &mut bool,
 ) {
     let is_rule = b.keyword.ends_with("rules");
-    for v in &b.values {
+    for line in &b.values {
+        let (v, pos) = (&line.words, at(file, line.line));
         let mut i = 0;
         while i < v.len() {
             let w = &v[i];
@@ -539,7 +532,7 @@ fn check_addr_lines(
                     if !host.interface_exists(ifn) {
                         *bad_if = true;
                         diags.report(
-                            &at(file, b.line),
+                            &pos,
                             ErrClass::Warning,
                             format!("WARNING - interface {ifn} for {} doesn't exist", b.keyword),
                         );
@@ -552,7 +545,7 @@ fn check_addr_lines(
                 if let Some(a) = v.get(i + 1) {
                     if a != "all" && super::parser::parse_ip(a).is_none() {
                         diags.report(
-                            &at(file, b.line),
+                            &pos,
                             ErrClass::GeneralError,
                             format!("Invalid rule {w} address {a}"),
                         );
@@ -570,7 +563,7 @@ fn check_addr_lines(
                     && first != "default"
                 {
                     diags.report(
-                        &at(file, b.line),
+                        &pos,
                         ErrClass::GeneralError,
                         format!("VRRP parsed invalid IP {first}. skipping IP..."),
                     );

@@ -55,6 +55,7 @@ const OPTIONS: &[(Option<char>, &str, Arg)] = &[
     (Some('h'), "help", Arg::None),
     (None, "dump-json", Arg::None),
     (None, "dry-run", Arg::None),
+    (None, "ipvs-save", Arg::None),
 ];
 
 /// The parsed command line. Field names follow keepalived's long options.
@@ -136,6 +137,9 @@ pub struct Options {
     pub dump_json: bool,
     /// `--dry-run` (extension): compute IPVS changes without the kernel.
     pub dry_run: bool,
+    /// `--ipvs-save` (extension): print the kernel's IPVS table as
+    /// `ipvsadm -S -n` does, read through our own netlink code.
+    pub ipvs_save: bool,
     /// Positional arguments (keepalived prints and ignores them).
     pub extra: Vec<String>,
 }
@@ -201,6 +205,7 @@ fn set(o: &mut Options, long: &str, val: Option<String>) {
         "help" => o.help = true,
         "dump-json" => o.dump_json = true,
         "dry-run" => o.dry_run = true,
+        "ipvs-save" => o.ipvs_save = true,
         _ => {}
     }
 }
@@ -341,6 +346,7 @@ pub fn usage(prog: &str) -> String {
   -T, --genhash                Enter genhash utility mode (not available yet)\n\
       --dump-json              Print the resolved configuration as JSON (keepalived-rs extension)\n\
       --dry-run                Compute IPVS changes without touching the kernel (keepalived-rs extension)\n\
+      --ipvs-save              Print the kernel's IPVS table as ipvsadm -S -n does (keepalived-rs extension)\n\
   -v, --version                Display the version number\n\
   -h, --help                   Display this help message\n"
     )

@@ -3,10 +3,15 @@
 //! # Layout
 //! - [`config`]: keepalived.conf → typed model (lexer, preprocessor, block
 //!   parser, validation), with diagnostics that name file and line.
+//! - [`lvs`]: the IPVS table the config and health call for, and the
+//!   reconciler that keeps the kernel equal to it.
+//! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
+//!   and the backends (kernel, dry run).
+//! - [`daemon`]: the process shell: signals, timers, the backend.
 //! - [`cli`]: keepalived 2.2.7's command line.
-//!
-//! Health checkers, the IPVS reconciler and the daemon shell come next
-//! (issues 3-5); see `docs/architecture.md`.
 
 pub mod cli;
 pub mod config;
+pub mod daemon;
+pub mod ipvs;
+pub mod lvs;

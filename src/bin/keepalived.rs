@@ -23,6 +23,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp(None)
+        .format_target(false)
+        .init();
     let opts = match cli::parse(&args[1..]) {
         Ok(o) => o,
         Err(e) => {
@@ -44,6 +48,9 @@ fn main() -> ExitCode {
             env!("CARGO_PKG_VERSION")
         );
         return ExitCode::SUCCESS;
+    }
+    if opts.ipvs_save {
+        return keepalived::daemon::ipvs_save();
     }
     if let Some(name) = &opts.signum {
         return match cli::signum(name) {
@@ -110,27 +117,23 @@ fn main() -> ExitCode {
         return ExitCode::from(loaded.config_test_exit_code() as u8);
     }
 
-    for d in loaded.diagnostics.items() {
-        eprintln!("{d}");
-    }
     if opts.dump_json {
+        for d in loaded.diagnostics.items() {
+            eprintln!("{d}");
+        }
         if !print_json(&loaded) {
             return ExitCode::from(1);
         }
         return ExitCode::from(loaded.config_test_exit_code() as u8);
     }
     if opts.dump_conf {
+        for d in loaded.diagnostics.items() {
+            eprintln!("{d}");
+        }
         println!("{:#?}", loaded.config);
         return ExitCode::SUCCESS;
     }
-    if loaded.diagnostics.missing_parameter {
-        return ExitCode::from(2);
-    }
-    eprintln!(
-        "keepalived-rs: the daemon (health checkers and IPVS) is not available yet; \
-         use -t to check a configuration or --dump-json to see how it is read"
-    );
-    ExitCode::from(1)
+    keepalived::daemon::run(&opts, loaded)
 }
 
 /// `--dump-json`: the resolved model and every diagnostic, one JSON document.

@@ -1,0 +1,230 @@
+//! The daemon shell: loads the configuration, opens the backend (kernel or
+//! dry run), programs the table, then waits for signals and timers.
+//!
+//! Outermost layer of the pipeline; everything below it is driven from here.
+//! Today it runs the LVS side with the startup health state (§6.2): real
+//! servers without `alpha` checkers in the pool. The checkers (issue 4) and
+//! the full process behaviour (forking, pid files, syslog; issue 5) plug in
+//! here.
+
+use crate::cli::Options;
+use crate::config::model::{Config, LvsTimeouts};
+use crate::config::{self, LoadOptions, Loaded};
+use crate::ipvs::dryrun::DryRun;
+use crate::ipvs::netlink::IpvsHandle;
+use crate::ipvs::{Backend, Timeouts};
+use crate::lvs::{desired, Health, Reconciler};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Where keepalived reads its configuration by default.
+pub const DEFAULT_CONF: &str = "/etc/keepalived/keepalived.conf";
+
+/// How often the kernel's table is dumped and compared with what was
+/// programmed (keepalived never looks; see `docs/compat.md`).
+pub const DRIFT_INTERVAL: Duration = Duration::from_secs(10);
+
+fn load_options(opts: &Options) -> LoadOptions {
+    LoadOptions {
+        config_id: opts
+            .config_id
+            .clone()
+            .unwrap_or_else(config::default_config_id),
+        all_config: opts.all_config,
+        config_test: false,
+    }
+}
+
+fn config_path(opts: &Options) -> PathBuf {
+    PathBuf::from(opts.use_file.clone().unwrap_or_else(|| DEFAULT_CONF.into()))
+}
+
+fn timeouts(t: Option<LvsTimeouts>) -> Option<Timeouts> {
+    t.map(|t| Timeouts {
+        tcp: t.tcp.unwrap_or(0),
+        tcp_fin: t.tcpfin.unwrap_or(0),
+        udp: t.udp.unwrap_or(0),
+    })
+}
+
+fn log_diagnostics(loaded: &Loaded) {
+    for d in loaded.diagnostics.items() {
+        match d.severity {
+            config::diag::Severity::Warning => log::warn!("{d}"),
+            _ => log::error!("{d}"),
+        }
+    }
+}
+
+/// Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
+pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::error!("cannot start the event loop: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    rt.block_on(run_async(opts, loaded))
+}
+
+async fn run_async(opts: &Options, loaded: Loaded) -> ExitCode {
+    let path = config_path(opts);
+    log_diagnostics(&loaded);
+    if loaded.diagnostics.missing_parameter {
+        return ExitCode::from(2);
+    }
+    if opts.dry_run {
+        log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
+        serve(DryRun::new(), loaded.config, opts, &path).await
+    } else {
+        match IpvsHandle::open().await {
+            Ok(h) => {
+                let (a, b, c) = h.version;
+                log::info!(
+                    "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
+                    h.conn_tab_size
+                );
+                serve(h, loaded.config, opts, &path).await
+            }
+            Err(e) => {
+                log::error!("{e}");
+                log::error!("use --dry-run to run without the kernel's IPVS");
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
+    if dry_run {
+        let t = rec.expected();
+        println!(
+            "# dry-run IPVS table: {} service(s), {} destination(s)",
+            t.services.len(),
+            t.dest_count()
+        );
+        print!("{}", t.save());
+    }
+}
+
+async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path) -> ExitCode {
+    let mut signals = match (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(h), Ok(t), Ok(i)) => (h, t, i),
+        _ => {
+            log::error!("cannot install signal handlers");
+            return ExitCode::from(1);
+        }
+    };
+    let mut cfg = cfg;
+    let mut rec = Reconciler::new(backend);
+    let table = desired(&cfg, &Health::initial(&cfg));
+    let started = std::time::Instant::now();
+    match rec
+        .start(
+            table,
+            cfg.global_defs.lvs_flush,
+            timeouts(cfg.global_defs.lvs_timeouts),
+        )
+        .await
+    {
+        Ok(r) => log::info!(
+            "IPVS: table programmed: {} operation(s), {} error(s), {:.3} s",
+            r.sent,
+            r.errors.len(),
+            started.elapsed().as_secs_f64()
+        ),
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::from(1);
+        }
+    }
+    show_table(&rec, opts.dry_run);
+    let mut drift = tokio::time::interval(DRIFT_INTERVAL);
+    drift.tick().await;
+    loop {
+        tokio::select! {
+            _ = signals.0.recv() => {
+                log::info!("Reloading configuration from {}", path.display());
+                let loaded = config::load(path, &load_options(opts));
+                log_diagnostics(&loaded);
+                if loaded.config_test_exit_code() != 0 || loaded.diagnostics.missing_parameter {
+                    log::error!(
+                        "the new configuration has errors; keeping the running one"
+                    );
+                    continue;
+                }
+                cfg = loaded.config;
+                let t = desired(&cfg, &Health::initial(&cfg));
+                let r = rec.set_desired(t).await;
+                if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
+                    if let Err(e) = rec.set_timeouts(t).await {
+                        log::warn!("{e}");
+                    }
+                }
+                log::info!("reload: {} IPVS operation(s), {} error(s)", r.sent, r.errors.len());
+                show_table(&rec, opts.dry_run);
+            }
+            _ = signals.1.recv() => break,
+            _ = signals.2.recv() => break,
+            _ = drift.tick() => {
+                if let Err(e) = rec.check_drift().await {
+                    log::warn!("{e}");
+                }
+            }
+        }
+    }
+    log::info!("Stopping");
+    let r = rec
+        .stop(cfg.global_defs.lvs_flush_on_stop, opts.dont_release_ipvs)
+        .await;
+    log::info!(
+        "IPVS: {} operation(s) at stop, {} error(s)",
+        r.sent,
+        r.errors.len()
+    );
+    show_table(&rec, opts.dry_run);
+    ExitCode::SUCCESS
+}
+
+/// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.
+pub fn ipvs_save() -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the event loop: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    rt.block_on(async {
+        let mut h = match IpvsHandle::open().await {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        };
+        match h.table().await {
+            Ok(t) => {
+                print!("{}", t.save());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        }
+    })
+}

@@ -1,0 +1,87 @@
+//! The dry-run backend: keeps the table it would have programmed, applies
+//! each operation with the kernel's rules ([`super::diff::apply`]) and logs it
+//! as the `ipvsadm` command that would make it.
+//!
+//! A user feature for machines without IPVS or root (`--dry-run`), selected
+//! by the daemon shell in place of [`super::netlink`].
+
+use super::diff::{apply, Op};
+use super::{Backend, IpvsError, Table, Timeouts};
+
+/// An in-memory IPVS table.
+#[derive(Debug, Default)]
+pub struct DryRun {
+    table: Table,
+    timeouts: Timeouts,
+    /// Operations applied so far (for the status output and tests).
+    pub applied: usize,
+}
+
+impl DryRun {
+    /// An empty table, with the kernel's default timeouts.
+    pub fn new() -> DryRun {
+        DryRun {
+            table: Table::default(),
+            timeouts: Timeouts {
+                tcp: 900,
+                tcp_fin: 120,
+                udp: 300,
+            },
+            applied: 0,
+        }
+    }
+
+    /// Starts from a given table (a saved or adopted one).
+    pub fn with_table(table: Table) -> DryRun {
+        DryRun {
+            table,
+            ..DryRun::new()
+        }
+    }
+
+    /// The table as it stands.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+}
+
+impl Backend for DryRun {
+    fn name(&self) -> &'static str {
+        "dry-run"
+    }
+
+    async fn dump(&mut self) -> Result<Table, IpvsError> {
+        Ok(self.table.clone())
+    }
+
+    async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+        ops.iter()
+            .map(|op| {
+                log::info!("dry-run: ipvsadm {op}");
+                self.applied += 1;
+                apply(&mut self.table, op).map_err(|r| IpvsError::Kernel {
+                    op: op.to_string(),
+                    errno: r.errno(),
+                })
+            })
+            .collect()
+    }
+
+    async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+        Ok(self.timeouts)
+    }
+
+    async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+        log::info!("dry-run: ipvsadm --set {} {} {}", t.tcp, t.tcp_fin, t.udp);
+        for (cur, new) in [
+            (&mut self.timeouts.tcp, t.tcp),
+            (&mut self.timeouts.tcp_fin, t.tcp_fin),
+            (&mut self.timeouts.udp, t.udp),
+        ] {
+            if new != 0 {
+                *cur = new;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,108 @@
+//! Kernel IPVS: the table model, its diff, the `IPVS` generic netlink
+//! family, and the two backends that hold a table (the kernel, or a dry run).
+//!
+//! Last stage of the LVS pipeline: [`crate::lvs`] computes the table it wants
+//! and hands [`Op`]s to a [`Backend`].
+//! - [`table`]: services and destinations as plain data, `ipvsadm -S -n` form;
+//! - [`diff`]: pure diff of two tables and the kernel's rules for one operation;
+//! - [`genl`]: the netlink messages, bytes in and out, no I/O;
+//! - [`netlink`]: the async handle on the kernel (I/O shell);
+//! - [`dryrun`]: a backend that keeps the table in memory and logs each change.
+
+pub mod diff;
+pub mod dryrun;
+pub mod genl;
+pub mod netlink;
+pub mod table;
+
+pub use diff::{diff, Op, Owned};
+pub use table::{Dest, DestKey, FwdMethod, Service, ServiceKey, Table};
+
+use std::fmt;
+
+/// Connection timeouts (`ipvsadm --set`), in seconds; 0 = leave unchanged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP established.
+    pub tcp: u32,
+    /// TCP after FIN.
+    pub tcp_fin: u32,
+    /// UDP.
+    pub udp: u32,
+}
+
+/// An IPVS failure, naming the operation and the entry.
+#[derive(Debug, thiserror::Error)]
+pub enum IpvsError {
+    /// The netlink socket could not be opened or used.
+    #[error("IPVS: {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// The `IPVS` family is not registered (module not loaded, no IPVS in
+    /// this kernel).
+    #[error("IPVS: Can't initialize ipvs: {0}")]
+    NoFamily(String),
+    /// The kernel refused an operation.
+    #[error("IPVS: {op}: {}", errno_text(*errno))]
+    Kernel {
+        /// The operation as an ipvsadm command.
+        op: String,
+        /// The kernel's errno (positive).
+        errno: i32,
+    },
+    /// A reply could not be decoded.
+    #[error("IPVS: {what}: malformed reply: {detail}")]
+    Decode {
+        /// What was being read.
+        what: String,
+        /// The decoder's message.
+        detail: String,
+    },
+}
+
+impl IpvsError {
+    /// The kernel's errno, for a refused operation.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IpvsError::Kernel { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+}
+
+/// `strerror` with the symbolic name, as operators search for both.
+pub fn errno_text(errno: i32) -> String {
+    let name = nix::errno::Errno::from_raw(errno);
+    format!("{} ({name:?})", std::io::Error::from_raw_os_error(errno))
+        .replace(&format!(" (os error {errno})"), "")
+}
+
+/// Where a table lives: the kernel or a dry run. The reconciler is generic
+/// over it, so the same code drives both.
+#[allow(async_fn_in_trait)]
+pub trait Backend {
+    /// A short name for logs (`netlink`, `dry-run`).
+    fn name(&self) -> &'static str;
+    /// The whole current table.
+    async fn dump(&mut self) -> Result<Table, IpvsError>;
+    /// Applies `ops` in order; one result per operation.
+    async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>>;
+    /// Current connection timeouts.
+    async fn timeouts(&mut self) -> Result<Timeouts, IpvsError>;
+    /// Sets connection timeouts (0 fields left unchanged by the kernel).
+    async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError>;
+}
+
+impl fmt::Display for Timeouts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tcp {} tcpfin {} udp {}",
+            self.tcp, self.tcp_fin, self.udp
+        )
+    }
+}

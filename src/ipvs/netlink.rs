@@ -1,0 +1,572 @@
+//! The async handle on the kernel's IPVS: family resolution, dumps of any
+//! size, and operations batched several per `sendmsg` with every
+//! acknowledgement checked.
+//!
+//! The I/O shell under [`super::genl`]'s messages; the [`Backend`] the daemon
+//! uses when it is not a dry run. keepalived sends one synchronous message per
+//! operation (`libipvs.c`); here a batch of up to [`BATCH`] requests goes out in
+//! one datagram and the kernel acknowledges each, so a cold start of 20,000
+//! destinations costs ~80 system calls instead of 20,000 round trips.
+
+use super::diff::Op;
+use super::genl::{
+    cmd, dest_attrs, dest_from_attrs, dest_key_attrs, service_attrs, service_from_attrs,
+    service_key_attrs, DaemonAttr, IpvsAttr, IpvsMessage,
+};
+use super::table::{Dest, Service, Table, TableService};
+use super::{Backend, IpvsError, Timeouts};
+use netlink_packet_core::{
+    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP,
+    NLM_F_REQUEST,
+};
+use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
+use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
+use netlink_packet_generic::GenlMessage;
+use netlink_sys::{protocols::NETLINK_GENERIC, AsyncSocket, AsyncSocketExt, TokioSocket};
+use std::collections::HashMap;
+
+/// Requests sent per datagram. Each is acknowledged with a 36-byte message,
+/// so the acknowledgements of one batch always fit the receive buffer.
+pub const BATCH: usize = 256;
+
+/// `NLM_F_DUMP_INTR`: the table changed while it was being dumped.
+const NLM_F_DUMP_INTR: u16 = 0x10;
+
+type IpvsNl = NetlinkMessage<GenlMessage<IpvsMessage>>;
+
+/// What arrived for one request.
+enum Reply {
+    /// A message of a dump or a `GET_*` answer.
+    Msg(IpvsMessage),
+    /// The request's acknowledgement (`Ok`) or refusal (errno).
+    Ack(Result<(), i32>),
+    /// End of a dump.
+    Done { interrupted: bool },
+}
+
+/// An open, resolved IPVS generic netlink socket.
+pub struct IpvsHandle {
+    sock: TokioSocket,
+    family: u16,
+    seq: u32,
+    /// `(major, minor, patch)` of the kernel's IPVS.
+    pub version: (u8, u8, u8),
+    /// Connection table size.
+    pub conn_tab_size: u32,
+}
+
+fn io_err(what: &str) -> impl FnOnce(std::io::Error) -> IpvsError + '_ {
+    move |source| IpvsError::Io {
+        what: what.to_string(),
+        source,
+    }
+}
+
+impl IpvsHandle {
+    /// Opens the socket and resolves the `IPVS` family; if that fails, runs
+    /// `modprobe ip_vs` and tries once more, as keepalived does.
+    pub async fn open() -> Result<IpvsHandle, IpvsError> {
+        match Self::open_once().await {
+            Ok(h) => Ok(h),
+            Err(first) => {
+                log::info!("{first}; trying modprobe ip_vs");
+                let status = std::process::Command::new("modprobe").arg("ip_vs").status();
+                if let Err(e) = status {
+                    log::warn!("IPVS: cannot run modprobe ip_vs: {e}");
+                }
+                Self::open_once().await
+            }
+        }
+    }
+
+    async fn open_once() -> Result<IpvsHandle, IpvsError> {
+        let mut sock = TokioSocket::new(NETLINK_GENERIC).map_err(io_err("open netlink socket"))?;
+        sock.socket_mut()
+            .bind_auto()
+            .map_err(io_err("bind netlink socket"))?;
+        // Best effort: acknowledgements without the request echoed back, and
+        // room for large dumps. Neither is required for correctness.
+        let _ = sock.socket_mut().set_cap_ack(true);
+        let _ = sock.socket_mut().set_rx_buf_sz(4 << 20);
+        let mut h = IpvsHandle {
+            sock,
+            family: 0,
+            seq: 0,
+            version: (0, 0, 0),
+            conn_tab_size: 0,
+        };
+        h.family = h.resolve_family().await?;
+        let info = h
+            .request(IpvsMessage::new(cmd::GET_INFO, vec![]), false, "get info")
+            .await?;
+        for m in info {
+            for a in m.attrs {
+                match a {
+                    IpvsAttr::InfoVersion(v) => {
+                        h.version = ((v >> 16) as u8, (v >> 8) as u8, v as u8);
+                    }
+                    IpvsAttr::InfoConnTabSize(v) => h.conn_tab_size = v,
+                    _ => {}
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
+    async fn resolve_family(&mut self) -> Result<u16, IpvsError> {
+        let mut genl = GenlMessage::from_payload(GenlCtrl {
+            cmd: GenlCtrlCmd::GetFamily,
+            nlas: vec![GenlCtrlAttrs::FamilyName("IPVS".into())],
+        });
+        genl.finalize();
+        let mut msg = NetlinkMessage::from(genl);
+        msg.header.flags = NLM_F_REQUEST | NLM_F_ACK;
+        msg.header.sequence_number = self.next_seq();
+        msg.finalize();
+        let mut buf = vec![0u8; msg.buffer_len()];
+        msg.serialize(&mut buf);
+        self.sock
+            .send(&buf)
+            .await
+            .map_err(io_err("resolve family IPVS"))?;
+        let mut family = None;
+        loop {
+            let (data, _) = self
+                .sock
+                .recv_from_full()
+                .await
+                .map_err(io_err("resolve family IPVS"))?;
+            let mut off = 0;
+            while off < data.len() {
+                let len = frame_len(&data[off..]).map_err(|detail| IpvsError::Decode {
+                    what: "resolve family IPVS".into(),
+                    detail,
+                })?;
+                let frame = &data[off..off + len];
+                off += len;
+                let m =
+                    NetlinkMessage::<GenlMessage<GenlCtrl>>::deserialize(frame).map_err(|e| {
+                        IpvsError::Decode {
+                            what: "resolve family IPVS".into(),
+                            detail: e.to_string(),
+                        }
+                    })?;
+                match m.payload {
+                    NetlinkPayload::InnerMessage(g) => {
+                        for a in g.payload.nlas {
+                            if let GenlCtrlAttrs::FamilyId(id) = a {
+                                family = Some(id);
+                            }
+                        }
+                    }
+                    NetlinkPayload::Error(e) => {
+                        return match (e.code, family) {
+                            (None, Some(id)) => Ok(id),
+                            (None, None) => {
+                                Err(IpvsError::NoFamily("no family id in the reply".into()))
+                            }
+                            (Some(code), _) => Err(IpvsError::NoFamily(format!(
+                                "generic netlink family IPVS: {}",
+                                super::errno_text(-code.get())
+                            ))),
+                        };
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn frame(&mut self, m: IpvsMessage, flags: u16) -> (u32, Vec<u8>) {
+        let seq = self.next_seq();
+        let mut genl = GenlMessage::from_payload(m);
+        genl.set_resolved_family_id(self.family);
+        genl.finalize();
+        let mut msg: IpvsNl =
+            NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::InnerMessage(genl));
+        msg.header.flags = flags;
+        msg.header.sequence_number = seq;
+        msg.finalize();
+        let mut buf = vec![0u8; msg.buffer_len()];
+        msg.serialize(&mut buf);
+        (seq, buf)
+    }
+
+    /// Reads one datagram and splits it into `(seq, reply)` pairs.
+    async fn recv(&mut self, what: &str) -> Result<Vec<(u32, Reply)>, IpvsError> {
+        let (data, _) = self.sock.recv_from_full().await.map_err(io_err(what))?;
+        let mut out = Vec::new();
+        let mut off = 0;
+        while off < data.len() {
+            let len = frame_len(&data[off..]).map_err(|detail| IpvsError::Decode {
+                what: what.into(),
+                detail,
+            })?;
+            let frame = &data[off..off + len];
+            off += len;
+            let m = IpvsNl::deserialize(frame).map_err(|e| IpvsError::Decode {
+                what: what.into(),
+                detail: e.to_string(),
+            })?;
+            let seq = m.header.sequence_number;
+            let interrupted = m.header.flags & NLM_F_DUMP_INTR != 0;
+            let reply = match m.payload {
+                NetlinkPayload::InnerMessage(g) => Reply::Msg(g.payload),
+                NetlinkPayload::Error(e) => Reply::Ack(match e.code {
+                    None => Ok(()),
+                    Some(c) => Err(-c.get()),
+                }),
+                NetlinkPayload::Done(_) => Reply::Done { interrupted },
+                _ => continue,
+            };
+            out.push((seq, reply));
+        }
+        Ok(out)
+    }
+
+    /// One request; for a dump, every message until `NLMSG_DONE`. A dump the
+    /// kernel marks interrupted (the table changed under it) is repeated.
+    async fn request(
+        &mut self,
+        m: IpvsMessage,
+        dump: bool,
+        what: &str,
+    ) -> Result<Vec<IpvsMessage>, IpvsError> {
+        let mut attempts = 0;
+        'again: loop {
+            attempts += 1;
+            let flags = if dump {
+                NLM_F_REQUEST | NLM_F_DUMP | NLM_F_ACK
+            } else {
+                NLM_F_REQUEST | NLM_F_ACK
+            };
+            let (seq, buf) = self.frame(m.clone(), flags);
+            self.sock.send(&buf).await.map_err(io_err(what))?;
+            let mut msgs = Vec::new();
+            loop {
+                for (s, r) in self.recv(what).await? {
+                    if s != seq {
+                        continue; // a late answer to an abandoned request
+                    }
+                    match r {
+                        Reply::Msg(m) => msgs.push(m),
+                        Reply::Ack(Ok(())) => {
+                            if !dump {
+                                return Ok(msgs);
+                            }
+                        }
+                        Reply::Ack(Err(errno)) => {
+                            return Err(IpvsError::Kernel {
+                                op: what.into(),
+                                errno,
+                            })
+                        }
+                        Reply::Done { interrupted } => {
+                            if interrupted && attempts < 5 {
+                                log::info!(
+                                    "IPVS: {what}: table changed during the dump, repeating"
+                                );
+                                continue 'again;
+                            }
+                            return Ok(msgs);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every service, without destinations.
+    pub async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
+        let msgs = self
+            .request(
+                IpvsMessage::new(cmd::GET_SERVICE, vec![]),
+                true,
+                "list services",
+            )
+            .await?;
+        let mut out = Vec::new();
+        for m in msgs {
+            for a in m.attrs {
+                if let IpvsAttr::Service(attrs) = a {
+                    match service_from_attrs(&attrs) {
+                        Ok(s) => out.push(s),
+                        // One odd entry (an address family we do not know)
+                        // must not hide the rest of the table.
+                        Err(e) => log::warn!("IPVS: list services: skipping an entry: {e}"),
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The destinations of one service.
+    pub async fn dests(&mut self, s: &Service) -> Result<Vec<Dest>, IpvsError> {
+        let what = format!("list destinations of {}", s.key);
+        let msgs = self
+            .request(
+                IpvsMessage::new(
+                    cmd::GET_DEST,
+                    vec![IpvsAttr::Service(service_key_attrs(&s.key))],
+                ),
+                true,
+                &what,
+            )
+            .await?;
+        let mut out = Vec::new();
+        for m in msgs {
+            for a in m.attrs {
+                if let IpvsAttr::Dest(attrs) = a {
+                    match dest_from_attrs(s.key.af(), &attrs) {
+                        Ok(d) => out.push(d),
+                        Err(e) => log::warn!("IPVS: {what}: skipping an entry: {e}"),
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole table. A service that disappears between the two dumps is
+    /// simply absent (keepalived #2295).
+    pub async fn table(&mut self) -> Result<Table, IpvsError> {
+        let mut t = Table::default();
+        for s in self.services().await? {
+            let dests = match self.dests(&s).await {
+                Ok(d) => d,
+                Err(e) if e.errno() == Some(super::diff::libc_errno::ESRCH) => continue,
+                Err(e) => return Err(e),
+            };
+            let key = s.key;
+            let ts = t.services.entry(key).or_insert(TableService {
+                service: s,
+                dests: Default::default(),
+            });
+            for d in dests {
+                ts.dests.insert(d.key(), d);
+            }
+        }
+        Ok(t)
+    }
+
+    /// Sends `ops` in batches of [`BATCH`] per datagram and collects one
+    /// result per operation from the acknowledgements.
+    pub async fn batch(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+        let mut results: Vec<Option<Result<(), IpvsError>>> =
+            (0..ops.len()).map(|_| None).collect();
+        for (chunk_no, chunk) in ops.chunks(BATCH).enumerate() {
+            let base = chunk_no * BATCH;
+            let mut buf = Vec::new();
+            let mut pending: HashMap<u32, usize> = HashMap::new();
+            for (i, op) in chunk.iter().enumerate() {
+                let (seq, bytes) = self.frame(op_message(op), NLM_F_REQUEST | NLM_F_ACK);
+                buf.extend_from_slice(&bytes);
+                pending.insert(seq, base + i);
+            }
+            if let Err(e) = self.sock.send(&buf).await {
+                let msg = e.to_string();
+                for &i in pending.values() {
+                    results[i] = Some(Err(IpvsError::Io {
+                        what: ops[i].to_string(),
+                        source: std::io::Error::other(msg.clone()),
+                    }));
+                }
+                continue;
+            }
+            while !pending.is_empty() {
+                let replies = match self.recv("apply").await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let msg = e.to_string();
+                        for (_, i) in pending.drain() {
+                            results[i] = Some(Err(IpvsError::Io {
+                                what: ops[i].to_string(),
+                                source: std::io::Error::other(msg.clone()),
+                            }));
+                        }
+                        break;
+                    }
+                };
+                for (seq, r) in replies {
+                    if let Reply::Ack(res) = r {
+                        if let Some(i) = pending.remove(&seq) {
+                            results[i] = Some(res.map_err(|errno| IpvsError::Kernel {
+                                op: ops[i].to_string(),
+                                errno,
+                            }));
+                        }
+                    }
+                }
+            }
+        }
+        results.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
+    }
+
+    /// `IPVS_CMD_GET_CONFIG`.
+    pub async fn get_timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+        let msgs = self
+            .request(
+                IpvsMessage::new(cmd::GET_CONFIG, vec![]),
+                false,
+                "get timeouts",
+            )
+            .await?;
+        let mut t = Timeouts::default();
+        for a in msgs.into_iter().flat_map(|m| m.attrs) {
+            match a {
+                IpvsAttr::TimeoutTcp(v) => t.tcp = v,
+                IpvsAttr::TimeoutTcpFin(v) => t.tcp_fin = v,
+                IpvsAttr::TimeoutUdp(v) => t.udp = v,
+                _ => {}
+            }
+        }
+        Ok(t)
+    }
+
+    /// `IPVS_CMD_SET_CONFIG` with all three values, as keepalived sends them.
+    pub async fn put_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+        self.request(
+            IpvsMessage::new(
+                cmd::SET_CONFIG,
+                vec![
+                    IpvsAttr::TimeoutTcp(t.tcp),
+                    IpvsAttr::TimeoutTcpFin(t.tcp_fin),
+                    IpvsAttr::TimeoutUdp(t.udp),
+                ],
+            ),
+            false,
+            &format!("set timeouts {t}"),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `IPVS_CMD_NEW_DAEMON`: starts a sync daemon.
+    pub async fn new_daemon(&mut self, attrs: Vec<DaemonAttr>) -> Result<(), IpvsError> {
+        self.request(
+            IpvsMessage::new(cmd::NEW_DAEMON, vec![IpvsAttr::Daemon(attrs)]),
+            false,
+            "start sync daemon",
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `IPVS_CMD_DEL_DAEMON`: stops the sync daemon in `state` (1 master,
+    /// 2 backup).
+    pub async fn del_daemon(&mut self, state: u32, sync_id: u32) -> Result<(), IpvsError> {
+        self.request(
+            IpvsMessage::new(
+                cmd::DEL_DAEMON,
+                vec![IpvsAttr::Daemon(vec![
+                    DaemonAttr::State(state),
+                    DaemonAttr::SyncId(sync_id),
+                ])],
+            ),
+            false,
+            "stop sync daemon",
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `IPVS_CMD_GET_DAEMON` (dump): the running sync daemons.
+    pub async fn daemons(&mut self) -> Result<Vec<Vec<DaemonAttr>>, IpvsError> {
+        let msgs = self
+            .request(
+                IpvsMessage::new(cmd::GET_DAEMON, vec![]),
+                true,
+                "list sync daemons",
+            )
+            .await?;
+        Ok(msgs
+            .into_iter()
+            .flat_map(|m| m.attrs)
+            .filter_map(|a| match a {
+                IpvsAttr::Daemon(d) => Some(d),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+impl IpvsMessage {
+    /// A message with a command and attributes.
+    pub fn new(cmd: u8, attrs: Vec<IpvsAttr>) -> IpvsMessage {
+        IpvsMessage { cmd, attrs }
+    }
+}
+
+/// The request for one operation.
+pub fn op_message(op: &Op) -> IpvsMessage {
+    match op {
+        Op::AddService(s) => {
+            IpvsMessage::new(cmd::NEW_SERVICE, vec![IpvsAttr::Service(service_attrs(s))])
+        }
+        Op::EditService(s) => {
+            IpvsMessage::new(cmd::SET_SERVICE, vec![IpvsAttr::Service(service_attrs(s))])
+        }
+        Op::DelService(k) => IpvsMessage::new(
+            cmd::DEL_SERVICE,
+            vec![IpvsAttr::Service(service_key_attrs(k))],
+        ),
+        Op::AddDest(k, d) => IpvsMessage::new(
+            cmd::NEW_DEST,
+            vec![
+                IpvsAttr::Service(service_key_attrs(k)),
+                IpvsAttr::Dest(dest_attrs(d)),
+            ],
+        ),
+        Op::EditDest(k, d) => IpvsMessage::new(
+            cmd::SET_DEST,
+            vec![
+                IpvsAttr::Service(service_key_attrs(k)),
+                IpvsAttr::Dest(dest_attrs(d)),
+            ],
+        ),
+        Op::DelDest(k, d) => IpvsMessage::new(
+            cmd::DEL_DEST,
+            vec![
+                IpvsAttr::Service(service_key_attrs(k)),
+                IpvsAttr::Dest(dest_key_attrs(&d.addr, d.port)),
+            ],
+        ),
+        Op::Flush => IpvsMessage::new(cmd::FLUSH, vec![]),
+    }
+}
+
+/// Length of the netlink message at the start of `data`, checked.
+fn frame_len(data: &[u8]) -> Result<usize, String> {
+    let nb = NetlinkBuffer::new_checked(data).map_err(|e| e.to_string())?;
+    let len = nb.length() as usize;
+    // Messages are 4-byte aligned within a datagram.
+    Ok(((len + 3) & !3).min(data.len()))
+}
+
+impl Backend for IpvsHandle {
+    fn name(&self) -> &'static str {
+        "netlink"
+    }
+
+    async fn dump(&mut self) -> Result<Table, IpvsError> {
+        self.table().await
+    }
+
+    async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+        self.batch(ops).await
+    }
+
+    async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+        self.get_timeouts().await
+    }
+
+    async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+        self.put_timeouts(t).await
+    }
+}

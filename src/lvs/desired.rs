@@ -1,0 +1,381 @@
+//! The IPVS table keepalived would program for a configuration and a health
+//! state: services from virtual servers (groups expanded), destinations from
+//! the live real servers, `inhibit_on_failure` as weight 0, the sorry server
+//! while quorum is down.
+//!
+//! Pure: config model + [`Health`] in, [`Table`] out. Rules from keepalived's
+//! `ipwrapper.c`/`ipvswrapper.c` (see `../shared/reference/keepalived.md` §6-§7).
+
+use crate::config::model::{
+    Checker, Config, Family, Forwarding, Protocol, RealServer, TunnelCsum, TunnelType,
+    VirtualServer, VsAddress, VsgEntry,
+};
+use crate::ipvs::table::{
+    af_of, Dest, FwdMethod, Service, ServiceKey, Table, AF_INET, AF_INET6, IPPROTO_SCTP,
+    IPPROTO_TCP, IPPROTO_UDP, SVC_F_ONEPACKET, SVC_F_PERSISTENT, SVC_F_SCHED1, SVC_F_SCHED2,
+    SVC_F_SCHED3, TUN_F_CSUM, TUN_F_REMCSUM, TUN_TYPE_GRE, TUN_TYPE_GUE, TUN_TYPE_IPIP,
+};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Health of one real server as the state machine sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RsHealth {
+    /// All its checkers are up.
+    pub alive: bool,
+    /// `iweight` plus the checkers' dynamic weights (may be out of range;
+    /// clamped when programmed).
+    pub effective_weight: i64,
+}
+
+/// Health of one virtual server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VsHealth {
+    /// Quorum reached (if not, and there is a sorry server, it is in use).
+    pub quorum_up: bool,
+    /// Per real server, in config order.
+    pub rs: Vec<RsHealth>,
+}
+
+/// Health of every virtual server, in config order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// Per virtual server.
+    pub vs: Vec<VsHealth>,
+}
+
+fn checker_alpha(c: &Checker, rs: &RealServer) -> bool {
+    c.common().alpha.or(rs.alpha).unwrap_or(false)
+}
+
+impl Health {
+    /// The state at start (§6.2): a real server is alive unless one of its
+    /// checkers is `alpha`; quorum from the live weights.
+    pub fn initial(cfg: &Config) -> Health {
+        Health {
+            vs: cfg
+                .virtual_servers
+                .iter()
+                .map(|vs| {
+                    let rs: Vec<RsHealth> = vs
+                        .real_servers
+                        .iter()
+                        .map(|rs| RsHealth {
+                            alive: !rs.checkers.iter().any(|c| checker_alpha(c, rs)),
+                            effective_weight: i64::from(rs.weight.unwrap_or(vs.weight)),
+                        })
+                        .collect();
+                    let quorum_up = quorum_reached_initially(vs, &rs);
+                    VsHealth { quorum_up, rs }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `real_weight()`: the weight IPVS accepts.
+pub fn real_weight(w: i64) -> u32 {
+    w.clamp(0, i64::from(i32::MAX)) as u32
+}
+
+/// Sum of the live weights against `quorum + hysteresis`, as
+/// `update_quorum_state(vs, init=true)` decides.
+pub fn quorum_reached_initially(vs: &VirtualServer, rs: &[RsHealth]) -> bool {
+    let sum: u64 = rs
+        .iter()
+        .filter(|r| r.alive)
+        .map(|r| u64::from(real_weight(r.effective_weight)))
+        .sum();
+    sum >= u64::from(vs.quorum) + u64::from(vs.hysteresis) && sum > 0
+}
+
+fn protocol_num(p: Option<Protocol>) -> u16 {
+    match p {
+        Some(Protocol::Tcp) => IPPROTO_TCP,
+        Some(Protocol::Sctp) => IPPROTO_SCTP,
+        // validate() turns a missing protocol into UDP, as keepalived does.
+        Some(Protocol::Udp) | None => IPPROTO_UDP,
+    }
+}
+
+fn family_num(f: Family) -> u16 {
+    match f {
+        Family::Inet => AF_INET,
+        Family::Inet6 => AF_INET6,
+    }
+}
+
+/// The address family of a virtual server: written, or from its address,
+/// its real servers (non-tunnelled first), its sorry server, else IPv4.
+pub fn vs_family(vs: &VirtualServer, cfg: &Config) -> u16 {
+    if let Some(f) = vs.ip_family {
+        return family_num(f);
+    }
+    match &vs.address {
+        VsAddress::Addr { ip, .. } => return af_of(ip),
+        VsAddress::Group { name } => {
+            if let Some(g) = cfg.virtual_server_groups.iter().find(|g| &g.name == name) {
+                for e in &g.entries {
+                    match e {
+                        VsgEntry::Range { first, .. } => return af_of(first),
+                        VsgEntry::Fwmark {
+                            family: Some(f), ..
+                        } => return family_num(*f),
+                        VsgEntry::Fwmark { .. } => {}
+                    }
+                }
+            }
+        }
+        VsAddress::Fwmark { .. } => {}
+    }
+    let non_tun = vs
+        .real_servers
+        .iter()
+        .find(|r| !matches!(r.lvs_method, Some(Forwarding::Tun { .. })));
+    if let Some(r) = non_tun.or(vs.real_servers.first()) {
+        return af_of(&r.ip);
+    }
+    if let Some(s) = &vs.sorry_server {
+        return af_of(&s.ip);
+    }
+    if let Some(g) = &vs.persistence_granularity {
+        if !g.contains('.') {
+            return AF_INET6;
+        }
+    }
+    AF_INET
+}
+
+/// The persistence netmask as the kernel takes it.
+fn netmask(vs: &VirtualServer, af: u16) -> u32 {
+    match vs.persistence_granularity.as_deref() {
+        Some(g) if af == AF_INET => g
+            .parse::<Ipv4Addr>()
+            .map(|m| u32::from_ne_bytes(m.octets()))
+            .unwrap_or(0xffff_ffff),
+        Some(g) => g.parse::<u32>().unwrap_or(128),
+        None => Service::full_netmask(af),
+    }
+}
+
+/// The service attributes of `vs` for one key.
+fn service(vs: &VirtualServer, key: ServiceKey) -> Service {
+    let af = key.af();
+    let mut flags = 0;
+    if vs.persistence_timeout > 0 {
+        flags |= SVC_F_PERSISTENT;
+    }
+    if vs.ops {
+        flags |= SVC_F_ONEPACKET;
+    }
+    for (on, bit) in vs
+        .sched_flags
+        .iter()
+        .zip([SVC_F_SCHED1, SVC_F_SCHED2, SVC_F_SCHED3])
+    {
+        if *on {
+            flags |= bit;
+        }
+    }
+    let persistent = flags & SVC_F_PERSISTENT != 0;
+    Service {
+        key,
+        sched_name: vs.lvs_sched.clone().unwrap_or_else(|| "wlc".into()),
+        flags,
+        timeout: vs.persistence_timeout,
+        netmask: if persistent {
+            netmask(vs, af)
+        } else {
+            Service::full_netmask(af)
+        },
+        pe_name: if persistent {
+            vs.persistence_engine.clone()
+        } else {
+            None
+        },
+    }
+}
+
+fn next_ip(a: IpAddr) -> Option<IpAddr> {
+    match a {
+        IpAddr::V4(v) => u32::from(v)
+            .checked_add(1)
+            .map(|n| IpAddr::V4(Ipv4Addr::from(n))),
+        IpAddr::V6(v) => u128::from(v)
+            .checked_add(1)
+            .map(|n| IpAddr::V6(Ipv6Addr::from(n))),
+    }
+}
+
+/// One service of a virtual server and the port its non-NAT destinations
+/// take there.
+struct Slot {
+    key: ServiceKey,
+    dr_port: u16,
+}
+
+fn slots(vs: &VirtualServer, cfg: &Config, af: u16) -> Vec<Slot> {
+    let protocol = protocol_num(vs.protocol);
+    match &vs.address {
+        VsAddress::Addr { ip, port } => vec![Slot {
+            key: ServiceKey::Addr {
+                protocol,
+                addr: *ip,
+                port: *port,
+            },
+            dr_port: *port,
+        }],
+        VsAddress::Fwmark { fwmark } => vec![Slot {
+            key: ServiceKey::Fwmark { af, mark: *fwmark },
+            dr_port: 0,
+        }],
+        VsAddress::Group { name } => {
+            let mut out = Vec::new();
+            let Some(g) = cfg.virtual_server_groups.iter().find(|g| &g.name == name) else {
+                return out;
+            };
+            for e in &g.entries {
+                match e {
+                    VsgEntry::Range {
+                        first, last, port, ..
+                    } => {
+                        let mut a = *first;
+                        loop {
+                            out.push(Slot {
+                                key: ServiceKey::Addr {
+                                    protocol,
+                                    addr: a,
+                                    port: *port,
+                                },
+                                dr_port: *port,
+                            });
+                            if a >= *last {
+                                break;
+                            }
+                            match next_ip(a) {
+                                Some(n) => a = n,
+                                None => break,
+                            }
+                        }
+                    }
+                    VsgEntry::Fwmark { fwmark, family, .. } => out.push(Slot {
+                        key: ServiceKey::Fwmark {
+                            af: family.map(family_num).unwrap_or(af),
+                            mark: *fwmark,
+                        },
+                        dr_port: 0,
+                    }),
+                }
+            }
+            out
+        }
+    }
+}
+
+fn fwd(f: Forwarding) -> (FwdMethod, u8, u16, u16) {
+    match f {
+        Forwarding::Nat => (FwdMethod::Masq, 0, 0, 0),
+        Forwarding::Dr => (FwdMethod::Droute, 0, 0, 0),
+        Forwarding::Tun { tunnel, csum } => {
+            let (ty, port) = match tunnel {
+                TunnelType::Ipip => (TUN_TYPE_IPIP, 0),
+                TunnelType::Gue { port } => (TUN_TYPE_GUE, port),
+                TunnelType::Gre => (TUN_TYPE_GRE, 0),
+            };
+            let flags = match csum {
+                Some(TunnelCsum::Csum) => TUN_F_CSUM,
+                Some(TunnelCsum::Remcsum) => TUN_F_REMCSUM,
+                Some(TunnelCsum::Nocsum) | None => 0,
+            };
+            (FwdMethod::Tunnel, ty, port, flags)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dest(
+    ip: IpAddr,
+    port: u16,
+    method: Forwarding,
+    slot: &Slot,
+    weight: u32,
+    u_thresh: u32,
+    l_thresh: u32,
+) -> Dest {
+    let (fwd_method, tun_type, tun_port, tun_flags) = fwd(method);
+    Dest {
+        addr: ip,
+        // NAT goes to the real server's port; DR/TUN keep the packet's port,
+        // which is the service's (0 for fwmark services).
+        port: if fwd_method == FwdMethod::Masq {
+            port
+        } else {
+            slot.dr_port
+        },
+        fwd_method,
+        weight,
+        u_thresh,
+        l_thresh,
+        tun_type,
+        tun_port,
+        tun_flags,
+    }
+}
+
+/// The table for `cfg` in `health`.
+pub fn desired(cfg: &Config, health: &Health) -> Table {
+    let mut t = Table::default();
+    for (i, vs) in cfg.virtual_servers.iter().enumerate() {
+        let h = health.vs.get(i);
+        let af = vs_family(vs, cfg);
+        let sorry_in_use = vs.sorry_server.is_some() && !h.is_some_and(|h| h.quorum_up);
+        let method = vs.lvs_method.unwrap_or(Forwarding::Nat);
+        for slot in slots(vs, cfg, af) {
+            let ts = t.ensure_service(service(vs, slot.key));
+            for (j, rs) in vs.real_servers.iter().enumerate() {
+                let st = h.and_then(|h| h.rs.get(j)).copied().unwrap_or(RsHealth {
+                    alive: true,
+                    effective_weight: i64::from(rs.weight.unwrap_or(vs.weight)),
+                });
+                let inhibit = rs.inhibit_on_failure.unwrap_or(vs.inhibit_on_failure);
+                let weight = if st.alive && !sorry_in_use {
+                    real_weight(st.effective_weight)
+                } else if inhibit {
+                    0
+                } else {
+                    continue;
+                };
+                let d = dest(
+                    rs.ip,
+                    rs.port,
+                    rs.lvs_method.unwrap_or(method),
+                    &slot,
+                    weight,
+                    rs.uthreshold,
+                    rs.lthreshold,
+                );
+                ts.dests.insert(d.key(), d);
+            }
+            if let Some(s) = &vs.sorry_server {
+                let weight = if sorry_in_use {
+                    1
+                } else if s.inhibit {
+                    0
+                } else {
+                    continue;
+                };
+                let port = if s.port == 0 { slot.dr_port } else { s.port };
+                let d = dest(
+                    s.ip,
+                    port,
+                    s.lvs_method.unwrap_or(method),
+                    &slot,
+                    weight,
+                    0,
+                    0,
+                );
+                ts.dests.insert(d.key(), d);
+            }
+        }
+    }
+    t
+}

@@ -1,0 +1,297 @@
+//! The reconciler: keeps a backend's table equal to the desired one with the
+//! fewest operations, adopts what is already in the kernel at start, repairs
+//! drift, and clears up at stop as keepalived does.
+//!
+//! Between [`super::desired`] (what should be) and an
+//! [`crate::ipvs::Backend`] (what is). It remembers what it believes the
+//! kernel holds (`expected`), so a health change or a reload costs only the
+//! operations it needs, without a dump; [`Reconciler::check_drift`] dumps on a
+//! timer and repairs anything changed behind its back.
+
+use crate::config::model::FlushOnStop;
+use crate::ipvs::diff::{apply, diff, libc_errno, Op, Owned};
+use crate::ipvs::{Backend, IpvsError, Table, Timeouts};
+
+/// What one synchronisation did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Operations sent.
+    pub sent: usize,
+    /// Operations that failed for good (after keepalived's tolerances).
+    pub errors: Vec<IpvsError>,
+}
+
+/// Owns the kernel-side consequences of one configuration.
+pub struct Reconciler<B: Backend> {
+    backend: B,
+    desired: Table,
+    expected: Table,
+    owned: Owned,
+    saved_timeouts: Option<Timeouts>,
+}
+
+impl<B: Backend> Reconciler<B> {
+    /// A reconciler over `backend`; nothing is sent until [`Self::start`].
+    pub fn new(backend: B) -> Reconciler<B> {
+        Reconciler {
+            backend,
+            desired: Table::default(),
+            expected: Table::default(),
+            owned: Owned::default(),
+            saved_timeouts: None,
+        }
+    }
+
+    /// The backend (for dumps in status output and tests).
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    /// What the reconciler believes the kernel holds.
+    pub fn expected(&self) -> &Table {
+        &self.expected
+    }
+
+    /// First programming: optional `lvs_flush`, then adopt the kernel's
+    /// entries and add what is missing. Entries of other owners are kept.
+    pub async fn start(
+        &mut self,
+        desired: Table,
+        lvs_flush: bool,
+        timeouts: Option<Timeouts>,
+    ) -> Result<Report, IpvsError> {
+        let mut report = Report::default();
+        if lvs_flush {
+            report.sent += 1;
+            if let Some(Err(e)) = self.backend.apply(&[Op::Flush]).await.pop() {
+                report.errors.push(e);
+            }
+        }
+        if let Some(t) = timeouts {
+            self.set_timeouts(t).await?;
+        }
+        self.expected = self.backend.dump().await?;
+        let adopted = self
+            .expected
+            .services
+            .keys()
+            .filter(|k| desired.services.contains_key(k))
+            .count();
+        if adopted > 0 {
+            log::info!("IPVS: adopting {adopted} existing service(s)");
+        }
+        let more = self.set_desired(desired).await;
+        report.sent += more.sent;
+        report.errors.extend(more.errors);
+        Ok(report)
+    }
+
+    /// `lvs_timeouts`: the kernel's values are saved once, to be restored at
+    /// stop; unspecified values are re-sent as they were.
+    pub async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+        let current = self.backend.timeouts().await?;
+        if self.saved_timeouts.is_none() {
+            self.saved_timeouts = Some(current);
+        }
+        let merged = Timeouts {
+            tcp: if t.tcp != 0 { t.tcp } else { current.tcp },
+            tcp_fin: if t.tcp_fin != 0 {
+                t.tcp_fin
+            } else {
+                current.tcp_fin
+            },
+            udp: if t.udp != 0 { t.udp } else { current.udp },
+        };
+        self.backend.set_timeouts(merged).await
+    }
+
+    /// Restores the timeouts saved by [`Self::set_timeouts`], if any.
+    pub async fn restore_timeouts(&mut self) -> Result<(), IpvsError> {
+        match self.saved_timeouts.take() {
+            Some(t) => self.backend.set_timeouts(t).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Moves the kernel to `desired` (a health change or a reload). Entries
+    /// this reconciler owned and that are no longer desired are deleted.
+    pub async fn set_desired(&mut self, desired: Table) -> Report {
+        self.owned.extend(&desired);
+        self.desired = desired;
+        let report = self.sync().await;
+        // Ownership ends once an entry is gone; a failed deletion keeps it
+        // owned so the next sync tries again.
+        let mut owned = Owned::all_of(&self.desired);
+        for k in &self.owned.services {
+            if self.expected.services.contains_key(k) {
+                owned.services.insert(*k);
+            }
+        }
+        for (k, d) in &self.owned.dests {
+            if self
+                .expected
+                .services
+                .get(k)
+                .is_some_and(|ts| ts.dests.contains_key(d))
+            {
+                owned.dests.insert((*k, *d));
+            }
+        }
+        self.owned = owned;
+        report
+    }
+
+    async fn sync(&mut self) -> Report {
+        let mut report = Report::default();
+        // A second round runs only when the first found the kernel other than
+        // expected; it starts from a fresh dump.
+        for round in 0..2 {
+            let ops = diff(&self.expected, &self.desired, &self.owned);
+            if ops.is_empty() {
+                break;
+            }
+            let results = self.backend.apply(&ops).await;
+            report.sent += ops.len();
+            let mut refresh = false;
+            let mut retries = Vec::new();
+            for (op, res) in ops.iter().zip(results) {
+                match res {
+                    Ok(()) => {
+                        let _ = apply(&mut self.expected, op);
+                    }
+                    Err(e) => {
+                        refresh = true;
+                        match tolerated(op, &e) {
+                            Tolerance::AsDone => log::info!("{e} (already so)"),
+                            Tolerance::Retry(r) => {
+                                log::info!("{e}; retrying as ipvsadm {r}");
+                                retries.push(r);
+                            }
+                            Tolerance::No => {
+                                log::warn!("{e}");
+                                if round == 1 {
+                                    report.errors.push(e);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if !retries.is_empty() {
+                report.sent += retries.len();
+                for (op, res) in retries.iter().zip(self.backend.apply(&retries).await) {
+                    if let Err(e) = res {
+                        log::warn!("{e}");
+                    } else {
+                        let _ = apply(&mut self.expected, op);
+                    }
+                }
+            }
+            if !refresh {
+                break;
+            }
+            // Our picture of the kernel is off; take the kernel's word.
+            match self.backend.dump().await {
+                Ok(t) => self.expected = t,
+                Err(e) => {
+                    log::warn!("{e}");
+                    report.errors.push(e);
+                    break;
+                }
+            }
+        }
+        report
+    }
+
+    /// Dumps the kernel; if an owned or desired entry differs from what was
+    /// programmed (someone ran `ipvsadm -C`, a module was reloaded), logs the
+    /// drift and repairs it. Returns the operations sent.
+    pub async fn check_drift(&mut self) -> Result<Report, IpvsError> {
+        let current = self.backend.dump().await?;
+        let probe = diff(&current, &self.desired, &self.owned);
+        if probe.is_empty() {
+            self.expected = current;
+            return Ok(Report::default());
+        }
+        for op in &probe {
+            log::warn!("IPVS: table drifted from the configuration; repairing: ipvsadm {op}");
+        }
+        self.expected = current;
+        Ok(self.sync().await)
+    }
+
+    /// Shutdown (§6.6): `keep` (`-I`) leaves everything; otherwise
+    /// `lvs_flush_on_stop` decides between deleting each destination then
+    /// each service (default), each service, or a full flush. Timeouts are
+    /// restored.
+    pub async fn stop(&mut self, mode: FlushOnStop, keep: bool) -> Report {
+        let mut report = Report::default();
+        if !keep {
+            let mut ops = Vec::new();
+            match mode {
+                FlushOnStop::Full => ops.push(Op::Flush),
+                FlushOnStop::Vs | FlushOnStop::Off => {
+                    for (k, ts) in &self.expected.services {
+                        if mode == FlushOnStop::Off {
+                            for dk in ts.dests.keys() {
+                                if self.owned.dests.contains(&(*k, *dk)) {
+                                    ops.push(Op::DelDest(*k, *dk));
+                                }
+                            }
+                        }
+                        if self.owned.services.contains(k) {
+                            ops.push(Op::DelService(*k));
+                        }
+                    }
+                }
+            }
+            let results = self.backend.apply(&ops).await;
+            report.sent = ops.len();
+            for (op, res) in ops.iter().zip(results) {
+                match res {
+                    Ok(()) => {
+                        let _ = apply(&mut self.expected, op);
+                    }
+                    Err(e) if matches!(tolerated(op, &e), Tolerance::AsDone) => {}
+                    Err(e) => {
+                        log::warn!("{e}");
+                        report.errors.push(e);
+                    }
+                }
+            }
+            self.owned = Owned::default();
+            self.desired = Table::default();
+        }
+        if let Err(e) = self.restore_timeouts().await {
+            log::warn!("{e}");
+        }
+        report
+    }
+}
+
+enum Tolerance {
+    /// The kernel already is as the operation wanted.
+    AsDone,
+    /// Try this instead.
+    Retry(Op),
+    /// A real failure.
+    No,
+}
+
+/// keepalived's `ipvs_talk()` tolerances: adding what exists and deleting
+/// what is gone succeed; editing a vanished destination adds it.
+fn tolerated(op: &Op, e: &IpvsError) -> Tolerance {
+    let errno = e.errno();
+    match (op, errno) {
+        (Op::AddService(_) | Op::AddDest(..), Some(libc_errno::EEXIST)) => Tolerance::AsDone,
+        (Op::DelDest(..), Some(libc_errno::ENOENT | libc_errno::ESRCH)) => Tolerance::AsDone,
+        (Op::DelService(_), Some(libc_errno::ESRCH | libc_errno::ENOENT)) => Tolerance::AsDone,
+        (Op::EditDest(k, d), Some(libc_errno::ENOENT)) => {
+            Tolerance::Retry(Op::AddDest(*k, d.clone()))
+        }
+        (Op::EditService(s), Some(libc_errno::ESRCH)) => {
+            Tolerance::Retry(Op::AddService(s.clone()))
+        }
+        _ => Tolerance::No,
+    }
+}

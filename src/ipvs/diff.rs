@@ -33,13 +33,13 @@ pub enum Op {
 impl fmt::Display for Op {
     /// The operation as the ipvsadm command that would make it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use super::table::{fmt_addr_port, save_dest, save_service};
+        use super::table::{fmt_addr_port, save_dest, save_service, thresholds};
         match self {
             Op::AddService(s) => write!(f, "{}", save_service(s)),
             Op::EditService(s) => write!(f, "-E{}", &save_service(s)[2..]),
             Op::DelService(k) => write!(f, "-D {k}"),
-            Op::AddDest(k, d) => write!(f, "{}", save_dest(k, d)),
-            Op::EditDest(k, d) => write!(f, "-e{}", &save_dest(k, d)[2..]),
+            Op::AddDest(k, d) => write!(f, "{}{}", save_dest(k, d), thresholds(d)),
+            Op::EditDest(k, d) => write!(f, "-e{}{}", &save_dest(k, d)[2..], thresholds(d)),
             Op::DelDest(k, d) => write!(f, "-d {k} -r {}", fmt_addr_port(&d.addr, d.port)),
             Op::Flush => write!(f, "-C"),
         }

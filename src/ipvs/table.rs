@@ -322,23 +322,6 @@ impl Table {
 /// One `-A` line as `ipvsadm -S -n` prints it.
 pub fn save_service(s: &Service) -> String {
     let mut line = format!("-A {} -s {}", s.key, s.sched_name);
-    for (bit, name) in [
-        (SVC_F_SCHED1, "flag-1"),
-        (SVC_F_SCHED2, "flag-2"),
-        (SVC_F_SCHED3, "flag-3"),
-    ] {
-        if s.flags & bit != 0 {
-            // ipvsadm names the bits after the scheduler that reads them.
-            let named = match (s.sched_name.as_str(), bit) {
-                ("sh", SVC_F_SCHED1) => "sh-fallback",
-                ("sh", SVC_F_SCHED2) => "sh-port",
-                ("mh", SVC_F_SCHED1) => "mh-fallback",
-                ("mh", SVC_F_SCHED2) => "mh-port",
-                _ => name,
-            };
-            line.push_str(&format!(" -b {named}"));
-        }
-    }
     if s.flags & SVC_F_PERSISTENT != 0 {
         line.push_str(&format!(" -p {}", s.timeout));
         let af = s.key.af();
@@ -357,10 +340,30 @@ pub fn save_service(s: &Service) -> String {
     if s.flags & SVC_F_ONEPACKET != 0 {
         line.push_str(" -o");
     }
+    let mut names = Vec::new();
+    for (bit, name) in [
+        (SVC_F_SCHED1, "flag-1"),
+        (SVC_F_SCHED2, "flag-2"),
+        (SVC_F_SCHED3, "flag-3"),
+    ] {
+        if s.flags & bit != 0 {
+            // ipvsadm names the bits after the scheduler that reads them.
+            names.push(match (s.sched_name.as_str(), bit) {
+                ("sh", SVC_F_SCHED1) => "sh-fallback",
+                ("sh", SVC_F_SCHED2) => "sh-port",
+                ("mh", SVC_F_SCHED1) => "mh-fallback",
+                ("mh", SVC_F_SCHED2) => "mh-port",
+                _ => name,
+            });
+        }
+    }
+    if !names.is_empty() {
+        line.push_str(&format!(" -b {}", names.join(",")));
+    }
     line
 }
 
-/// One `-a` line as `ipvsadm -S -n` prints it.
+/// One `-a` line as `ipvsadm -S -n` prints it (which leaves thresholds out).
 pub fn save_dest(key: &ServiceKey, d: &Dest) -> String {
     let method = match d.fwd_method {
         FwdMethod::Masq => "-m",
@@ -380,7 +383,7 @@ pub fn save_dest(key: &ServiceKey, d: &Dest) -> String {
                 line.push_str(&format!(" --tun-type gue --tun-port {}", d.tun_port));
             }
             TUN_TYPE_GRE => line.push_str(" --tun-type gre"),
-            _ => {}
+            _ => line.push_str(" --tun-type ipip"),
         }
         if d.tun_type != TUN_TYPE_IPIP {
             if d.tun_flags & TUN_F_CSUM != 0 {
@@ -392,11 +395,17 @@ pub fn save_dest(key: &ServiceKey, d: &Dest) -> String {
             }
         }
     }
+    line
+}
+
+/// The `-x`/`-y` options for a destination's thresholds, if any.
+pub fn thresholds(d: &Dest) -> String {
+    let mut s = String::new();
     if d.u_thresh != 0 {
-        line.push_str(&format!(" -x {}", d.u_thresh));
+        s.push_str(&format!(" -x {}", d.u_thresh));
     }
     if d.l_thresh != 0 {
-        line.push_str(&format!(" -y {}", d.l_thresh));
+        s.push_str(&format!(" -y {}", d.l_thresh));
     }
-    line
+    s
 }

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Guest payload: for every scenario directory under /work (or those named in
+# /work/ONLY), run keepalived 2.2.7 and then keepalived-rs on the same config
+# over the same starting table, and print `ipvsadm -S -n` snapshots while
+# each runs and after each stops, between @@BEGIN/@@END markers.
+#
+# A scenario directory holds keepalived.conf and optionally:
+#   pre.sh    ipvsadm commands run before each daemon starts (pre-existing entries)
+#   args      extra daemon arguments (e.g. -I)
+# While ours runs, `keepalived-rs --ipvs-save` (our netlink dump) is printed
+# too, to be compared with ipvsadm's view of the same table.
+
+snapshot() { # name impl phase
+    echo "@@BEGIN $1 $2 $3"
+    ipvsadm -S -n | sort
+    echo "@@END"
+    # -S leaves thresholds and timeouts out; the listing has them.
+    echo "@@BEGIN $1 $2 $3-thresholds"
+    ipvsadm -L -n --thresholds | grep -- '->' | grep -v RemoteAddress | sort
+    echo "@@END"
+    echo "@@BEGIN $1 $2 $3-timeouts"
+    ipvsadm -L --timeout
+    echo "@@END"
+}
+
+settle() { # wait until the table stops changing (max ~8 s)
+    prev=""
+    i=0
+    sleep 1
+    while [ $i -lt 16 ]; do
+        cur=$(ipvsadm -S -n | md5sum)
+        [ "$cur" = "$prev" ] && return 0
+        prev=$cur
+        sleep 0.5
+        i=$((i + 1))
+    done
+}
+
+run_one() { # dir impl
+    dir=$1
+    impl=$2
+    name=$(basename "$dir")
+    args=""
+    [ -f "$dir/args" ] && args=$(cat "$dir/args")
+    ipvsadm -C
+    [ -f "$dir/pre.sh" ] && sh "$dir/pre.sh"
+    if [ "$impl" = keepalived ]; then
+        /usr/sbin/keepalived -C -n -l -f "$dir/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid $args >/tmp/$name.$impl.log 2>&1 &
+    else
+        /usr/sbin/keepalived-rs -n -l -f "$dir/keepalived.conf" $args >/tmp/$name.$impl.log 2>&1 &
+    fi
+    pid=$!
+    settle
+    snapshot "$name" "$impl" running
+    if [ "$impl" = ours ]; then
+        echo "@@BEGIN $name ours save"
+        /usr/sbin/keepalived-rs --ipvs-save 2>&1 | sort
+        echo "@@END"
+    fi
+    kill -TERM $pid
+    i=0
+    while kill -0 $pid 2>/dev/null && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
+    kill -KILL $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    snapshot "$name" "$impl" stopped
+    echo "@@BEGIN $name $impl log"
+    tail -n 40 /tmp/$name.$impl.log
+    echo "@@END"
+}
+
+for dir in /work/*/; do
+    dir=${dir%/}
+    [ -f "$dir/keepalived.conf" ] || continue
+    if [ -f /work/ONLY ] && ! grep -qx "$(basename "$dir")" /work/ONLY; then continue; fi
+    run_one "$dir" keepalived
+    run_one "$dir" ours
+done
+exit 0

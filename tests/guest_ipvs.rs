@@ -1,0 +1,171 @@
+//! Real-kernel IPVS scenarios, side by side with keepalived 2.2.7.
+//!
+//! Boots the guest of `compat-tests/guest.sh` once, runs every scenario of
+//! `compat-tests/scenarios/` with keepalived and then with our binary, and
+//! compares `ipvsadm -S -n` while each runs and after each stops. Our own
+//! netlink dump (`--ipvs-save`) must read the same table as ipvsadm. A
+//! scenario may pin ours to `expected-ours.running` where we differ from
+//! keepalived on purpose (`docs/compat.md`).
+//!
+//! The guest needs root (apt-get, qemu). Without it the test fails; setting
+//! `KEEPALIVED_RS_SKIP_GUEST=1` skips it with a message, never under `CI=true`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// `(scenario, impl, phase)` → snapshot lines.
+type Snapshots = BTreeMap<(String, String, String), Vec<String>>;
+
+fn parse(out: &str) -> Snapshots {
+    let mut snaps = Snapshots::new();
+    let mut cur: Option<((String, String, String), Vec<String>)> = None;
+    for line in out.lines() {
+        if let Some(rest) = line.strip_prefix("@@BEGIN ") {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if f.len() == 3 {
+                cur = Some(((f[0].into(), f[1].into(), f[2].into()), Vec::new()));
+            }
+        } else if line == "@@END" {
+            if let Some((k, v)) = cur.take() {
+                snaps.insert(k, v);
+            }
+        } else if let Some((_, v)) = cur.as_mut() {
+            if !line.trim().is_empty() {
+                v.push(line.to_string());
+            }
+        }
+    }
+    snaps
+}
+
+fn skip_allowed(reason: &str) -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let skip = std::env::var("KEEPALIVED_RS_SKIP_GUEST").is_ok_and(|v| v == "1");
+    if skip && !ci {
+        eprintln!("guest IPVS scenarios SKIPPED (KEEPALIVED_RS_SKIP_GUEST=1): {reason}");
+        return true;
+    }
+    false
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn ipvs_tables_match_keepalived_in_a_real_kernel() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scen_dir = root.join("compat-tests/scenarios");
+    if !nix::unistd::Uid::effective().is_root() {
+        if skip_allowed("not root") {
+            return;
+        }
+        panic!("the guest IPVS scenarios need root (apt-get, qemu); set KEEPALIVED_RS_SKIP_GUEST=1 to skip outside CI");
+    }
+    let out = Command::new(root.join("compat-tests/guest.sh"))
+        .arg(env!("CARGO_BIN_EXE_keepalived"))
+        .arg(root.join("compat-tests/ipvs-scenarios.sh"))
+        .arg(&scen_dir)
+        .output()
+        .expect("run compat-tests/guest.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(3) {
+        if skip_allowed(&stderr) {
+            return;
+        }
+        panic!("the guest did not start:\n{stderr}\n{stdout}");
+    }
+    assert!(
+        out.status.success(),
+        "guest payload failed:\n{stderr}\n{stdout}"
+    );
+    let snaps = parse(&stdout);
+
+    let mut names: Vec<String> = std::fs::read_dir(&scen_dir)
+        .expect("scenarios")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("keepalived.conf").exists())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    let mut failures = Vec::new();
+    let get = |n: &str, i: &str, p: &str| snaps.get(&(n.into(), i.into(), p.into())).cloned();
+    for name in &names {
+        let mut problems = Vec::new();
+        let ka_run = get(name, "keepalived", "running");
+        let ours_run = get(name, "ours", "running");
+        let ours_save = get(name, "ours", "save");
+        let (Some(ka_run), Some(ours_run), Some(ours_save)) = (ka_run, ours_run, ours_save) else {
+            failures.push(format!("{name}: snapshots missing"));
+            continue;
+        };
+        let pinned = scen_dir.join(name).join("expected-ours.running");
+        if pinned.exists() {
+            let want: Vec<String> = std::fs::read_to_string(&pinned)
+                .expect("read pin")
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from)
+                .collect();
+            if sorted(want.clone()) != ours_run {
+                problems.push(format!(
+                    "running: ours differs from expected-ours.running\n  want: {want:?}\n  ours: {ours_run:?}"
+                ));
+            }
+            if ka_run == ours_run {
+                problems.push("running: documented difference no longer seen (keepalived now matches); remove the pin".into());
+            }
+        } else if ka_run != ours_run {
+            problems.push(format!(
+                "running:\n  keepalived: {ka_run:?}\n  ours:       {ours_run:?}"
+            ));
+        }
+        if ka_run.is_empty() && !pinned.exists() {
+            problems.push("keepalived programmed nothing: the scenario tests nothing".into());
+        }
+        if ours_save != ours_run {
+            problems.push(format!(
+                "--ipvs-save (our netlink dump) disagrees with ipvsadm:\n  ipvsadm: {ours_run:?}\n  ours:    {ours_save:?}"
+            ));
+        }
+        let ka_stop = get(name, "keepalived", "stopped").unwrap_or_default();
+        for phase in [
+            "stopped",
+            "running-thresholds",
+            "running-timeouts",
+            "stopped-timeouts",
+        ] {
+            let ka = get(name, "keepalived", phase);
+            let ours = get(name, "ours", phase);
+            if ka.is_none() || ka != ours {
+                problems.push(format!(
+                    "{phase}:\n  keepalived: {ka:?}\n  ours:       {ours:?}"
+                ));
+            }
+        }
+        let verdict = if problems.is_empty() {
+            "match"
+        } else {
+            "DIFFER"
+        };
+        eprintln!(
+            "scenario {name:<22} {verdict}  ({} running entries, {} after stop)",
+            ka_run.len(),
+            ka_stop.len()
+        );
+        if !problems.is_empty() {
+            let log = get(name, "ours", "log").unwrap_or_default().join("\n");
+            failures.push(format!("{name}:\n{}\nour log:\n{log}", problems.join("\n")));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios differ:\n\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n\n")
+    );
+}

@@ -205,3 +205,220 @@ pub fn apply(table: &mut Table, op: &Op) -> Result<(), Refusal> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipvs::table::{FwdMethod, AF_INET, IPPROTO_TCP, IPPROTO_UDP, SVC_F_PERSISTENT};
+    use proptest::prelude::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    fn key() -> impl Strategy<Value = ServiceKey> {
+        prop_oneof![
+            (prop::bool::ANY, 0u8..4, 79u16..82).prop_map(|(udp, a, port)| ServiceKey::Addr {
+                protocol: if udp { IPPROTO_UDP } else { IPPROTO_TCP },
+                addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, a)),
+                port,
+            }),
+            (0u8..2).prop_map(|a| ServiceKey::Addr {
+                protocol: IPPROTO_TCP,
+                addr: IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(a))),
+                port: 80,
+            }),
+            (1u32..3).prop_map(|mark| ServiceKey::Fwmark { af: AF_INET, mark }),
+        ]
+    }
+
+    fn dest() -> impl Strategy<Value = Dest> {
+        (
+            0u8..5,
+            79u16..81,
+            prop_oneof![
+                Just(FwdMethod::Masq),
+                Just(FwdMethod::Droute),
+                Just(FwdMethod::Tunnel)
+            ],
+            0u32..4,
+            0u32..3,
+        )
+            .prop_map(|(a, port, fwd_method, weight, u_thresh)| Dest {
+                addr: IpAddr::V4(Ipv4Addr::new(127, 0, 0, a)),
+                port,
+                fwd_method,
+                weight,
+                u_thresh,
+                l_thresh: 0,
+                tun_type: 0,
+                tun_port: 0,
+                tun_flags: 0,
+            })
+    }
+
+    fn table() -> impl Strategy<Value = Table> {
+        prop::collection::vec(
+            (
+                key(),
+                prop_oneof![Just("rr"), Just("wlc"), Just("sh")],
+                prop::bool::ANY,
+                prop::collection::vec(dest(), 0..5),
+            ),
+            0..6,
+        )
+        .prop_map(|svcs| {
+            let mut t = Table::default();
+            for (k, sched, persistent, dests) in svcs {
+                let ts = t.ensure_service(Service {
+                    key: k,
+                    sched_name: sched.into(),
+                    flags: if persistent { SVC_F_PERSISTENT } else { 0 },
+                    timeout: if persistent { 300 } else { 0 },
+                    netmask: Service::full_netmask(k.af()),
+                    pe_name: None,
+                });
+                for d in dests {
+                    ts.dests.insert(d.key(), d);
+                }
+            }
+            t
+        })
+    }
+
+    fn run(current: &Table, ops: &[Op]) -> Table {
+        let mut t = current.clone();
+        for op in ops {
+            apply(&mut t, op).unwrap_or_else(|e| panic!("{op} refused: {e:?}"));
+        }
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Applying diff(current, desired) to current gives desired when
+        /// everything in current is ours, and no operation is refused.
+        #[test]
+        fn diff_applied_gives_desired(current in table(), desired in table()) {
+            let ops = diff(&current, &desired, &Owned::all_of(&current));
+            prop_assert_eq!(run(&current, &ops), desired);
+        }
+
+        /// An unchanged table needs no operation, whoever owns what.
+        #[test]
+        fn unchanged_table_gives_no_ops(t in table(), owned_all in prop::bool::ANY) {
+            let owned = if owned_all { Owned::all_of(&t) } else { Owned::default() };
+            prop_assert!(diff(&t, &t, &owned).is_empty());
+        }
+
+        /// Entries we do not own are never touched; desired ones all arrive.
+        #[test]
+        fn foreign_entries_survive(current in table(), desired in table()) {
+            let ops = diff(&current, &desired, &Owned::default());
+            let after = run(&current, &ops);
+            for (k, ts) in &desired.services {
+                let got = &after.services[k];
+                prop_assert_eq!(&got.service, &ts.service);
+                for (dk, d) in &ts.dests {
+                    prop_assert_eq!(&got.dests[dk], d);
+                }
+            }
+            for (k, ts) in &current.services {
+                let got = after.services.get(k);
+                prop_assert!(got.is_some(), "foreign service {} deleted", k);
+                for dk in ts.dests.keys() {
+                    prop_assert!(got.is_some_and(|g| g.dests.contains_key(dk)));
+                }
+            }
+        }
+
+        /// A second diff after applying the first is empty (idempotence).
+        #[test]
+        fn diff_is_idempotent(current in table(), desired in table()) {
+            let owned = Owned::all_of(&current);
+            let after = run(&current, &diff(&current, &desired, &owned));
+            prop_assert!(diff(&after, &desired, &owned).is_empty());
+        }
+    }
+
+    #[test]
+    fn one_weight_change_is_one_operation() {
+        let k = ServiceKey::Addr {
+            protocol: IPPROTO_TCP,
+            addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            port: 80,
+        };
+        let mut t = Table::default();
+        let ts = t.ensure_service(Service {
+            key: k,
+            sched_name: "wlc".into(),
+            flags: 0,
+            timeout: 0,
+            netmask: !0,
+            pe_name: None,
+        });
+        for a in 1..=200u8 {
+            let d = Dest {
+                addr: IpAddr::V4(Ipv4Addr::new(127, 0, 1, a)),
+                port: 80,
+                fwd_method: FwdMethod::Masq,
+                weight: 1,
+                u_thresh: 0,
+                l_thresh: 0,
+                tun_type: 0,
+                tun_port: 0,
+                tun_flags: 0,
+            };
+            ts.dests.insert(d.key(), d);
+        }
+        let mut want = t.clone();
+        let d = want
+            .services
+            .get_mut(&k)
+            .unwrap()
+            .dests
+            .values_mut()
+            .nth(17)
+            .unwrap();
+        d.weight = 5;
+        let expect = Op::EditDest(k, d.clone());
+        assert_eq!(diff(&t, &want, &Owned::all_of(&t)), vec![expect]);
+    }
+
+    #[test]
+    fn kernel_reports_of_localnode_and_hashed_are_not_changes() {
+        let k = ServiceKey::Fwmark {
+            af: AF_INET,
+            mark: 1,
+        };
+        let svc = Service {
+            key: k,
+            sched_name: "rr".into(),
+            flags: 0,
+            timeout: 0,
+            netmask: !0,
+            pe_name: None,
+        };
+        let d = Dest {
+            addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            fwd_method: FwdMethod::Droute,
+            weight: 1,
+            u_thresh: 0,
+            l_thresh: 0,
+            tun_type: 0,
+            tun_port: 0,
+            tun_flags: 0,
+        };
+        let mut want = Table::default();
+        want.ensure_service(svc.clone())
+            .dests
+            .insert(d.key(), d.clone());
+        let mut kernel = Table::default();
+        let mut ksvc = svc;
+        ksvc.flags |= crate::ipvs::table::SVC_F_HASHED;
+        ksvc.timeout = 0;
+        let mut kd = d;
+        kd.fwd_method = FwdMethod::LocalNode;
+        kernel.ensure_service(ksvc).dests.insert(kd.key(), kd);
+        assert!(diff(&kernel, &want, &Owned::all_of(&want)).is_empty());
+    }
+}

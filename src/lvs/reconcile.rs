@@ -295,3 +295,131 @@ fn tolerated(op: &Op, e: &IpvsError) -> Tolerance {
         _ => Tolerance::No,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::reader::MemLoader;
+    use crate::config::validate::RealHost;
+    use crate::config::{load_with, LoadOptions};
+    use crate::ipvs::dryrun::DryRun;
+    use crate::lvs::{desired, Health};
+
+    fn table_of(conf: &str) -> Table {
+        let mut loader = MemLoader::default();
+        loader
+            .files
+            .insert("/k.conf".into(), conf.as_bytes().to_vec());
+        let opts = LoadOptions {
+            config_id: "t".into(),
+            all_config: false,
+            config_test: false,
+        };
+        let loaded = load_with(&loader, &RealHost, std::path::Path::new("/k.conf"), &opts);
+        desired(&loaded.config, &Health::initial(&loaded.config))
+    }
+
+    const TWO: &str = "virtual_server 10.0.0.1 80 {\n protocol TCP\n lvs_sched rr\n \
+        real_server 127.0.0.2 80 {\n weight 2\n }\n real_server 127.0.0.3 80 {\n }\n}\n";
+    const ONE_REWEIGHTED: &str = "virtual_server 10.0.0.1 80 {\n protocol TCP\n lvs_sched rr\n \
+        real_server 127.0.0.2 80 {\n weight 4\n }\n}\n";
+
+    #[tokio::test]
+    async fn start_adopts_and_keeps_foreign_entries() {
+        let foreign = table_of(
+            "virtual_server 10.9.9.9 80 {\n protocol TCP\n lvs_sched wlc\n real_server 127.0.0.9 80 {\n }\n}\n",
+        );
+        let mut kernel = foreign.clone();
+        // Part of our table is already there (a restart over a live table).
+        let ours = table_of(TWO);
+        let (k, ts) = ours.services.iter().next().unwrap();
+        let mut partial = ts.clone();
+        partial.dests.pop_last();
+        kernel.services.insert(*k, partial);
+
+        let mut rec = Reconciler::new(DryRun::with_table(kernel));
+        let r = rec.start(ours.clone(), false, None).await.unwrap();
+        assert_eq!(r.sent, 1, "only the missing destination is added");
+        let mut want = ours.clone();
+        want.services.extend(foreign.services.clone());
+        assert_eq!(rec.backend_mut().table(), &want);
+
+        // A reload that drops a server and re-weights the other: two operations.
+        let r = rec.set_desired(table_of(ONE_REWEIGHTED)).await;
+        assert_eq!(r.sent, 2);
+        let stop = rec.stop(FlushOnStop::Off, false).await;
+        assert_eq!(stop.sent, 2, "one destination, one service");
+        assert_eq!(rec.backend_mut().table(), &foreign);
+    }
+
+    #[tokio::test]
+    async fn lvs_flush_clears_foreign_entries_first() {
+        let foreign = table_of(
+            "virtual_server 10.9.9.9 80 {\n protocol TCP\n real_server 127.0.0.9 80 {\n }\n}\n",
+        );
+        let mut rec = Reconciler::new(DryRun::with_table(foreign));
+        rec.start(table_of(TWO), true, None).await.unwrap();
+        assert_eq!(rec.backend_mut().table(), &table_of(TWO));
+    }
+
+    #[tokio::test]
+    async fn drift_is_repaired() {
+        let mut rec = Reconciler::new(DryRun::new());
+        rec.start(table_of(TWO), false, None).await.unwrap();
+        assert_eq!(rec.check_drift().await.unwrap().sent, 0);
+        // Someone runs `ipvsadm -C`.
+        rec.backend_mut().apply(&[Op::Flush]).await;
+        let r = rec.check_drift().await.unwrap();
+        assert_eq!(r.sent, 3);
+        assert_eq!(rec.backend_mut().table(), &table_of(TWO));
+    }
+
+    #[tokio::test]
+    async fn stop_modes() {
+        for (mode, keep, sent, left) in [
+            (FlushOnStop::Off, false, 3, 0),
+            (FlushOnStop::Vs, false, 1, 0),
+            (FlushOnStop::Full, false, 1, 0),
+            (FlushOnStop::Off, true, 0, 1),
+        ] {
+            let mut rec = Reconciler::new(DryRun::new());
+            rec.start(table_of(TWO), false, None).await.unwrap();
+            let r = rec.stop(mode, keep).await;
+            assert_eq!(
+                (r.sent, rec.backend_mut().table().services.len()),
+                (sent, left),
+                "{mode:?} keep={keep}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn timeouts_are_restored_at_stop() {
+        let mut rec = Reconciler::new(DryRun::new());
+        let t = Timeouts {
+            tcp: 1000,
+            tcp_fin: 0,
+            udp: 200,
+        };
+        rec.start(Table::default(), false, Some(t)).await.unwrap();
+        let now = rec.backend_mut().timeouts().await.unwrap();
+        assert_eq!(
+            now,
+            Timeouts {
+                tcp: 1000,
+                tcp_fin: 120,
+                udp: 200
+            }
+        );
+        rec.stop(FlushOnStop::Off, false).await;
+        let after = rec.backend_mut().timeouts().await.unwrap();
+        assert_eq!(
+            after,
+            Timeouts {
+                tcp: 900,
+                tcp_fin: 120,
+                udp: 300
+            }
+        );
+    }
+}

@@ -8,7 +8,8 @@
 #   GUEST_SCRIPT runs as the guest's payload (sh), with DIR_TO_SHIP at /work.
 #   Exit status: 0 if the guest ran and printed @@EXIT 0, 3 if the guest
 #   could not be built or booted, otherwise the payload's status.
-# Environment: GUEST_TIMEOUT (seconds, default 900), GUEST_MEM (MiB, 1024).
+# Environment: GUEST_TIMEOUT (seconds, default 900), GUEST_MEM (MiB, 1024),
+#   GUEST_EXTRA_BINS (more host binaries to copy in, with their libraries).
 set -euo pipefail
 
 OURS=$(readlink -f "$1")
@@ -75,6 +76,8 @@ copy_with_libs() {
 copy_with_libs /usr/sbin/keepalived /usr/sbin/keepalived
 copy_with_libs /usr/sbin/ipvsadm /usr/sbin/ipvsadm
 copy_with_libs "$OURS" /usr/sbin/keepalived-rs
+# Extra tools for a payload (e.g. GUEST_EXTRA_BINS=/usr/bin/tcpdump).
+for b in ${GUEST_EXTRA_BINS:-}; do copy_with_libs "$b" "$b"; done
 
 cat > "$ROOT/etc/passwd" <<'P'
 root:x:0:0:root:/root:/bin/sh

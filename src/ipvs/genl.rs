@@ -6,7 +6,8 @@
 //! this code does not know are kept as [`DefaultNla`] and never fail a parse,
 //! so a newer kernel's replies still decode.
 
-use super::table::{af_of, Dest, FwdMethod, Service, ServiceKey, AF_INET, AF_INET6};
+use super::diff::Op;
+use super::table::{af_of, Dest, DestKey, FwdMethod, Service, ServiceKey, AF_INET, AF_INET6};
 use netlink_packet_core::{
     emit_u16, emit_u16_be, emit_u32, emit_u64, parse_string, parse_u16, parse_u16_be, parse_u32,
     parse_u64, parse_u8, DecodeError, DefaultNla, Emitable, Nla, NlaBuffer, NlasIterator,
@@ -93,30 +94,25 @@ mod attr {
     pub const INFO_CONN_TAB_SIZE: u16 = 2;
 }
 
-/// `IPVS_STATS_ATTR_*` counters (32- or 64-bit, both decoded as u64).
+/// One `IPVS_STATS_ATTR_*` counter. The kernel sends some as u32 and some
+/// (bytes, and everything in the `STATS64` nest) as u64; the width is kept
+/// so that a message re-encodes to the same bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    /// `IPVS_STATS_ATTR_CONNS` (1) .. `IPVS_STATS_ATTR_OUTBPS` (10).
+    pub kind: u16,
+    /// The value.
+    pub value: u64,
+    /// Sent as 64 bits.
+    pub wide: bool,
+}
+
+/// An attribute of a stats nest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatsAttr {
-    /// `IPVS_STATS_ATTR_CONNS`.
-    Conns(u64),
-    /// `IPVS_STATS_ATTR_INPKTS`.
-    InPkts(u64),
-    /// `IPVS_STATS_ATTR_OUTPKTS`.
-    OutPkts(u64),
-    /// `IPVS_STATS_ATTR_INBYTES`.
-    InBytes(u64),
-    /// `IPVS_STATS_ATTR_OUTBYTES`.
-    OutBytes(u64),
-    /// `IPVS_STATS_ATTR_CPS`.
-    Cps(u64),
-    /// `IPVS_STATS_ATTR_INPPS`.
-    InPps(u64),
-    /// `IPVS_STATS_ATTR_OUTPPS`.
-    OutPps(u64),
-    /// `IPVS_STATS_ATTR_INBPS`.
-    InBps(u64),
-    /// `IPVS_STATS_ATTR_OUTBPS`.
-    OutBps(u64),
-    /// Padding or anything newer.
+    /// A counter.
+    Counter(Counter),
+    /// Padding (`IPVS_STATS_ATTR_PAD`) or anything newer.
     Other(DefaultNla),
 }
 
@@ -209,6 +205,10 @@ pub struct IpvsMessage {
     pub cmd: u8,
     /// Attributes in wire order.
     pub attrs: Vec<IpvsAttr>,
+    /// Whether nests carry `NLA_F_NESTED`. libnl (ipvsadm, keepalived) sets
+    /// it on requests, the kernel leaves it off in replies; both are read
+    /// alike, and it is kept so that a message re-encodes to its own bytes.
+    pub nested_flag: bool,
 }
 
 impl GenlFamily for IpvsMessage {
@@ -236,37 +236,21 @@ fn emit_nested<T: Nla>(v: &[T], buf: &mut [u8]) {
 impl Nla for StatsAttr {
     fn value_len(&self) -> usize {
         match self {
+            StatsAttr::Counter(c) if c.wide => 8,
+            StatsAttr::Counter(_) => 4,
             StatsAttr::Other(n) => n.value_len(),
-            _ => 8,
         }
     }
     fn kind(&self) -> u16 {
         match self {
-            StatsAttr::Conns(_) => 1,
-            StatsAttr::InPkts(_) => 2,
-            StatsAttr::OutPkts(_) => 3,
-            StatsAttr::InBytes(_) => 4,
-            StatsAttr::OutBytes(_) => 5,
-            StatsAttr::Cps(_) => 6,
-            StatsAttr::InPps(_) => 7,
-            StatsAttr::OutPps(_) => 8,
-            StatsAttr::InBps(_) => 9,
-            StatsAttr::OutBps(_) => 10,
+            StatsAttr::Counter(c) => c.kind,
             StatsAttr::Other(n) => n.kind(),
         }
     }
     fn emit_value(&self, buf: &mut [u8]) {
         match self {
-            StatsAttr::Conns(v)
-            | StatsAttr::InPkts(v)
-            | StatsAttr::OutPkts(v)
-            | StatsAttr::InBytes(v)
-            | StatsAttr::OutBytes(v)
-            | StatsAttr::Cps(v)
-            | StatsAttr::InPps(v)
-            | StatsAttr::OutPps(v)
-            | StatsAttr::InBps(v)
-            | StatsAttr::OutBps(v) => emit_u64(buf, *v).expect("8-byte buffer"),
+            StatsAttr::Counter(c) if c.wide => emit_u64(buf, c.value).expect("8 bytes"),
+            StatsAttr::Counter(c) => emit_u32(buf, c.value as u32).expect("4 bytes"),
             StatsAttr::Other(n) => n.emit_value(buf),
         }
     }
@@ -472,7 +456,33 @@ impl Emitable for IpvsMessage {
         nested_len(&self.attrs)
     }
     fn emit(&self, buffer: &mut [u8]) {
-        self.attrs.as_slice().emit(buffer)
+        self.attrs.as_slice().emit(buffer);
+        if !self.nested_flag {
+            let info = self.cmd == cmd::SET_INFO || self.cmd == cmd::GET_INFO;
+            if !info {
+                clear_nested_flags(buffer, 0);
+            }
+        }
+    }
+}
+
+/// Clears `NLA_F_NESTED` on the nests of an emitted IPVS attribute list:
+/// the command nests at depth 0, the stats nests inside them at depth 1.
+fn clear_nested_flags(buf: &mut [u8], depth: u8) {
+    let mut off = 0;
+    while off + 4 <= buf.len() {
+        let len = u16::from_ne_bytes([buf[off], buf[off + 1]]) as usize;
+        if len < 4 || off + len > buf.len() {
+            return;
+        }
+        let kind = u16::from_ne_bytes([buf[off + 2], buf[off + 3]]);
+        if kind & NLA_F_NESTED != 0 {
+            buf[off + 2..off + 4].copy_from_slice(&(kind & !NLA_F_NESTED).to_ne_bytes());
+            if depth == 0 {
+                clear_nested_flags(&mut buf[off + 4..off + len], 1);
+            }
+        }
+        off += (len + 3) & !3;
     }
 }
 
@@ -499,14 +509,6 @@ fn flags_pair(v: &[u8]) -> Result<(u32, u32), DecodeError> {
     Ok((parse_u32(&v[..4])?, parse_u32(&v[4..8])?))
 }
 
-fn counter(v: &[u8]) -> Result<u64, DecodeError> {
-    if v.len() >= 8 {
-        parse_u64(&v[..8])
-    } else {
-        Ok(u64::from(parse_u32(v)?))
-    }
-}
-
 fn parse_nested<T>(
     v: &[u8],
     f: impl Fn(NlaBuffer<&[u8]>) -> Result<T, DecodeError>,
@@ -520,17 +522,17 @@ fn other(n: &NlaBuffer<&[u8]>) -> Result<DefaultNla, DecodeError> {
 
 fn parse_stats(n: NlaBuffer<&[u8]>) -> Result<StatsAttr, DecodeError> {
     let v = n.value();
-    Ok(match n.kind() {
-        1 => StatsAttr::Conns(counter(v)?),
-        2 => StatsAttr::InPkts(counter(v)?),
-        3 => StatsAttr::OutPkts(counter(v)?),
-        4 => StatsAttr::InBytes(counter(v)?),
-        5 => StatsAttr::OutBytes(counter(v)?),
-        6 => StatsAttr::Cps(counter(v)?),
-        7 => StatsAttr::InPps(counter(v)?),
-        8 => StatsAttr::OutPps(counter(v)?),
-        9 => StatsAttr::InBps(counter(v)?),
-        10 => StatsAttr::OutBps(counter(v)?),
+    Ok(match (n.kind(), v.len()) {
+        (kind @ 1..=10, 8) => StatsAttr::Counter(Counter {
+            kind,
+            value: parse_u64(v)?,
+            wide: true,
+        }),
+        (kind @ 1..=10, 4) => StatsAttr::Counter(Counter {
+            kind,
+            value: u64::from(parse_u32(v)?),
+            wide: false,
+        }),
         _ => StatsAttr::Other(other(&n)?),
     })
 }
@@ -615,9 +617,13 @@ impl ParseableParametrized<[u8], GenlHeader> for IpvsMessage {
                 _ => IpvsAttr::Other(other(&n)?),
             })
         })?;
+        let nested_flag = NlasIterator::new(buf)
+            .filter_map(Result::ok)
+            .any(|n| n.nested_flag());
         Ok(IpvsMessage {
             cmd: header.cmd,
             attrs,
+            nested_flag,
         })
     }
 }
@@ -782,4 +788,95 @@ pub fn dest_from_attrs(service_af: u16, attrs: &[DestAttr]) -> Result<Dest, Deco
     let addr = addr.ok_or_else(|| DecodeError::from("destination without IPVS_DEST_ATTR_ADDR"))?;
     d.addr = ip_from16(af, &addr);
     Ok(d)
+}
+
+impl IpvsMessage {
+    /// A message with a command and attributes.
+    pub fn new(cmd: u8, attrs: Vec<IpvsAttr>) -> IpvsMessage {
+        IpvsMessage {
+            cmd,
+            attrs,
+            nested_flag: true,
+        }
+    }
+}
+
+/// The request for one operation.
+pub fn op_message(op: &Op) -> IpvsMessage {
+    match op {
+        Op::AddService(s) => {
+            IpvsMessage::new(cmd::NEW_SERVICE, vec![IpvsAttr::Service(service_attrs(s))])
+        }
+        Op::EditService(s) => {
+            IpvsMessage::new(cmd::SET_SERVICE, vec![IpvsAttr::Service(service_attrs(s))])
+        }
+        Op::DelService(k) => IpvsMessage::new(
+            cmd::DEL_SERVICE,
+            vec![IpvsAttr::Service(service_key_attrs(k))],
+        ),
+        Op::AddDest(k, d) => IpvsMessage::new(
+            cmd::NEW_DEST,
+            vec![
+                IpvsAttr::Service(service_key_attrs(k)),
+                IpvsAttr::Dest(dest_attrs(d)),
+            ],
+        ),
+        Op::EditDest(k, d) => IpvsMessage::new(
+            cmd::SET_DEST,
+            vec![
+                IpvsAttr::Service(service_key_attrs(k)),
+                IpvsAttr::Dest(dest_attrs(d)),
+            ],
+        ),
+        Op::DelDest(k, d) => IpvsMessage::new(
+            cmd::DEL_DEST,
+            vec![
+                IpvsAttr::Service(service_key_attrs(k)),
+                IpvsAttr::Dest(dest_key_attrs(&d.addr, d.port)),
+            ],
+        ),
+        Op::Flush => IpvsMessage::new(cmd::FLUSH, vec![]),
+    }
+}
+
+/// The operation a request carries (the inverse of [`op_message`]); `None`
+/// for commands that are not table operations or lack their attributes.
+pub fn op_from_message(m: &IpvsMessage) -> Option<Op> {
+    let mut svc = None;
+    let mut dest = None;
+    for a in &m.attrs {
+        match a {
+            IpvsAttr::Service(s) => svc = Some(s.as_slice()),
+            IpvsAttr::Dest(d) => dest = Some(d.as_slice()),
+            _ => {}
+        }
+    }
+    let service = || svc.and_then(|s| service_from_attrs(s).ok());
+    let dest = |af: u16| dest.and_then(|d| dest_from_attrs(af, d).ok());
+    Some(match m.cmd {
+        cmd::NEW_SERVICE => Op::AddService(service()?),
+        cmd::SET_SERVICE => Op::EditService(service()?),
+        cmd::DEL_SERVICE => Op::DelService(service()?.key),
+        cmd::NEW_DEST => {
+            let s = service()?;
+            Op::AddDest(s.key, dest(s.key.af())?)
+        }
+        cmd::SET_DEST => {
+            let s = service()?;
+            Op::EditDest(s.key, dest(s.key.af())?)
+        }
+        cmd::DEL_DEST => {
+            let s = service()?;
+            let d = dest(s.key.af())?;
+            Op::DelDest(
+                s.key,
+                DestKey {
+                    addr: d.addr,
+                    port: d.port,
+                },
+            )
+        }
+        cmd::FLUSH => Op::Flush,
+        _ => return None,
+    })
 }

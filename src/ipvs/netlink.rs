@@ -10,8 +10,8 @@
 
 use super::diff::Op;
 use super::genl::{
-    cmd, dest_attrs, dest_from_attrs, dest_key_attrs, service_attrs, service_from_attrs,
-    service_key_attrs, DaemonAttr, IpvsAttr, IpvsMessage,
+    cmd, dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr, IpvsAttr,
+    IpvsMessage,
 };
 use super::table::{Dest, Service, Table, TableService};
 use super::{Backend, IpvsError, Timeouts};
@@ -496,49 +496,19 @@ impl IpvsHandle {
     }
 }
 
-impl IpvsMessage {
-    /// A message with a command and attributes.
-    pub fn new(cmd: u8, attrs: Vec<IpvsAttr>) -> IpvsMessage {
-        IpvsMessage { cmd, attrs }
+/// Splits a datagram into its netlink messages, each checked for length.
+pub fn frames(data: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < data.len() {
+        let len = frame_len(&data[off..])?;
+        let msg_len = NetlinkBuffer::new_checked(&data[off..])
+            .map_err(|e| e.to_string())?
+            .length() as usize;
+        out.push(&data[off..off + msg_len]);
+        off += len;
     }
-}
-
-/// The request for one operation.
-pub fn op_message(op: &Op) -> IpvsMessage {
-    match op {
-        Op::AddService(s) => {
-            IpvsMessage::new(cmd::NEW_SERVICE, vec![IpvsAttr::Service(service_attrs(s))])
-        }
-        Op::EditService(s) => {
-            IpvsMessage::new(cmd::SET_SERVICE, vec![IpvsAttr::Service(service_attrs(s))])
-        }
-        Op::DelService(k) => IpvsMessage::new(
-            cmd::DEL_SERVICE,
-            vec![IpvsAttr::Service(service_key_attrs(k))],
-        ),
-        Op::AddDest(k, d) => IpvsMessage::new(
-            cmd::NEW_DEST,
-            vec![
-                IpvsAttr::Service(service_key_attrs(k)),
-                IpvsAttr::Dest(dest_attrs(d)),
-            ],
-        ),
-        Op::EditDest(k, d) => IpvsMessage::new(
-            cmd::SET_DEST,
-            vec![
-                IpvsAttr::Service(service_key_attrs(k)),
-                IpvsAttr::Dest(dest_attrs(d)),
-            ],
-        ),
-        Op::DelDest(k, d) => IpvsMessage::new(
-            cmd::DEL_DEST,
-            vec![
-                IpvsAttr::Service(service_key_attrs(k)),
-                IpvsAttr::Dest(dest_key_attrs(&d.addr, d.port)),
-            ],
-        ),
-        Op::Flush => IpvsMessage::new(cmd::FLUSH, vec![]),
-    }
+    Ok(out)
 }
 
 /// Length of the netlink message at the start of `data`, checked.

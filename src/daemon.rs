@@ -127,8 +127,12 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     };
     let mut cfg = cfg;
     let mut rec = Reconciler::new(backend);
-    let table = desired(&cfg, &Health::initial(&cfg));
     let started = std::time::Instant::now();
+    let table = desired(&cfg, &Health::initial(&cfg));
+    log::debug!(
+        "desired table computed in {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
     match rec
         .start(
             table,

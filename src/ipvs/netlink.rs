@@ -53,7 +53,13 @@ pub struct IpvsHandle {
     pub version: (u8, u8, u8),
     /// Connection table size.
     pub conn_tab_size: u32,
+    /// Receive buffer, reused: one `recv` per datagram, no allocation.
+    rbuf: Vec<u8>,
 }
+
+/// Receive buffer size. Netlink sizes dump datagrams to at most 32 KiB; a
+/// larger buffer leaves room for whatever a future kernel sends.
+const RBUF: usize = 1 << 20;
 
 fn io_err(what: &str) -> impl FnOnce(std::io::Error) -> IpvsError + '_ {
     move |source| IpvsError::Io {
@@ -94,6 +100,7 @@ impl IpvsHandle {
             seq: 0,
             version: (0, 0, 0),
             conn_tab_size: 0,
+            rbuf: Vec::with_capacity(RBUF),
         };
         h.family = h.resolve_family().await?;
         let info = h
@@ -199,7 +206,15 @@ impl IpvsHandle {
 
     /// Reads one datagram and splits it into `(seq, reply)` pairs.
     async fn recv(&mut self, what: &str) -> Result<Vec<(u32, Reply)>, IpvsError> {
-        let (data, _) = self.sock.recv_from_full().await.map_err(io_err(what))?;
+        self.rbuf.clear();
+        self.sock.recv(&mut self.rbuf).await.map_err(io_err(what))?;
+        let data = std::mem::take(&mut self.rbuf);
+        let out = Self::split(&data, what);
+        self.rbuf = data;
+        out
+    }
+
+    fn split(data: &[u8], what: &str) -> Result<Vec<(u32, Reply)>, IpvsError> {
         let mut out = Vec::new();
         let mut off = 0;
         while off < data.len() {
@@ -364,43 +379,58 @@ impl IpvsHandle {
             let base = chunk_no * BATCH;
             let mut buf = Vec::new();
             let mut pending: HashMap<u32, usize> = HashMap::new();
+            let mut last_seq = 0;
             for (i, op) in chunk.iter().enumerate() {
+                // Every request asks for its acknowledgement; the kernel
+                // handles a datagram's requests in order and queues one
+                // answer per request before sendmsg returns.
                 let (seq, bytes) = self.frame(op_message(op), NLM_F_REQUEST | NLM_F_ACK);
                 buf.extend_from_slice(&bytes);
                 pending.insert(seq, base + i);
+                last_seq = seq;
             }
-            if let Err(e) = self.sock.send(&buf).await {
-                let msg = e.to_string();
-                for &i in pending.values() {
+            let fail_all = |results: &mut Vec<Option<Result<(), IpvsError>>>,
+                            pending: &mut HashMap<u32, usize>,
+                            msg: String| {
+                for (_, i) in pending.drain() {
                     results[i] = Some(Err(IpvsError::Io {
                         what: ops[i].to_string(),
                         source: std::io::Error::other(msg.clone()),
                     }));
                 }
+            };
+            if let Err(e) = self.sock.send(&buf).await {
+                fail_all(&mut results, &mut pending, e.to_string());
                 continue;
             }
-            while !pending.is_empty() {
+            'acks: while !pending.is_empty() {
                 let replies = match self.recv("apply").await {
                     Ok(r) => r,
                     Err(e) => {
-                        let msg = e.to_string();
-                        for (_, i) in pending.drain() {
-                            results[i] = Some(Err(IpvsError::Io {
-                                what: ops[i].to_string(),
-                                source: std::io::Error::other(msg.clone()),
-                            }));
-                        }
+                        // ENOBUFS and the like: outcomes unknown; the
+                        // reconciler re-reads the kernel.
+                        fail_all(&mut results, &mut pending, e.to_string());
                         break;
                     }
                 };
                 for (seq, r) in replies {
-                    if let Reply::Ack(res) = r {
-                        if let Some(i) = pending.remove(&seq) {
-                            results[i] = Some(res.map_err(|errno| IpvsError::Kernel {
-                                op: ops[i].to_string(),
-                                errno,
-                            }));
-                        }
+                    let Reply::Ack(res) = r else { continue };
+                    if let Some(i) = pending.remove(&seq) {
+                        results[i] = Some(res.map_err(|errno| IpvsError::Kernel {
+                            op: ops[i].to_string(),
+                            errno,
+                        }));
+                    }
+                    if seq == last_seq && !pending.is_empty() {
+                        // Answers come in request order: anything still
+                        // pending after the last one was never answered.
+                        let missing = pending.len();
+                        fail_all(
+                            &mut results,
+                            &mut pending,
+                            format!("{missing} request(s) of the batch got no acknowledgement"),
+                        );
+                        break 'acks;
                     }
                 }
             }

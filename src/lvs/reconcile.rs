@@ -70,7 +70,12 @@ impl<B: Backend> Reconciler<B> {
         if let Some(t) = timeouts {
             self.set_timeouts(t).await?;
         }
+        let t0 = std::time::Instant::now();
         self.expected = self.backend.dump().await?;
+        log::debug!(
+            "IPVS: kernel table read in {:.3} s",
+            t0.elapsed().as_secs_f64()
+        );
         let adopted = self
             .expected
             .services
@@ -150,7 +155,13 @@ impl<B: Backend> Reconciler<B> {
             if ops.is_empty() {
                 break;
             }
+            let t0 = std::time::Instant::now();
             let results = self.backend.apply(&ops).await;
+            log::debug!(
+                "IPVS: {} operation(s) applied in {:.3} s",
+                ops.len(),
+                t0.elapsed().as_secs_f64()
+            );
             report.sent += ops.len();
             let mut refresh = false;
             let mut retries = Vec::new();

@@ -11,13 +11,12 @@
 use super::diff::Op;
 use super::genl::{
     cmd, dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr, IpvsAttr,
-    IpvsMessage,
+    IpvsMessage, IPVS_GENL_VERSION,
 };
 use super::table::{Dest, Service, Table, TableService};
 use super::{Backend, IpvsError, Timeouts};
 use netlink_packet_core::{
-    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP,
-    NLM_F_REQUEST,
+    Emitable, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
@@ -190,18 +189,16 @@ impl IpvsHandle {
     }
 
     fn frame(&mut self, m: IpvsMessage, flags: u16) -> (u32, Vec<u8>) {
-        let seq = self.next_seq();
-        let mut genl = GenlMessage::from_payload(m);
-        genl.set_resolved_family_id(self.family);
-        genl.finalize();
-        let mut msg: IpvsNl =
-            NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::InnerMessage(genl));
-        msg.header.flags = flags;
-        msg.header.sequence_number = seq;
-        msg.finalize();
-        let mut buf = vec![0u8; msg.buffer_len()];
-        msg.serialize(&mut buf);
+        let mut buf = Vec::new();
+        let seq = self.frame_into(&m, flags, &mut buf);
         (seq, buf)
+    }
+
+    /// Appends one request to `out` and returns its sequence number.
+    fn frame_into(&mut self, m: &IpvsMessage, flags: u16, out: &mut Vec<u8>) -> u32 {
+        let seq = self.next_seq();
+        encode_request(self.family, seq, flags, m, out);
+        seq
     }
 
     /// Reads one datagram and splits it into `(seq, reply)` pairs.
@@ -384,8 +381,7 @@ impl IpvsHandle {
                 // Every request asks for its acknowledgement; the kernel
                 // handles a datagram's requests in order and queues one
                 // answer per request before sendmsg returns.
-                let (seq, bytes) = self.frame(op_message(op), NLM_F_REQUEST | NLM_F_ACK);
-                buf.extend_from_slice(&bytes);
+                let seq = self.frame_into(&op_message(op), NLM_F_REQUEST | NLM_F_ACK, &mut buf);
                 pending.insert(seq, base + i);
                 last_seq = seq;
             }
@@ -524,6 +520,25 @@ impl IpvsHandle {
             })
             .collect())
     }
+}
+
+/// Appends one request to `out`. The headers are written in place
+/// (`nlmsghdr`, then `genlmsghdr`) so that a batch of thousands of requests
+/// is one buffer, not one allocation per request.
+pub fn encode_request(family: u16, seq: u32, flags: u16, m: &IpvsMessage, out: &mut Vec<u8>) {
+    const HDR: usize = 16 + 4;
+    let start = out.len();
+    let len = HDR + m.buffer_len();
+    out.resize(start + len, 0);
+    let b = &mut out[start..];
+    b[0..4].copy_from_slice(&(len as u32).to_ne_bytes());
+    b[4..6].copy_from_slice(&family.to_ne_bytes());
+    b[6..8].copy_from_slice(&flags.to_ne_bytes());
+    b[8..12].copy_from_slice(&seq.to_ne_bytes());
+    // nlmsg_pid stays 0: the kernel fills in our port.
+    b[16] = m.cmd;
+    b[17] = IPVS_GENL_VERSION;
+    m.emit(&mut b[HDR..]);
 }
 
 /// Splits a datagram into its netlink messages, each checked for length.

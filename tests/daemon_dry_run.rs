@@ -1,0 +1,181 @@
+//! The daemon as a process, on the dry-run backend: start, SIGHUP with a
+//! changed file, SIGHUP with a broken file, SIGTERM. What it prints is the
+//! table it holds, so each step is checked on it.
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+struct Daemon {
+    child: Child,
+    out: Receiver<String>,
+    err: Receiver<String>,
+}
+
+impl Daemon {
+    fn start(conf: &std::path::Path) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+            .args(["--dry-run", "-n", "-l", "-f"])
+            .arg(conf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start keepalived");
+        let (tx, out) = channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let (tx, err) = channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Daemon { child, out, err }
+    }
+
+    /// The next table printed: the lines after a `# dry-run IPVS table` header.
+    fn table(&self) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut lines = Vec::new();
+        let mut expect = None;
+        while Instant::now() < deadline {
+            let Ok(l) = self.out.recv_timeout(Duration::from_millis(100)) else {
+                continue;
+            };
+            if l.starts_with("# dry-run IPVS table") {
+                let n: usize = l
+                    .split(", ")
+                    .filter_map(|p| p.split_whitespace().find_map(|w| w.parse::<usize>().ok()))
+                    .sum();
+                expect = Some(n);
+                lines.clear();
+                if n == 0 {
+                    return lines;
+                }
+                continue;
+            }
+            if let Some(n) = expect {
+                lines.push(l);
+                if lines.len() == n {
+                    return lines;
+                }
+            }
+        }
+        panic!("no table printed; got {lines:?}");
+    }
+
+    fn stderr_until(&self, needle: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            if let Ok(l) = self.err.recv_timeout(Duration::from_millis(100)) {
+                let hit = l.contains(needle);
+                seen.push(l);
+                if hit {
+                    return seen;
+                }
+            }
+        }
+        panic!("never logged {needle:?}; log: {seen:#?}");
+    }
+
+    fn signal(&self, s: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), s).expect("signal");
+    }
+}
+
+const CONF: &str = "virtual_server 192.0.2.1 80 {
+    lvs_sched rr
+    lvs_method NAT
+    protocol TCP
+    real_server 127.0.0.1 8081 {
+        weight 2
+    }
+    real_server 127.0.0.1 8082 {
+    }
+}
+";
+
+#[test]
+fn start_reload_broken_reload_and_stop() {
+    let dir = std::env::temp_dir().join(format!("karsd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("keepalived.conf");
+    std::fs::write(&conf, CONF).unwrap();
+    let mut d = Daemon::start(&conf);
+    assert_eq!(
+        d.table(),
+        vec![
+            "-A -t 192.0.2.1:80 -s rr",
+            "-a -t 192.0.2.1:80 -r 127.0.0.1:8081 -m -w 2",
+            "-a -t 192.0.2.1:80 -r 127.0.0.1:8082 -m -w 1",
+        ]
+    );
+
+    // One weight changed and one server removed: two operations.
+    std::fs::write(
+        &conf,
+        CONF.replace("weight 2", "weight 5")
+            .replace("    real_server 127.0.0.1 8082 {\n    }\n", ""),
+    )
+    .unwrap();
+    d.signal(Signal::SIGHUP);
+    let log = d.stderr_until("reload:");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("reload: 2 IPVS operation(s), 0 error(s)")),
+        "{log:#?}"
+    );
+    assert_eq!(
+        d.table(),
+        vec![
+            "-A -t 192.0.2.1:80 -s rr",
+            "-a -t 192.0.2.1:80 -r 127.0.0.1:8081 -m -w 5",
+        ]
+    );
+
+    // A broken file: the errors are logged with file and line, the running
+    // table stays.
+    std::fs::write(&conf, "virtual_server 192.0.2.1 80 {\n    lvs_sched\n}\n").unwrap();
+    d.signal(Signal::SIGHUP);
+    let log = d.stderr_until("keeping the running one");
+    assert!(
+        log.iter().any(|l| l.contains("keepalived.conf:2")),
+        "the error names file and line: {log:#?}"
+    );
+    // Reload of an unchanged (good) file: no operation.
+    std::fs::write(
+        &conf,
+        CONF.replace("weight 2", "weight 5")
+            .replace("    real_server 127.0.0.1 8082 {\n    }\n", ""),
+    )
+    .unwrap();
+    d.signal(Signal::SIGHUP);
+    let log = d.stderr_until("reload:");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("reload: 0 IPVS operation(s)")),
+        "{log:#?}"
+    );
+    assert_eq!(d.table().len(), 2);
+
+    d.signal(Signal::SIGTERM);
+    let log = d.stderr_until("at stop");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("ipvsadm -d -t 192.0.2.1:80 -r 127.0.0.1:8081")),
+        "{log:#?}"
+    );
+    assert!(d.table().is_empty());
+    let status = d.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -54,6 +54,7 @@ cap error-no-service ipvsadm -a -t 10.9.9.9:80 -r 127.0.0.2:80 -m
 cap set-timeouts ipvsadm --set 1000 100 200
 cap get-timeouts ipvsadm -L --timeout
 cap start-daemon ipvsadm --start-daemon master --mcast-interface lo --syncid 5
+cap start-daemon-attrs ipvsadm --start-daemon backup --mcast-interface lo --syncid 6 --sync-maxlen 1400 --mcast-group 224.0.0.81 --mcast-port 8848 --mcast-ttl 2
 cap list-daemons ipvsadm -L --daemon
 cap stop-daemon ipvsadm --stop-daemon master
 cap flush ipvsadm -C

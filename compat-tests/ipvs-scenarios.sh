@@ -21,6 +21,9 @@ snapshot() { # name impl phase
     echo "@@BEGIN $1 $2 $3-timeouts"
     ipvsadm -L --timeout
     echo "@@END"
+    echo "@@BEGIN $1 $2 $3-daemons"
+    ipvsadm -L --daemon | sort
+    echo "@@END"
 }
 
 settle() { # wait until the table stops changing (max ~8 s)

@@ -12,7 +12,8 @@ use crate::config::model::{Config, LvsTimeouts};
 use crate::config::{self, LoadOptions, Loaded};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
-use crate::ipvs::{Backend, Timeouts};
+use crate::ipvs::{Backend, SyncDaemon, Timeouts};
+use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Health, Reconciler};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -153,6 +154,8 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
         }
     }
     show_table(&rec, opts.dry_run);
+    let mut syncds = sync_daemons(&cfg);
+    start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
     drift.tick().await;
     loop {
@@ -175,6 +178,12 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                         log::warn!("{e}");
                     }
                 }
+                let new_syncds = sync_daemons(&cfg);
+                if new_syncds != syncds {
+                    stop_sync_daemons(&mut rec, &syncds).await;
+                    start_sync_daemons(&mut rec, &new_syncds).await;
+                    syncds = new_syncds;
+                }
                 log::info!("reload: {} IPVS operation(s), {} error(s)", r.sent, r.errors.len());
                 show_table(&rec, opts.dry_run);
             }
@@ -196,8 +205,44 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
         r.sent,
         r.errors.len()
     );
+    stop_sync_daemons(&mut rec, &syncds).await;
     show_table(&rec, opts.dry_run);
     ExitCode::SUCCESS
+}
+
+/// The sync daemons the checker runs for `lvs_sync_daemon`.
+fn sync_daemons(cfg: &Config) -> Vec<SyncDaemon> {
+    let Some(c) = cfg
+        .global_defs
+        .lvs_sync_daemon
+        .as_deref()
+        .and_then(SyncdConfig::parse)
+    else {
+        return Vec::new();
+    };
+    if let Some(inst) = &c.vrrp_instance {
+        log::warn!(
+            "lvs_sync_daemon follows VRRP instance {inst}; VRRP is not available yet, \
+             so no sync daemon is started"
+        );
+    }
+    c.checker_daemons()
+}
+
+async fn start_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    for d in ds {
+        if let Err(e) = rec.backend_mut().start_daemon(d).await {
+            log::warn!("{e}");
+        }
+    }
+}
+
+async fn stop_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    for d in ds {
+        if let Err(e) = rec.backend_mut().stop_daemon(d.state, d.syncid).await {
+            log::warn!("{e}");
+        }
+    }
 }
 
 /// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.

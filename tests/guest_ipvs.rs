@@ -137,6 +137,8 @@ fn ipvs_tables_match_keepalived_in_a_real_kernel() {
             "running-thresholds",
             "running-timeouts",
             "stopped-timeouts",
+            "running-daemons",
+            "stopped-daemons",
         ] {
             let ka = get(name, "keepalived", phase);
             let ours = get(name, "ours", phase);

@@ -306,6 +306,27 @@ fn timeouts_and_daemons_decode() {
         "{d:?}"
     );
     assert!(d.contains(&genl::DaemonAttr::SyncId(5)), "{d:?}");
+    // Every optional daemon attribute as ipvsadm sends it; the multicast
+    // port travels in host order, unlike service and destination ports.
+    let start = requests(&load("start-daemon-attrs"));
+    let d = start
+        .iter()
+        .flat_map(|m| &m.attrs)
+        .find_map(|a| match a {
+            IpvsAttr::Daemon(d) => Some(d.clone()),
+            _ => None,
+        })
+        .expect("NEW_DAEMON");
+    for want in [
+        genl::DaemonAttr::State(2),
+        genl::DaemonAttr::SyncId(6),
+        genl::DaemonAttr::SyncMaxlen(1400),
+        genl::DaemonAttr::McastGroup([224, 0, 0, 81]),
+        genl::DaemonAttr::McastPort(8848),
+        genl::DaemonAttr::McastTtl(2),
+    ] {
+        assert!(d.contains(&want), "{want:?} not in {d:?}");
+    }
     let info = replies(&load("info"));
     assert!(info
         .iter()

@@ -6,7 +6,7 @@
 //! by the daemon shell in place of [`super::netlink`].
 
 use super::diff::{apply, Op};
-use super::{Backend, IpvsError, Table, Timeouts};
+use super::{Backend, IpvsError, SyncDaemon, Table, Timeouts};
 
 /// An in-memory IPVS table.
 #[derive(Debug, Default)]
@@ -82,6 +82,21 @@ impl Backend for DryRun {
                 *cur = new;
             }
         }
+        Ok(())
+    }
+
+    async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError> {
+        log::info!("dry-run: ipvsadm {d}");
+        Ok(())
+    }
+
+    async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
+        let s = if state == super::SYNC_MASTER {
+            "master"
+        } else {
+            "backup"
+        };
+        log::info!("dry-run: ipvsadm --stop-daemon {s} --syncid {syncid}");
         Ok(())
     }
 }

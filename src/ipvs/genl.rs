@@ -175,6 +175,7 @@ pub enum DaemonAttr {
     SyncMaxlen(u16),
     McastGroup([u8; 4]),
     McastGroup6([u8; 16]),
+    /// Host order on the wire (`nla_get_u16`), unlike service ports.
     McastPort(u16),
     McastTtl(u8),
     Other(DefaultNla),
@@ -399,7 +400,7 @@ impl Nla for DaemonAttr {
             DaemonAttr::State(v) | DaemonAttr::SyncId(v) => emit_u32(buf, *v).expect("4 bytes"),
             DaemonAttr::McastIfn(s) => emit_str(buf, s),
             DaemonAttr::SyncMaxlen(v) => emit_u16(buf, *v).expect("2 bytes"),
-            DaemonAttr::McastPort(v) => emit_u16_be(buf, *v).expect("2 bytes"),
+            DaemonAttr::McastPort(v) => emit_u16(buf, *v).expect("2 bytes"),
             DaemonAttr::McastGroup(a) => buf[..4].copy_from_slice(a),
             DaemonAttr::McastGroup6(a) => buf[..16].copy_from_slice(a),
             DaemonAttr::McastTtl(v) => buf[0] = *v,
@@ -593,7 +594,7 @@ fn parse_daemon(n: NlaBuffer<&[u8]>) -> Result<DaemonAttr, DecodeError> {
         DAEMON_SYNC_MAXLEN => DaemonAttr::SyncMaxlen(parse_u16(v)?),
         DAEMON_MCAST_GROUP if v.len() >= 4 => DaemonAttr::McastGroup([v[0], v[1], v[2], v[3]]),
         DAEMON_MCAST_GROUP6 => DaemonAttr::McastGroup6(addr16(v)?),
-        DAEMON_MCAST_PORT => DaemonAttr::McastPort(parse_u16_be(v)?),
+        DAEMON_MCAST_PORT => DaemonAttr::McastPort(parse_u16(v)?),
         DAEMON_MCAST_TTL => DaemonAttr::McastTtl(parse_u8(v)?),
         _ => DaemonAttr::Other(other(&n)?),
     })

@@ -31,6 +31,59 @@ pub struct Timeouts {
     pub udp: u32,
 }
 
+/// `IP_VS_STATE_MASTER`.
+pub const SYNC_MASTER: u32 = 1;
+/// `IP_VS_STATE_BACKUP`.
+pub const SYNC_BACKUP: u32 = 2;
+
+/// A connection-sync daemon (`ipvsadm --start-daemon`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncDaemon {
+    /// [`SYNC_MASTER`] or [`SYNC_BACKUP`].
+    pub state: u32,
+    /// Multicast interface.
+    pub mcast_ifn: String,
+    /// Sync id.
+    pub syncid: u32,
+    /// Maximum message length.
+    pub maxlen: Option<u16>,
+    /// Multicast port.
+    pub port: Option<u16>,
+    /// Multicast TTL.
+    pub ttl: Option<u8>,
+    /// Multicast group.
+    pub group: Option<std::net::IpAddr>,
+}
+
+impl fmt::Display for SyncDaemon {
+    /// As the ipvsadm command that starts it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = if self.state == SYNC_MASTER {
+            "master"
+        } else {
+            "backup"
+        };
+        write!(
+            f,
+            "--start-daemon {state} --mcast-interface {} --syncid {}",
+            self.mcast_ifn, self.syncid
+        )?;
+        if let Some(m) = self.maxlen {
+            write!(f, " --sync-maxlen {m}")?;
+        }
+        if let Some(g) = self.group {
+            write!(f, " --mcast-group {g}")?;
+        }
+        if let Some(p) = self.port {
+            write!(f, " --mcast-port {p}")?;
+        }
+        if let Some(t) = self.ttl {
+            write!(f, " --mcast-ttl {t}")?;
+        }
+        Ok(())
+    }
+}
+
 /// An IPVS failure, naming the operation and the entry.
 #[derive(Debug, thiserror::Error)]
 pub enum IpvsError {
@@ -95,6 +148,10 @@ pub trait Backend {
     async fn timeouts(&mut self) -> Result<Timeouts, IpvsError>;
     /// Sets connection timeouts (0 fields left unchanged by the kernel).
     async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError>;
+    /// Starts a connection-sync daemon.
+    async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError>;
+    /// Stops the sync daemon in `state`.
+    async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError>;
 }
 
 impl fmt::Display for Timeouts {

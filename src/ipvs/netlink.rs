@@ -14,7 +14,7 @@ use super::genl::{
     IpvsMessage, IPVS_GENL_VERSION,
 };
 use super::table::{Dest, Service, Table, TableService};
-use super::{Backend, IpvsError, Timeouts};
+use super::{Backend, IpvsError, SyncDaemon, Timeouts};
 use netlink_packet_core::{
     Emitable, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
@@ -474,11 +474,30 @@ impl IpvsHandle {
     }
 
     /// `IPVS_CMD_NEW_DAEMON`: starts a sync daemon.
-    pub async fn new_daemon(&mut self, attrs: Vec<DaemonAttr>) -> Result<(), IpvsError> {
+    pub async fn new_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError> {
+        let mut attrs = vec![
+            DaemonAttr::State(d.state),
+            DaemonAttr::McastIfn(d.mcast_ifn.clone()),
+            DaemonAttr::SyncId(d.syncid),
+        ];
+        if let Some(m) = d.maxlen {
+            attrs.push(DaemonAttr::SyncMaxlen(m));
+        }
+        match d.group {
+            Some(std::net::IpAddr::V4(g)) => attrs.push(DaemonAttr::McastGroup(g.octets())),
+            Some(std::net::IpAddr::V6(g)) => attrs.push(DaemonAttr::McastGroup6(g.octets())),
+            None => {}
+        }
+        if let Some(p) = d.port {
+            attrs.push(DaemonAttr::McastPort(p));
+        }
+        if let Some(t) = d.ttl {
+            attrs.push(DaemonAttr::McastTtl(t));
+        }
         self.request(
             IpvsMessage::new(cmd::NEW_DAEMON, vec![IpvsAttr::Daemon(attrs)]),
             false,
-            "start sync daemon",
+            &format!("ipvsadm {d}"),
         )
         .await
         .map(|_| ())
@@ -583,5 +602,13 @@ impl Backend for IpvsHandle {
 
     async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
         self.put_timeouts(t).await
+    }
+
+    async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError> {
+        self.new_daemon(d).await
+    }
+
+    async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
+        self.del_daemon(state, syncid).await
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod desired;
 pub mod reconcile;
+pub mod syncd;
 
 pub use desired::{desired, Health};
 pub use reconcile::{Reconciler, Report};

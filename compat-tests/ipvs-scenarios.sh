@@ -7,6 +7,12 @@
 # A scenario directory holds keepalived.conf and optionally:
 #   pre.sh    ipvsadm commands run before each daemon starts (pre-existing entries)
 #   args      extra daemon arguments (e.g. -I)
+#   backends  one "ADDR PORT" per line: an HTTP (and TCP) backend started on
+#             loopback (busybox httpd) before each daemon, stopped after it
+#   events    steps run after the table has settled, one per line:
+#               down ADDR PORT | up ADDR PORT   stop / restart that backend
+#               wait SECONDS                    let checkers notice
+#               snapshot NAME                   another snapshot, phase NAME
 # While ours runs, `keepalived-rs --ipvs-save` (our netlink dump) is printed
 # too, to be compared with ipvsadm's view of the same table.
 
@@ -39,6 +45,40 @@ settle() { # wait until the table stops changing (max ~8 s)
     done
 }
 
+backend_up() { # addr port
+    mkdir -p /tmp/www
+    [ -f /tmp/www/index.html ] || echo ok > /tmp/www/index.html
+    busybox httpd -f -p "$1:$2" -h /tmp/www &
+    echo $! > "/tmp/backend.$1.$2.pid"
+}
+
+backend_down() { # addr port
+    f="/tmp/backend.$1.$2.pid"
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null && rm -f "$f"
+    true
+}
+
+all_backends() { # up|down dir
+    [ -f "$2/backends" ] || return 0
+    while read -r a p; do
+        [ -n "$a" ] && "backend_$1" "$a" "$p"
+    done < "$2/backends"
+}
+
+run_events() { # dir name impl
+    [ -f "$1/events" ] || return 0
+    while read -r what a b; do
+        case "$what" in
+            down) backend_down "$a" "$b" ;;
+            up) backend_up "$a" "$b" ;;
+            wait) sleep "$a" ;;
+            snapshot) snapshot "$2" "$3" "$a" ;;
+            "") ;;
+            *) echo "unknown event $what" ;;
+        esac
+    done < "$1/events"
+}
+
 run_one() { # dir impl
     dir=$1
     impl=$2
@@ -47,6 +87,7 @@ run_one() { # dir impl
     [ -f "$dir/args" ] && args=$(cat "$dir/args")
     ipvsadm -C
     [ -f "$dir/pre.sh" ] && sh "$dir/pre.sh"
+    all_backends up "$dir"
     if [ "$impl" = keepalived ]; then
         /usr/sbin/keepalived -C -n -l -f "$dir/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid $args >/tmp/$name.$impl.log 2>&1 &
     else
@@ -55,6 +96,7 @@ run_one() { # dir impl
     pid=$!
     settle
     snapshot "$name" "$impl" running
+    run_events "$dir" "$name" "$impl"
     if [ "$impl" = ours ]; then
         echo "@@BEGIN $name ours save"
         /usr/sbin/keepalived-rs --ipvs-save 2>&1 | sort
@@ -66,6 +108,7 @@ run_one() { # dir impl
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     snapshot "$name" "$impl" stopped
+    all_backends down "$dir"
     echo "@@BEGIN $name $impl log"
     tail -n 40 /tmp/$name.$impl.log
     echo "@@END"

@@ -87,6 +87,13 @@ impl Daemon {
         panic!("never logged {needle:?}; log: {seen:#?}");
     }
 
+    /// Writes `conf`, sends SIGHUP and returns the reload's log line.
+    fn reload(&self, path: &std::path::Path, conf: &str, until: &str) -> Vec<String> {
+        std::fs::write(path, conf).unwrap();
+        self.signal(Signal::SIGHUP);
+        self.stderr_until(until)
+    }
+
     fn signal(&self, s: Signal) {
         kill(Pid::from_raw(self.child.id() as i32), s).expect("signal");
     }
@@ -121,14 +128,10 @@ fn start_reload_broken_reload_and_stop() {
     );
 
     // One weight changed and one server removed: two operations.
-    std::fs::write(
-        &conf,
-        CONF.replace("weight 2", "weight 5")
-            .replace("    real_server 127.0.0.1 8082 {\n    }\n", ""),
-    )
-    .unwrap();
-    d.signal(Signal::SIGHUP);
-    let log = d.stderr_until("reload:");
+    let reweighted = CONF
+        .replace("weight 2", "weight 5")
+        .replace("    real_server 127.0.0.1 8082 {\n    }\n", "");
+    let log = d.reload(&conf, &reweighted, "reload:");
     assert!(
         log.iter()
             .any(|l| l.contains("reload: 2 IPVS operation(s), 0 error(s)")),
@@ -144,22 +147,14 @@ fn start_reload_broken_reload_and_stop() {
 
     // A broken file: the errors are logged with file and line, the running
     // table stays.
-    std::fs::write(&conf, "virtual_server 192.0.2.1 80 {\n    lvs_sched\n}\n").unwrap();
-    d.signal(Signal::SIGHUP);
-    let log = d.stderr_until("keeping the running one");
+    let broken = "virtual_server 192.0.2.1 80 {\n    lvs_sched\n}\n";
+    let log = d.reload(&conf, broken, "keeping the running one");
     assert!(
         log.iter().any(|l| l.contains("keepalived.conf:2")),
         "the error names file and line: {log:#?}"
     );
-    // Reload of an unchanged (good) file: no operation.
-    std::fs::write(
-        &conf,
-        CONF.replace("weight 2", "weight 5")
-            .replace("    real_server 127.0.0.1 8082 {\n    }\n", ""),
-    )
-    .unwrap();
-    d.signal(Signal::SIGHUP);
-    let log = d.stderr_until("reload:");
+    // Back to the running file: nothing to do.
+    let log = d.reload(&conf, &reweighted, "reload:");
     assert!(
         log.iter()
             .any(|l| l.contains("reload: 0 IPVS operation(s)")),

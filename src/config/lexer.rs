@@ -38,8 +38,35 @@ pub struct Decommented {
 /// Removes comments (`#` or `!` outside double quotes), the backslash of `\#`
 /// and `\!` outside quotes, and leading/trailing blanks. A trailing lone `\`
 /// is kept glued to the text before it, as keepalived does.
+/// Whether a line has no quote, escape or comment character, so that
+/// decommenting it only trims it. Most lines of a config are so.
+pub fn is_plain(s: &str) -> bool {
+    !s.bytes().any(|b| matches!(b, b'"' | b'\\' | b'#' | b'!'))
+}
+
+/// [`decomment`] on an owned line, reusing its buffer when the line is plain.
+pub fn decomment_owned(mut line: String) -> Decommented {
+    if !is_plain(&line) {
+        return decomment(&line);
+    }
+    let end = line.trim_end_matches([' ', '\t']).len();
+    line.truncate(end);
+    let start = line.len() - line.trim_start_matches([' ', '\t']).len();
+    line.drain(..start);
+    Decommented {
+        text: line,
+        unterminated_quote: false,
+    }
+}
+
 pub fn decomment(line: &str) -> Decommented {
     let s = line.trim_start_matches([' ', '\t']);
+    if is_plain(s) {
+        return Decommented {
+            text: s.trim_end_matches([' ', '\t']).to_string(),
+            unterminated_quote: false,
+        };
+    }
     let mut out = String::with_capacity(s.len());
     let mut quote = false;
     let mut cont = false;
@@ -159,6 +186,17 @@ pub fn tokenize(line: &str) -> Tokens {
 /// Splits a decommented line at its first `{` or `}` outside double quotes,
 /// as keepalived's `read_line()`: text before the brace, then the brace alone,
 /// then the rest; returns the line to hand out now and the residue to read next.
+/// [`split_brace`] on an owned line, reusing its buffer when there is no
+/// brace to split at.
+pub fn split_brace_owned(mut buf: String) -> (String, Option<String>) {
+    if !buf.bytes().any(|b| b == b'{' || b == b'}') {
+        let end = buf.trim_end_matches([' ', '\t']).len();
+        buf.truncate(end);
+        return (buf, None);
+    }
+    split_brace(&buf)
+}
+
 pub fn split_brace(buf: &str) -> (String, Option<String>) {
     let bytes = buf.as_bytes();
     let mut pos = None;

@@ -10,7 +10,7 @@
 //! braces. File access goes through [`SourceLoader`] so tests can feed text.
 
 use super::diag::{Diagnostics, ErrClass, Pos};
-use super::lexer::{decomment, split_brace, tokenize};
+use super::lexer::{decomment, decomment_owned, split_brace_owned, tokenize};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -484,11 +484,17 @@ impl<'l> Reader<'l> {
                 );
                 return Some(String::new());
             }
-            return Some(
-                String::from_utf8_lossy(chunk)
-                    .trim_end_matches(['\n', '\r'])
-                    .to_string(),
-            );
+            let text = match std::str::from_utf8(chunk) {
+                Ok(t) => t,
+                Err(_) => {
+                    return Some(
+                        String::from_utf8_lossy(chunk)
+                            .trim_end_matches(['\n', '\r'])
+                            .to_string(),
+                    )
+                }
+            };
+            return Some(text.trim_end_matches(['\n', '\r']).to_string());
         }
     }
 
@@ -532,14 +538,14 @@ impl<'l> Reader<'l> {
                 // keepalived's parent writes decommented lines to the copy
                 // its children parse again, so a `\#` that survived the first
                 // pass is a comment in the second: decomment twice.
-                let first = decomment(&raw);
+                let first = decomment_owned(raw);
                 if first.unterminated_quote {
                     self.report(
                         ErrClass::GeneralError,
                         format!("Unterminated quote '{}'", first.text),
                     );
                 }
-                buf = decomment(&first.text).text;
+                buf = decomment_owned(first.text).text;
                 self.last_pos = self.current_pos();
                 if buf.is_empty() {
                     if let Some(d) = self.defining.take() {
@@ -645,7 +651,7 @@ impl<'l> Reader<'l> {
             break;
         }
 
-        let (head, residue) = split_brace(&buf);
+        let (head, residue) = split_brace_owned(buf);
         self.residue = residue;
         if head == "{" {
             self.block_depth += 1;

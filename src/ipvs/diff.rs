@@ -242,15 +242,13 @@ mod tests {
             0u32..3,
         )
             .prop_map(|(a, port, fwd_method, weight, u_thresh)| Dest {
-                addr: IpAddr::V4(Ipv4Addr::new(127, 0, 0, a)),
-                port,
-                fwd_method,
-                weight,
                 u_thresh,
-                l_thresh: 0,
-                tun_type: 0,
-                tun_port: 0,
-                tun_flags: 0,
+                ..Dest::new(
+                    IpAddr::V4(Ipv4Addr::new(127, 0, 0, a)),
+                    port,
+                    fwd_method,
+                    weight,
+                )
             })
     }
 
@@ -356,17 +354,12 @@ mod tests {
             pe_name: None,
         });
         for a in 1..=200u8 {
-            let d = Dest {
-                addr: IpAddr::V4(Ipv4Addr::new(127, 0, 1, a)),
-                port: 80,
-                fwd_method: FwdMethod::Masq,
-                weight: 1,
-                u_thresh: 0,
-                l_thresh: 0,
-                tun_type: 0,
-                tun_port: 0,
-                tun_flags: 0,
-            };
+            let d = Dest::new(
+                IpAddr::V4(Ipv4Addr::new(127, 0, 1, a)),
+                80,
+                FwdMethod::Masq,
+                1,
+            );
             ts.dests.insert(d.key(), d);
         }
         let mut want = t.clone();
@@ -397,17 +390,7 @@ mod tests {
             netmask: !0,
             pe_name: None,
         };
-        let d = Dest {
-            addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            port: 0,
-            fwd_method: FwdMethod::Droute,
-            weight: 1,
-            u_thresh: 0,
-            l_thresh: 0,
-            tun_type: 0,
-            tun_port: 0,
-            tun_flags: 0,
-        };
+        let d = Dest::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0, FwdMethod::Droute, 1);
         let mut want = Table::default();
         want.ensure_service(svc.clone())
             .dests

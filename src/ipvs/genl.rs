@@ -760,17 +760,7 @@ pub fn dest_key_attrs(addr: &IpAddr, port: u16) -> Vec<DestAttr> {
 pub fn dest_from_attrs(service_af: u16, attrs: &[DestAttr]) -> Result<Dest, DecodeError> {
     let mut af = service_af;
     let mut addr = None;
-    let mut d = Dest {
-        addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        port: 0,
-        fwd_method: FwdMethod::Masq,
-        weight: 0,
-        u_thresh: 0,
-        l_thresh: 0,
-        tun_type: 0,
-        tun_port: 0,
-        tun_flags: 0,
-    };
+    let mut d = Dest::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0, FwdMethod::Masq, 0);
     for a in attrs {
         match a {
             DestAttr::AddrFamily(v) => af = *v,

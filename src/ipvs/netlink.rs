@@ -74,10 +74,21 @@ impl IpvsHandle {
         match Self::open_once().await {
             Ok(h) => Ok(h),
             Err(first) => {
-                log::info!("{first}; trying modprobe ip_vs");
-                let status = std::process::Command::new("modprobe").arg("ip_vs").status();
-                if let Err(e) = status {
-                    log::warn!("IPVS: cannot run modprobe ip_vs: {e}");
+                // As keepalived's modprobe_ipvs(): the kernel's configured
+                // modprobe, quietly, then one more try.
+                let modprobe = std::fs::read_to_string("/proc/sys/kernel/modprobe")
+                    .ok()
+                    .map(|s| s.trim_end_matches('\n').to_string())
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "/sbin/modprobe".into());
+                log::info!("{first}; trying {modprobe} ip_vs");
+                match std::process::Command::new(&modprobe)
+                    .args(["-s", "--", "ip_vs"])
+                    .status()
+                {
+                    Ok(s) if !s.success() => log::warn!("IPVS: {modprobe} ip_vs failed ({s})"),
+                    Ok(_) => {}
+                    Err(e) => log::warn!("IPVS: cannot run {modprobe}: {e}"),
                 }
                 Self::open_once().await
             }

@@ -243,6 +243,21 @@ pub struct Dest {
 }
 
 impl Dest {
+    /// A destination without thresholds or tunnel options.
+    pub fn new(addr: IpAddr, port: u16, fwd_method: FwdMethod, weight: u32) -> Dest {
+        Dest {
+            addr,
+            port,
+            fwd_method,
+            weight,
+            u_thresh: 0,
+            l_thresh: 0,
+            tun_type: 0,
+            tun_port: 0,
+            tun_flags: 0,
+        }
+    }
+
     /// The destination's key.
     pub fn key(&self) -> DestKey {
         DestKey {

@@ -32,10 +32,13 @@ snapshot() { # name impl phase
     echo "@@END"
 }
 
-settle() { # wait until the table stops changing (max ~8 s)
+settle() { # log marker: wait for the daemon to say it has started, then
+    # until the table stops changing (max ~8 s)
+    i=0
+    while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 60 ]; do sleep 0.25; i=$((i + 1)); done
     prev=""
     i=0
-    sleep 1
+    sleep 0.5
     while [ $i -lt 16 ]; do
         cur=$(ipvsadm -S -n | md5sum)
         [ "$cur" = "$prev" ] && return 0
@@ -94,7 +97,11 @@ run_one() { # dir impl
         /usr/sbin/keepalived-rs -n -l -f "$dir/keepalived.conf" $args >/tmp/$name.$impl.log 2>&1 &
     fi
     pid=$!
-    settle
+    if [ "$impl" = keepalived ]; then
+        settle "/tmp/$name.$impl.log" "Startup complete"
+    else
+        settle "/tmp/$name.$impl.log" "table programmed"
+    fi
     snapshot "$name" "$impl" running
     run_events "$dir" "$name" "$impl"
     if [ "$impl" = ours ]; then

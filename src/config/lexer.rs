@@ -16,8 +16,10 @@ use nom::{
 };
 use nom_locate::LocatedSpan;
 
-/// A slice of a logical line that knows its column.
-pub type Span<'a> = LocatedSpan<&'a str>;
+/// A slice of a logical line that knows its byte offset. Bytes, not chars:
+/// every delimiter is ASCII, so word boundaries are char boundaries and the
+/// words are sliced from the `&str` without decoding it char by char.
+pub type Span<'a> = LocatedSpan<&'a [u8]>;
 
 /// keepalived's `WHITE_SPACE_STR`.
 pub const WHITE_SPACE: &[char] = &[' ', '\t', '\x0c', '\n', '\r', '\x0b'];
@@ -128,37 +130,55 @@ pub struct Tokens {
     pub unmatched_quote: bool,
 }
 
+fn is_ws_byte(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | 0x0c | b'\n' | b'\r' | 0x0b)
+}
+
 fn ws(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
-    take_while(is_ws)(i)
+    take_while(is_ws_byte)(i)
 }
 
 /// A quoted word: everything up to the next `"`, no escapes.
 fn quoted(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
-    delimited(char('"'), recognize(opt(is_not("\""))), char('"'))(i)
+    delimited(char('"'), recognize(opt(is_not(&b"\""[..]))), char('"'))(i)
 }
 
 /// A bare word runs until whitespace or a `"` (which starts the next word).
 fn bare(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
-    take_till(|c: char| is_ws(c) || c == '"')(i)
+    take_till(|b: u8| is_ws_byte(b) || b == b'"')(i)
 }
 
 /// Splits a logical line into words as keepalived's `alloc_strvec_r()`:
 /// whitespace separates, a word that starts with `"` runs to the next `"`.
 pub fn tokenize(line: &str) -> Tokens {
     let mut tokens = Tokens::default();
-    let mut rest = Span::new(line);
+    let ascii = line.is_ascii();
+    // Slices of the line by the span's byte offsets (char boundaries, as
+    // every delimiter is ASCII); columns count chars.
+    let text = |w: &Span<'_>| {
+        let start = w.location_offset();
+        line[start..start + w.fragment().len()].to_string()
+    };
+    let column = |at: usize| {
+        if ascii {
+            at + 1
+        } else {
+            line[..at].chars().count() + 1
+        }
+    };
+    let mut rest = Span::new(line.as_bytes());
     loop {
         let (r, _) = ws(rest).unwrap_or((rest, rest));
         rest = r;
         if rest.fragment().is_empty() {
             break;
         }
-        let column = rest.get_utf8_column();
-        if rest.fragment().starts_with('"') {
+        let column = column(rest.location_offset());
+        if rest.fragment().starts_with(b"\"") {
             match quoted(rest) {
                 Ok((r, w)) => {
                     tokens.words.push(Word {
-                        text: w.fragment().to_string(),
+                        text: text(&w),
                         column,
                     });
                     rest = r;
@@ -174,7 +194,7 @@ pub fn tokenize(line: &str) -> Tokens {
                 break;
             }
             tokens.words.push(Word {
-                text: w.fragment().to_string(),
+                text: text(&w),
                 column,
             });
             rest = r;
@@ -183,9 +203,6 @@ pub fn tokenize(line: &str) -> Tokens {
     tokens
 }
 
-/// Splits a decommented line at its first `{` or `}` outside double quotes,
-/// as keepalived's `read_line()`: text before the brace, then the brace alone,
-/// then the rest; returns the line to hand out now and the residue to read next.
 /// [`split_brace`] on an owned line, reusing its buffer when there is no
 /// brace to split at.
 pub fn split_brace_owned(mut buf: String) -> (String, Option<String>) {
@@ -197,6 +214,9 @@ pub fn split_brace_owned(mut buf: String) -> (String, Option<String>) {
     split_brace(&buf)
 }
 
+/// Splits a decommented line at its first `{` or `}` outside double quotes,
+/// as keepalived's `read_line()`: text before the brace, then the brace alone,
+/// then the rest; returns the line to hand out now and the residue to read next.
 pub fn split_brace(buf: &str) -> (String, Option<String>) {
     let bytes = buf.as_bytes();
     let mut pos = None;
@@ -413,5 +433,29 @@ mod tests {
             split_quoted("notify_up \"/bin/x a\" root").unwrap(),
             vec!["notify_up", "/bin/x a", "root"]
         );
+    }
+}
+
+#[cfg(test)]
+mod column_tests {
+    use super::*;
+
+    #[test]
+    fn columns_count_chars_not_bytes() {
+        let t = tokenize("é \"x y\" z");
+        let got: Vec<(&str, usize)> = t
+            .words
+            .iter()
+            .map(|w| (w.text.as_str(), w.column))
+            .collect();
+        assert_eq!(got, vec![("é", 1), ("x y", 3), ("z", 9)]);
+        let t = tokenize("  a\tbc  \"d");
+        let got: Vec<(&str, usize)> = t
+            .words
+            .iter()
+            .map(|w| (w.text.as_str(), w.column))
+            .collect();
+        assert_eq!(got, vec![("a", 3), ("bc", 5)]);
+        assert!(t.unmatched_quote);
     }
 }

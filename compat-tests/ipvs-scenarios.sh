@@ -111,7 +111,9 @@ run_one() { # dir impl
     fi
     kill -TERM $pid
     i=0
-    while kill -0 $pid 2>/dev/null && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
+    # keepalived deletes one entry per message at stop: a large table takes
+    # many seconds under TCG.
+    while kill -0 $pid 2>/dev/null && [ $i -lt 240 ]; do sleep 0.25; i=$((i + 1)); done
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     snapshot "$name" "$impl" stopped

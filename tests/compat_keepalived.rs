@@ -68,11 +68,13 @@ fn ka_lines(stderr: &str) -> BTreeSet<usize> {
         .collect()
 }
 
-/// Our `file:LINE: severity: msg` lines (notes excluded).
+/// Our `file:LINE: severity: msg` lines.
 fn our_lines(stderr: &str) -> BTreeSet<usize> {
     stderr
         .lines()
-        .filter(|l| !l.starts_with(' ') && !l.contains(": note: "))
+        .filter(|l| !l.starts_with(' '))
+        // An extra note of ours (keepalived is silent): docs/compat.md.
+        .filter(|l| !l.contains("note: No config files matched"))
         // Validation findings keepalived reports without a line; we add one.
         .filter(|l| {
             !l.contains("has no real servers") && !l.contains("specified but not configured")
@@ -367,6 +369,31 @@ fn generated_configs_match_keepalived() {
         }
         if ka != 2 && ka_lines(&ka_err) != our_lines(&us_err) {
             line_diffs += 1;
+            // DIFF_REPORT=FILE: what each side reports on lines the other
+            // does not, for working down the ratchet below.
+            if let Ok(path) = std::env::var("DIFF_REPORT") {
+                let (k, o) = (ka_lines(&ka_err), our_lines(&us_err));
+                let mut rep = format!("== seed {seed}\n");
+                for l in ka_err.lines() {
+                    if ka_lines(l).iter().any(|n| !o.contains(n)) {
+                        rep.push_str(&format!("ka-only  {l}\n"));
+                    }
+                }
+                for l in us_err.lines() {
+                    if our_lines(l).iter().any(|n| !k.contains(n)) {
+                        rep.push_str(&format!("ours-only {l}\n"));
+                    }
+                }
+                rep.push_str(&format!("--- config\n{conf}--- end\n"));
+                use std::io::Write;
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                {
+                    let _ = f.write_all(rep.as_bytes());
+                }
+            }
         }
         if ka != us {
             diffs.push(format!(
@@ -387,7 +414,7 @@ fn generated_configs_match_keepalived() {
     }
     // Configs whose set of error lines still differs from keepalived's (exit
     // codes agree). A ratchet: lower it as messages are fixed, never raise it.
-    const LINE_DIFF_CEILING: usize = 291;
+    const LINE_DIFF_CEILING: usize = 0;
     if count == 2000 {
         assert!(
             line_diffs <= LINE_DIFF_CEILING,

@@ -647,9 +647,25 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn vs_close(p: P) {
-    if let Some(vs) = p.vs.take() {
-        p.cfg.virtual_servers.push(vs);
+    let Some(mut vs) = p.vs.take() else {
+        return;
+    };
+    // vs_end_handler(): a sorry server that is not tunnelled must have the
+    // virtual server's family.
+    if let Some(s) = &vs.sorry_server {
+        let tun = matches!(s.lvs_method, Some(Forwarding::Tun { .. }));
+        if !tun && parse_family(&vs).is_some_and(|v6| v6 != s.ip.is_ipv6()) {
+            p.err(
+                ErrClass::GeneralError,
+                format!(
+                    "Address family of virtual server and sorry server {} don't match - skipping sorry server.",
+                    s.ip
+                ),
+            );
+            vs.sorry_server = None;
+        }
     }
+    p.cfg.virtual_servers.push(vs);
 }
 
 fn vs<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut VirtualServer> {
@@ -880,13 +896,20 @@ pub fn vs_flag(p: P, w: &[Word]) -> HandlerResult {
         .strip_suffix("-port")
         .or_else(|| k.strip_suffix("-fallback"))
     {
-        if sched.as_deref() != Some(prefix) {
-            p.err_hint(
-                ErrClass::GeneralError,
-                format!("{k} only applies to {prefix} scheduler"),
-                format!("put 'lvs_sched {prefix}' before '{k}'"),
-            );
-            return Ok(());
+        // lbflags_handler(): with sh or mh already chosen, the other's
+        // flags are dropped silently; with any other (or no) scheduler it is
+        // an error, worded for sh whichever flag it was.
+        match sched.as_deref() {
+            Some(s) if s == prefix => {}
+            Some("sh" | "mh") => return Ok(()),
+            _ => {
+                p.err_hint(
+                    ErrClass::GeneralError,
+                    format!("{k} only applies to sh scheduler - ignoring"),
+                    format!("put 'lvs_sched {prefix}' before '{k}'"),
+                );
+                return Ok(());
+            }
         }
     }
     if let Some(v) = vs(p) {
@@ -985,10 +1008,14 @@ pub fn vs_sorry_server(p: P, w: &[Word]) -> HandlerResult {
     match (ip, port) {
         (Some(ip), Some(port)) => {
             if let Some(v) = vs(p) {
+                // keepalived copies the virtual server's method as it stands
+                // at this line (alloc_ssvr()); a later lvs_method does not
+                // change the sorry server's.
+                let lvs_method = v.lvs_method;
                 v.sorry_server = Some(SorryServer {
                     ip,
                     port,
-                    lvs_method: None,
+                    lvs_method,
                     inhibit: false,
                 });
             }
@@ -1386,27 +1413,45 @@ pub fn rs_close(p: P) {
     let Some(vs) = p.vs.as_mut() else {
         return;
     };
-    let vs_v6 = match &vs.address {
-        VsAddress::Addr { ip, .. } => Some(ip.is_ipv6()),
-        _ => None,
-    };
     let tun = matches!(
         rs.lvs_method.or(vs.lvs_method),
         Some(Forwarding::Tun { .. })
     );
-    if let Some(v6) = vs_v6 {
-        if v6 != rs.ip.is_ipv6() && !tun {
-            p.err(
-                ErrClass::GeneralError,
-                format!(
-                    "Address family of virtual server and real server {} don't match - skipping.",
-                    rs.ip
-                ),
-            );
-            return;
+    if !tun {
+        if let Some(v6) = parse_family(vs) {
+            if v6 != rs.ip.is_ipv6() {
+                p.err(
+                    ErrClass::GeneralError,
+                    format!(
+                        "Address family of virtual server and real server {} don't match - skipping real server.",
+                        rs.ip
+                    ),
+                );
+                return;
+            }
         }
     }
     vs.real_servers.push(rs);
+}
+
+/// The address family keepalived knows for a virtual server while parsing
+/// (`vs->af`), as "is IPv6": its address; else `ip_family`; else a
+/// persistence granularity's; else its first real server that is not
+/// tunnelled. `None` while still unknown (fwmark or group so far).
+fn parse_family(vs: &VirtualServer) -> Option<bool> {
+    if let VsAddress::Addr { ip, .. } = &vs.address {
+        return Some(ip.is_ipv6());
+    }
+    if let Some(f) = vs.ip_family {
+        return Some(f == Family::Inet6);
+    }
+    if let Some(g) = &vs.persistence_granularity {
+        return Some(!g.contains('.'));
+    }
+    vs.real_servers
+        .iter()
+        .find(|r| !matches!(r.lvs_method.or(vs.lvs_method), Some(Forwarding::Tun { .. })))
+        .map(|r| r.ip.is_ipv6())
 }
 
 fn rs<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut RealServer> {
@@ -1691,7 +1736,15 @@ pub fn ck_connect_ip(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     match parse_ip(&s) {
         Some(ip) => {
-            if let Some(c) = common(p) {
+            let other = common(p).and_then(|c| c.bindto);
+            if other.is_some_and(|b| b.is_ipv6() != ip.is_ipv6()) {
+                p.err(
+                    ErrClass::GeneralError,
+                    format!(
+                        "connect_ip address {s} does not match address family of bindto - skipping"
+                    ),
+                );
+            } else if let Some(c) = common(p) {
                 c.connect_ip = Some(ip);
             }
         }
@@ -1706,7 +1759,19 @@ pub fn ck_bindto(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     match parse_ip(&s) {
         Some(ip) => {
-            if let Some(c) = common(p) {
+            // The checker's destination: connect_ip, else the real server
+            // (SMTP_CHECK fills its destination in only when it ends).
+            let smtp = matches!(p.checker, Some(Checker::Smtp(_)));
+            let rs_ip = p.rs.as_ref().map(|r| r.ip).filter(|_| !smtp);
+            let other = common(p).and_then(|c| c.connect_ip).or(rs_ip);
+            if other.is_some_and(|c| c.is_ipv6() != ip.is_ipv6()) {
+                p.err(
+                    ErrClass::GeneralError,
+                    format!(
+                        "bindto address {s} does not match address family of connect_ip - skipping"
+                    ),
+                );
+            } else if let Some(c) = common(p) {
                 c.bindto = Some(ip);
             }
         }

@@ -157,7 +157,12 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// Reads the next logical line and splits it into words, remembering
     /// its position and raw text; `None` at the end of input.
     fn next_words(&mut self) -> Option<Vec<Word>> {
-        let line = self.r.next_line()?;
+        let Some(line) = self.r.next_line() else {
+            // Blocks left open at the end are closed with no line current:
+            // keepalived reports what their end handlers find without one.
+            self.pos = Pos::none();
+            return None;
+        };
         self.pos = line.pos;
         let toks = tokenize(&line.text);
         if toks.unmatched_quote {

@@ -412,13 +412,12 @@ fn generated_configs_match_keepalived() {
     if diffs.is_empty() {
         let _ = std::fs::remove_dir_all(&base);
     }
-    // Configs whose set of error lines still differs from keepalived's (exit
-    // codes agree). A ratchet: lower it as messages are fixed, never raise it.
-    const LINE_DIFF_CEILING: usize = 0;
+    // Every config must report problems on the same lines as keepalived
+    // (DIFF_REPORT=FILE lists what differs when this fails).
     if count == 2000 {
-        assert!(
-            line_diffs <= LINE_DIFF_CEILING,
-            "{line_diffs} configs now report different error lines (ceiling {LINE_DIFF_CEILING})"
+        assert_eq!(
+            line_diffs, 0,
+            "{line_diffs} configs report different error lines from keepalived"
         );
     }
     assert!(

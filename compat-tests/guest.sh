@@ -104,6 +104,9 @@ mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
 hostname guest
 ip link set lo up
+# A syslog daemon, so that programs' syslog messages (keepalived's, with
+# LOG_CONS) go to a file instead of the console that carries the results.
+syslogd -O /tmp/messages
 modprobe ip_vs
 for s in rr wrr lc wlc lblc lblcr dh sh sed nq fo ovf mh pe_sip; do modprobe ip_vs_$s 2>/dev/null; done
 echo "@@GUEST-UP"

@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`config`]: keepalived.conf → typed model (lexer, preprocessor, block
 //!   parser, validation), with diagnostics that name file and line.
+//! - [`check`]: keepalived's health decisions (pure), checkers to come.
 //! - [`lvs`]: the IPVS table the config and health call for, and the
 //!   reconciler that keeps the kernel equal to it.
 //! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
@@ -10,6 +11,7 @@
 //! - [`daemon`]: the process shell: signals, timers, the backend.
 //! - [`cli`]: keepalived 2.2.7's command line.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod daemon;

@@ -85,7 +85,7 @@ pub fn quorum_reached_initially(vs: &VirtualServer, rs: &[RsHealth]) -> bool {
         .filter(|r| r.alive)
         .map(|r| u64::from(real_weight(r.effective_weight)))
         .sum();
-    sum >= u64::from(vs.quorum) + u64::from(vs.hysteresis) && sum > 0
+    crate::check::state::quorum_up(false, sum, vs.quorum, vs.hysteresis)
 }
 
 fn protocol_num(p: Option<Protocol>) -> u16 {

@@ -1,0 +1,259 @@
+//! keepalived's health decisions as pure transitions: one checker's result
+//! → its up/down state and when it runs next; checker states → a real
+//! server alive or not; live weights → a virtual server's quorum.
+//!
+//! The pure core of the checker side (issue 4): no sockets, no clock. The
+//! engine feeds it results and schedules what it answers; the reconciler
+//! turns the resulting [`crate::lvs::Health`] into IPVS changes. Rules from
+//! keepalived 2.2.7 (`check_*.c` epilogs, `ipwrapper.c`), summarised in
+//! `../shared/reference/keepalived.md` §6.
+
+/// How a checker type treats failures (§6.1's families).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryFamily {
+    /// TCP_CHECK, UDP_CHECK, PING_CHECK (`tcp_epilog()` and kin).
+    Simple,
+    /// DNS_CHECK (`dns_final()`), and MISC_CHECK which differs only in
+    /// scheduling from the start of its run.
+    Counted,
+    /// SMTP_CHECK (`smtp_final()`): the count restarts every cycle and
+    /// retries also happen while down.
+    Smtp,
+}
+
+/// When the checker runs next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// After `delay_loop`.
+    DelayLoop,
+    /// After `delay_before_retry`.
+    DelayBeforeRetry,
+}
+
+/// What one result did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// `Some(up)` when the checker changed state.
+    pub changed: Option<bool>,
+    /// When to run again.
+    pub next: Next,
+}
+
+/// One checker's state (`checker_t`: `is_up`, `has_run`, `retry_it`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckerState {
+    /// Currently up.
+    pub is_up: bool,
+    /// Has produced a result.
+    pub has_run: bool,
+    /// Failures counted towards `retry`.
+    pub retry_it: u32,
+    /// `retry` as configured (resolved default).
+    pub retry: u32,
+}
+
+impl CheckerState {
+    /// At start: `alpha` checkers down, others up; `retry_it` preset to
+    /// `retry` so that the first failure is decisive
+    /// (`validate_check_config()`).
+    pub fn new(retry: u32, alpha: bool) -> CheckerState {
+        CheckerState {
+            is_up: !alpha,
+            has_run: false,
+            retry_it: retry,
+            retry,
+        }
+    }
+
+    fn set(&mut self, up: bool) -> Option<bool> {
+        let changed = self.is_up != up;
+        self.is_up = up;
+        changed.then_some(up)
+    }
+
+    /// Applies one result.
+    pub fn result(&mut self, family: RetryFamily, success: bool) -> Decision {
+        let first = !self.has_run;
+        self.has_run = true;
+        if success {
+            self.retry_it = 0;
+            let changed = if !self.is_up || first {
+                self.set(true)
+            } else {
+                None
+            };
+            return Decision {
+                changed,
+                next: Next::DelayLoop,
+            };
+        }
+        match family {
+            RetryFamily::Simple => {
+                if !self.is_up && !first {
+                    return Decision {
+                        changed: None,
+                        next: Next::DelayLoop,
+                    };
+                }
+                if self.retry_it >= self.retry {
+                    self.retry_it = 0;
+                    Decision {
+                        changed: self.set(false),
+                        next: Next::DelayLoop,
+                    }
+                } else {
+                    self.retry_it += 1;
+                    Decision {
+                        changed: None,
+                        next: Next::DelayBeforeRetry,
+                    }
+                }
+            }
+            RetryFamily::Counted => {
+                if !self.is_up && !first {
+                    return Decision {
+                        changed: None,
+                        next: Next::DelayLoop,
+                    };
+                }
+                if self.retry_it < self.retry {
+                    self.retry_it += 1;
+                    Decision {
+                        changed: None,
+                        next: Next::DelayBeforeRetry,
+                    }
+                } else {
+                    self.retry_it = 0;
+                    Decision {
+                        changed: self.set(false),
+                        next: Next::DelayLoop,
+                    }
+                }
+            }
+            RetryFamily::Smtp => {
+                self.retry_it += 1;
+                if self.retry_it <= self.retry {
+                    Decision {
+                        changed: None,
+                        next: Next::DelayBeforeRetry,
+                    }
+                } else {
+                    self.retry_it = 0;
+                    Decision {
+                        changed: self.set(false),
+                        next: Next::DelayLoop,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A real server is alive exactly when none of its checkers is down
+/// (`num_failed_checkers == 0`); one without checkers always is.
+pub fn rs_alive(checkers: &[CheckerState]) -> bool {
+    checkers.iter().all(|c| c.is_up)
+}
+
+/// `update_quorum_state()`: the new quorum state given the live weight
+/// sum, with hysteresis: gained at `quorum + hysteresis`, lost below
+/// `quorum - hysteresis` or at a zero sum.
+pub fn quorum_up(currently_up: bool, weight_sum: u64, quorum: u32, hysteresis: u32) -> bool {
+    let (q, h) = (u64::from(quorum), u64::from(hysteresis));
+    if currently_up {
+        !(weight_sum == 0 || weight_sum < q.saturating_sub(h))
+    } else {
+        weight_sum >= q + h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(c: &mut CheckerState, f: RetryFamily, results: &[bool]) -> Vec<Decision> {
+        results.iter().map(|&ok| c.result(f, ok)).collect()
+    }
+
+    #[test]
+    fn first_failure_is_decisive_then_retry_plus_one_failures() {
+        let mut c = CheckerState::new(2, false);
+        let d = c.result(RetryFamily::Simple, false);
+        assert_eq!(d.changed, Some(false), "the first failure takes it down");
+        // Back up on one success.
+        assert_eq!(c.result(RetryFamily::Simple, true).changed, Some(true));
+        // From an established up state: retry (2) failures are retried after
+        // delay_before_retry, the third takes it down.
+        let d = run(&mut c, RetryFamily::Simple, &[false, false, false]);
+        assert_eq!(
+            d.iter().map(|d| (d.changed, d.next)).collect::<Vec<_>>(),
+            vec![
+                (None, Next::DelayBeforeRetry),
+                (None, Next::DelayBeforeRetry),
+                (Some(false), Next::DelayLoop)
+            ]
+        );
+        // While down, failures just wait for the next loop.
+        assert_eq!(
+            c.result(RetryFamily::Simple, false),
+            Decision {
+                changed: None,
+                next: Next::DelayLoop
+            }
+        );
+    }
+
+    #[test]
+    fn alpha_checkers_start_down_and_come_up_on_success() {
+        let mut c = CheckerState::new(1, true);
+        assert!(!c.is_up);
+        assert_eq!(c.result(RetryFamily::Simple, true).changed, Some(true));
+        let mut c = CheckerState::new(1, true);
+        // A first failure of an alpha checker changes nothing: it is down.
+        assert_eq!(c.result(RetryFamily::Simple, false).changed, None);
+    }
+
+    #[test]
+    fn counted_family_goes_down_after_retry_plus_one() {
+        let mut c = CheckerState::new(1, false);
+        c.result(RetryFamily::Counted, true);
+        let d = run(&mut c, RetryFamily::Counted, &[false, false]);
+        assert_eq!(d[0].changed, None);
+        assert_eq!(d[0].next, Next::DelayBeforeRetry);
+        assert_eq!(d[1].changed, Some(false));
+    }
+
+    #[test]
+    fn smtp_retries_even_while_down_and_recounts_each_cycle() {
+        let mut c = CheckerState::new(1, false);
+        c.result(RetryFamily::Smtp, true);
+        let d = run(&mut c, RetryFamily::Smtp, &[false, false]);
+        assert_eq!((d[0].changed, d[0].next), (None, Next::DelayBeforeRetry));
+        assert_eq!((d[1].changed, d[1].next), (Some(false), Next::DelayLoop));
+        // Down: the next cycle retries again before giving up.
+        let d = run(&mut c, RetryFamily::Smtp, &[false, false]);
+        assert_eq!((d[0].changed, d[0].next), (None, Next::DelayBeforeRetry));
+        assert_eq!((d[1].changed, d[1].next), (None, Next::DelayLoop));
+    }
+
+    #[test]
+    fn real_server_needs_every_checker_up() {
+        let up = CheckerState::new(1, false);
+        let down = CheckerState::new(1, true);
+        assert!(rs_alive(&[]));
+        assert!(rs_alive(&[up, up]));
+        assert!(!rs_alive(&[up, down]));
+    }
+
+    #[test]
+    fn quorum_with_hysteresis() {
+        // quorum 3, hysteresis 1: gained at 4, lost below 2.
+        assert!(!quorum_up(false, 3, 3, 1));
+        assert!(quorum_up(false, 4, 3, 1));
+        assert!(quorum_up(true, 2, 3, 1));
+        assert!(!quorum_up(true, 1, 3, 1));
+        // Defaults: lost when no live weight.
+        assert!(!quorum_up(true, 0, 1, 0));
+        assert!(quorum_up(false, 1, 1, 0));
+    }
+}

@@ -5,8 +5,9 @@
 //! The I/O shell under [`super::genl`]'s messages; the [`Backend`] the daemon
 //! uses when it is not a dry run. keepalived sends one synchronous message per
 //! operation (`libipvs.c`); here a batch of up to [`BATCH`] requests goes out in
-//! one datagram and the kernel acknowledges each, so a cold start of 20,000
-//! destinations costs ~80 system calls instead of 20,000 round trips.
+//! one datagram; the kernel reports each failure and acknowledges the
+//! batch once, so a cold start of 20,000 destinations costs ~80 sendmsg
+//! calls instead of 20,000 round trips.
 
 use super::diff::Op;
 use super::genl::{
@@ -24,8 +25,8 @@ use netlink_packet_generic::GenlMessage;
 use netlink_sys::{protocols::NETLINK_GENERIC, AsyncSocket, AsyncSocketExt, TokioSocket};
 use std::collections::HashMap;
 
-/// Requests sent per datagram. Each is acknowledged with a 36-byte message,
-/// so the acknowledgements of one batch always fit the receive buffer.
+/// Requests sent per datagram. A failed request is answered with a 36-byte
+/// message, so even a batch that fails entirely fits the receive buffer.
 pub const BATCH: usize = 256;
 
 /// `NLM_F_DUMP_INTR`: the table changed while it was being dumped.
@@ -389,10 +390,21 @@ impl IpvsHandle {
             let mut pending: HashMap<u32, usize> = HashMap::new();
             let mut last_seq = 0;
             for (i, op) in chunk.iter().enumerate() {
-                // Every request asks for its acknowledgement; the kernel
-                // handles a datagram's requests in order and queues one
-                // answer per request before sendmsg returns.
-                let seq = self.frame_into(&op_message(op), NLM_F_REQUEST | NLM_F_ACK, &mut buf);
+                // Every request's outcome is checked, with one positive
+                // acknowledgement per batch: the kernel answers each failed
+                // request with its errno whatever the flags, handles a
+                // datagram's requests in order, and queues the answers
+                // before sendmsg returns. So the acknowledgement asked for
+                // on the last request arrives after the error of any
+                // earlier one, and every request without an error by then
+                // succeeded. (Asking on every request doubled the cold-start
+                // time of 20,000 destinations in the guest.)
+                let flags = if i + 1 == chunk.len() {
+                    NLM_F_REQUEST | NLM_F_ACK
+                } else {
+                    NLM_F_REQUEST
+                };
+                let seq = self.frame_into(&op_message(op), flags, &mut buf);
                 pending.insert(seq, base + i);
                 last_seq = seq;
             }
@@ -428,15 +440,11 @@ impl IpvsHandle {
                             errno,
                         }));
                     }
-                    if seq == last_seq && !pending.is_empty() {
-                        // Answers come in request order: anything still
-                        // pending after the last one was never answered.
-                        let missing = pending.len();
-                        fail_all(
-                            &mut results,
-                            &mut pending,
-                            format!("{missing} request(s) of the batch got no acknowledgement"),
-                        );
+                    if seq == last_seq {
+                        // The barrier: everything not refused succeeded.
+                        for (_, i) in pending.drain() {
+                            results[i] = Some(Ok(()));
+                        }
                         break 'acks;
                     }
                 }

@@ -214,12 +214,15 @@ impl<B: Backend> Reconciler<B> {
         report
     }
 
-    /// Dumps the kernel; if an owned or desired entry differs from what was
-    /// programmed (someone ran `ipvsadm -C`, a module was reloaded), logs the
-    /// drift and repairs it. Returns the operations sent.
+    /// Dumps the kernel; if an entry differs from what was programmed
+    /// (someone ran `ipvsadm -C`, a module was reloaded), logs the drift and
+    /// brings the table back to the desired one. Returns the operations sent.
     pub async fn check_drift(&mut self) -> Result<Report, IpvsError> {
         let current = self.backend.dump().await?;
-        let probe = diff(&current, &self.desired, &self.owned);
+        // Drift is a difference from what was programmed, not from what is
+        // wanted: an entry the kernel keeps refusing (a missing scheduler
+        // module) was reported when it failed and is not retried every tick.
+        let probe = diff(&current, &self.expected, &self.owned);
         if probe.is_empty() {
             self.expected = current;
             return Ok(Report::default());
@@ -432,5 +435,103 @@ mod tests {
                 udp: 300
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+    use crate::ipvs::dryrun::DryRun;
+    use crate::ipvs::{Dest, FwdMethod, Service, ServiceKey};
+    use std::net::{IpAddr, Ipv4Addr};
+
+    /// A backend whose kernel refuses one scheduler, as a kernel without
+    /// that module does.
+    struct NoTwos(DryRun);
+
+    impl Backend for NoTwos {
+        fn name(&self) -> &'static str {
+            "no-twos"
+        }
+        async fn dump(&mut self) -> Result<Table, IpvsError> {
+            self.0.dump().await
+        }
+        async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+            let mut out = Vec::new();
+            for op in ops {
+                if matches!(op, Op::AddService(s) if s.sched_name == "twos") {
+                    out.push(Err(IpvsError::Kernel {
+                        op: op.to_string(),
+                        errno: libc_errno::ENOENT,
+                    }));
+                } else {
+                    out.extend(self.0.apply(std::slice::from_ref(op)).await);
+                }
+            }
+            out
+        }
+        async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+            self.0.timeouts().await
+        }
+        async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+            self.0.set_timeouts(t).await
+        }
+        async fn start_daemon(&mut self, d: &crate::ipvs::SyncDaemon) -> Result<(), IpvsError> {
+            self.0.start_daemon(d).await
+        }
+        async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
+            self.0.stop_daemon(state, syncid).await
+        }
+    }
+
+    fn table(scheds: &[&str]) -> Table {
+        let mut t = Table::default();
+        for (i, s) in scheds.iter().enumerate() {
+            let key = ServiceKey::Addr {
+                protocol: 6,
+                addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8 + 1)),
+                port: 80,
+            };
+            let d = Dest::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 80, FwdMethod::Masq, 1);
+            t.ensure_service(Service {
+                key,
+                sched_name: s.to_string(),
+                flags: 0,
+                timeout: 0,
+                netmask: !0,
+                pe_name: None,
+            })
+            .dests
+            .insert(d.key(), d);
+        }
+        t
+    }
+
+    #[tokio::test]
+    async fn a_refused_entry_is_reported_once_not_retried_as_drift() {
+        let mut rec = Reconciler::new(NoTwos(DryRun::new()));
+        let r = rec
+            .start(table(&["wlc", "twos", "rr"]), false, None)
+            .await
+            .unwrap();
+        assert!(!r.errors.is_empty(), "the refusal is reported");
+        assert_eq!(
+            rec.backend_mut().0.table(),
+            &table(&["wlc", "", "rr"]).tap_remove(1)
+        );
+        // The next drift checks find nothing to do.
+        assert_eq!(rec.check_drift().await.unwrap().sent, 0);
+        assert_eq!(rec.check_drift().await.unwrap().sent, 0);
+    }
+
+    trait TapRemove {
+        fn tap_remove(self, i: usize) -> Self;
+    }
+    impl TapRemove for Table {
+        fn tap_remove(mut self, i: usize) -> Table {
+            let k = *self.services.keys().nth(i).unwrap();
+            self.services.remove(&k);
+            self
+        }
     }
 }

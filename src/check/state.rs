@@ -88,7 +88,9 @@ impl CheckerState {
             };
         }
         match family {
-            RetryFamily::Simple => {
+            // tcp_epilog() and dns_final() word it differently, but both
+            // retry while fewer than `retry` failures are counted.
+            RetryFamily::Simple | RetryFamily::Counted => {
                 if !self.is_up && !first {
                     return Decision {
                         changed: None,
@@ -106,27 +108,6 @@ impl CheckerState {
                     Decision {
                         changed: None,
                         next: Next::DelayBeforeRetry,
-                    }
-                }
-            }
-            RetryFamily::Counted => {
-                if !self.is_up && !first {
-                    return Decision {
-                        changed: None,
-                        next: Next::DelayLoop,
-                    };
-                }
-                if self.retry_it < self.retry {
-                    self.retry_it += 1;
-                    Decision {
-                        changed: None,
-                        next: Next::DelayBeforeRetry,
-                    }
-                } else {
-                    self.retry_it = 0;
-                    Decision {
-                        changed: self.set(false),
-                        next: Next::DelayLoop,
                     }
                 }
             }

@@ -182,7 +182,7 @@ impl<'r, 'l> Parser<'r, 'l> {
             if words.is_empty() {
                 continue;
             }
-            let first = words[0].text.clone();
+            let first: &str = &words[0].text;
 
             if self.skip_sublevel == -1 {
                 if first == "{" {
@@ -193,7 +193,7 @@ impl<'r, 'l> Parser<'r, 'l> {
                 self.skip_sublevel = 0;
             }
             if self.skip_sublevel > 0 {
-                let mut last = first.as_str();
+                let mut last = first;
                 for w in &words {
                     last = &w.text;
                     if w.text == "{" {
@@ -260,7 +260,7 @@ impl<'r, 'l> Parser<'r, 'l> {
                     }
                 }
                 None => {
-                    let hint = keywords::did_you_mean(&first, table)
+                    let hint = keywords::did_you_mean(first, table)
                         .map(|s| format!("did you mean '{s}'?"))
                         .unwrap_or_else(|| {
                             if first == "}" {

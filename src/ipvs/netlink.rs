@@ -631,3 +631,59 @@ impl Backend for IpvsHandle {
         self.del_daemon(state, syncid).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever a socket hands us, splitting and decoding ends without
+        /// a panic: a bad reply is an error, never a crash.
+        #[test]
+        fn arbitrary_datagrams_never_panic(data in prop::collection::vec(any::<u8>(), 0..512)) {
+            if let Ok(fs) = frames(&data) {
+                for f in fs {
+                    let _ = IpvsNl::deserialize(f);
+                }
+            }
+            let _ = IpvsHandle::split(&data, "test");
+        }
+
+        /// Valid headers around arbitrary attribute bytes, the likelier
+        /// shape of a confused or newer kernel's reply.
+        #[test]
+        fn arbitrary_attributes_never_panic(
+            cmd in 0u8..20,
+            attrs in prop::collection::vec(any::<u8>(), 0..256),
+        ) {
+            let len = 20 + attrs.len();
+            let mut b = Vec::with_capacity(len);
+            b.extend_from_slice(&(len as u32).to_ne_bytes());
+            b.extend_from_slice(&30u16.to_ne_bytes());
+            b.extend_from_slice(&0u16.to_ne_bytes());
+            b.extend_from_slice(&[0u8; 8]);
+            b.extend_from_slice(&[cmd, 1, 0, 0]);
+            b.extend_from_slice(&attrs);
+            if let Ok(replies) = IpvsHandle::split(&b, "test") {
+                for (_, r) in replies {
+                    if let Reply::Msg(m) = r {
+                        for a in &m.attrs {
+                            match a {
+                                IpvsAttr::Service(s) => {
+                                    let _ = service_from_attrs(s);
+                                }
+                                IpvsAttr::Dest(d) => {
+                                    let _ = dest_from_attrs(10, d);
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

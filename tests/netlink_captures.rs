@@ -7,10 +7,10 @@
 //! bytes; requests must decode to the operation the command makes; replies
 //! of dumps must decode to the table ipvsadm printed.
 
+use keepalived::ipvs::genl;
 use keepalived::ipvs::genl::{op_from_message, IpvsAttr, IpvsMessage};
 use keepalived::ipvs::netlink::frames;
 use keepalived::ipvs::table::{Table, TableService};
-use keepalived::ipvs::{genl, Op};
 use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
 use netlink_packet_generic::GenlMessage;
 use std::path::Path;
@@ -332,7 +332,6 @@ fn timeouts_and_daemons_decode() {
         .iter()
         .flat_map(|m| &m.attrs)
         .any(|a| matches!(a, IpvsAttr::InfoVersion(v) if *v >> 16 == 1)));
-    let _ = Op::Flush;
 }
 
 #[test]

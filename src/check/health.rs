@@ -9,7 +9,7 @@
 
 use super::state::quorum_up;
 use crate::config::model::Config;
-use crate::lvs::desired::{real_weight, Health};
+use crate::lvs::desired::Health;
 
 /// What changed, for logs and notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,11 +89,7 @@ impl Health {
     fn update_quorum(&mut self, cfg: &Config, vs: usize) -> Option<Transition> {
         let conf = cfg.virtual_servers.get(vs)?;
         let h = self.vs.get_mut(vs)?;
-        let weight_sum: u64 =
-            h.rs.iter()
-                .filter(|r| r.alive)
-                .map(|r| u64::from(real_weight(r.effective_weight)))
-                .sum();
+        let weight_sum = h.live_weight();
         let up = quorum_up(h.quorum_up, weight_sum, conf.quorum, conf.hysteresis);
         if up == h.quorum_up {
             return None;
@@ -110,22 +106,11 @@ impl Health {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::reader::MemLoader;
-    use crate::config::validate::RealHost;
-    use crate::config::{load_with, LoadOptions};
+    use crate::config::load_str;
     use crate::lvs::desired;
 
     fn config(text: &str) -> Config {
-        let mut loader = MemLoader::default();
-        loader
-            .files
-            .insert("/k.conf".into(), text.as_bytes().to_vec());
-        let opts = LoadOptions {
-            config_id: "t".into(),
-            all_config: false,
-            config_test: false,
-        };
-        load_with(&loader, &RealHost, std::path::Path::new("/k.conf"), &opts).config
+        load_str(text).config
     }
 
     const SORRY: &str = "virtual_server 10.0.0.1 80 {\n protocol TCP\n quorum 2\n \

@@ -97,6 +97,20 @@ pub fn load_with(
     }
 }
 
+/// Loads a configuration held in a string (as file `/keepalived.conf`, with
+/// config-id `test`): for tests and tools that build configs in memory.
+pub fn load_str(text: &str) -> Loaded {
+    let path = Path::new("/keepalived.conf");
+    let mut loader = reader::MemLoader::default();
+    loader.files.insert(path.into(), text.as_bytes().to_vec());
+    let opts = LoadOptions {
+        config_id: "test".into(),
+        all_config: false,
+        config_test: false,
+    };
+    load_with(&loader, &validate::RealHost, path, &opts)
+}
+
 /// Loads `path` from the file system for this host.
 pub fn load(path: &Path, opts: &LoadOptions) -> Loaded {
     load_with(&reader::FsLoader, &validate::RealHost, path, opts)

@@ -6,6 +6,7 @@
 //! with the errno the kernel would (`EEXIST`, `ENOENT`, `ESRCH`).
 
 use super::table::{Dest, DestKey, Service, ServiceKey, Table, TableService};
+use nix::errno::Errno;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -146,21 +147,11 @@ impl Refusal {
     /// The errno the kernel uses.
     pub fn errno(self) -> i32 {
         match self {
-            Refusal::Exists => libc_errno::EEXIST,
-            Refusal::NoService => libc_errno::ESRCH,
-            Refusal::NoDest => libc_errno::ENOENT,
+            Refusal::Exists => Errno::EEXIST as i32,
+            Refusal::NoService => Errno::ESRCH as i32,
+            Refusal::NoDest => Errno::ENOENT as i32,
         }
     }
-}
-
-/// Errno values (Linux) used by the kernel's IPVS code.
-pub mod libc_errno {
-    /// No such file or directory.
-    pub const ENOENT: i32 = 2;
-    /// No such process (IPVS: no such service).
-    pub const ESRCH: i32 = 3;
-    /// File exists.
-    pub const EEXIST: i32 = 17;
 }
 
 /// Applies one operation to `table` as the kernel would.

@@ -23,6 +23,7 @@ use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::GenlMessage;
 use netlink_sys::{protocols::NETLINK_GENERIC, AsyncSocket, AsyncSocketExt, TokioSocket};
+use nix::errno::Errno;
 use std::collections::HashMap;
 
 /// Requests sent per datagram. A failed request is answered with a 36-byte
@@ -159,14 +160,11 @@ impl IpvsHandle {
                 .recv_from_full()
                 .await
                 .map_err(io_err("resolve family IPVS"))?;
-            let mut off = 0;
-            while off < data.len() {
-                let len = frame_len(&data[off..]).map_err(|detail| IpvsError::Decode {
-                    what: "resolve family IPVS".into(),
-                    detail,
-                })?;
-                let frame = &data[off..off + len];
-                off += len;
+            let frames = frames(&data).map_err(|detail| IpvsError::Decode {
+                what: "resolve family IPVS".into(),
+                detail,
+            })?;
+            for frame in frames {
                 let m =
                     NetlinkMessage::<GenlMessage<GenlCtrl>>::deserialize(frame).map_err(|e| {
                         IpvsError::Decode {
@@ -225,14 +223,11 @@ impl IpvsHandle {
 
     fn split(data: &[u8], what: &str) -> Result<Vec<(u32, Reply)>, IpvsError> {
         let mut out = Vec::new();
-        let mut off = 0;
-        while off < data.len() {
-            let len = frame_len(&data[off..]).map_err(|detail| IpvsError::Decode {
-                what: what.into(),
-                detail,
-            })?;
-            let frame = &data[off..off + len];
-            off += len;
+        let frames = frames(data).map_err(|detail| IpvsError::Decode {
+            what: what.into(),
+            detail,
+        })?;
+        for frame in frames {
             let m = IpvsNl::deserialize(frame).map_err(|e| IpvsError::Decode {
                 what: what.into(),
                 detail: e.to_string(),
@@ -364,7 +359,7 @@ impl IpvsHandle {
         for s in self.services().await? {
             let dests = match self.dests(&s).await {
                 Ok(d) => d,
-                Err(e) if e.errno() == Some(super::diff::libc_errno::ESRCH) => continue,
+                Err(e) if e.errno() == Some(Errno::ESRCH as i32) => continue,
                 Err(e) => return Err(e),
             };
             let key = s.key;
@@ -584,22 +579,14 @@ pub fn frames(data: &[u8]) -> Result<Vec<&[u8]>, String> {
     let mut out = Vec::new();
     let mut off = 0;
     while off < data.len() {
-        let len = frame_len(&data[off..])?;
-        let msg_len = NetlinkBuffer::new_checked(&data[off..])
+        let len = NetlinkBuffer::new_checked(&data[off..])
             .map_err(|e| e.to_string())?
             .length() as usize;
-        out.push(&data[off..off + msg_len]);
-        off += len;
+        out.push(&data[off..off + len]);
+        // Messages are 4-byte aligned within a datagram.
+        off += (len + 3) & !3;
     }
     Ok(out)
-}
-
-/// Length of the netlink message at the start of `data`, checked.
-fn frame_len(data: &[u8]) -> Result<usize, String> {
-    let nb = NetlinkBuffer::new_checked(data).map_err(|e| e.to_string())?;
-    let len = nb.length() as usize;
-    // Messages are 4-byte aligned within a datagram.
-    Ok(((len + 3) & !3).min(data.len()))
 }
 
 impl Backend for IpvsHandle {

@@ -64,8 +64,18 @@ impl Health {
                             effective_weight: i64::from(rs.weight.unwrap_or(vs.weight)),
                         })
                         .collect();
-                    let quorum_up = quorum_reached_initially(vs, &rs);
-                    VsHealth { quorum_up, rs }
+                    let mut h = VsHealth {
+                        quorum_up: false,
+                        rs,
+                    };
+                    // update_quorum_state(vs, init=true).
+                    h.quorum_up = crate::check::state::quorum_up(
+                        false,
+                        h.live_weight(),
+                        vs.quorum,
+                        vs.hysteresis,
+                    );
+                    h
                 })
                 .collect(),
         }
@@ -77,15 +87,15 @@ pub fn real_weight(w: i64) -> u32 {
     w.clamp(0, i64::from(i32::MAX)) as u32
 }
 
-/// Sum of the live weights against `quorum + hysteresis`, as
-/// `update_quorum_state(vs, init=true)` decides.
-pub fn quorum_reached_initially(vs: &VirtualServer, rs: &[RsHealth]) -> bool {
-    let sum: u64 = rs
-        .iter()
-        .filter(|r| r.alive)
-        .map(|r| u64::from(real_weight(r.effective_weight)))
-        .sum();
-    crate::check::state::quorum_up(false, sum, vs.quorum, vs.hysteresis)
+impl VsHealth {
+    /// `weight_sum`: the IPVS weights of the live real servers.
+    pub fn live_weight(&self) -> u64 {
+        self.rs
+            .iter()
+            .filter(|r| r.alive)
+            .map(|r| u64::from(real_weight(r.effective_weight)))
+            .sum()
+    }
 }
 
 fn protocol_num(p: Option<Protocol>) -> u16 {

@@ -1,7 +1,21 @@
 //! The checker side: health checks and keepalived's decisions on their
-//! results. Today the pure decision core: checkers ([`state`]), real and
-//! virtual servers ([`health`]); the checkers and the
-//! engine that runs them arrive with issue 4.
+//! results.
+//!
+//! Pure core: checker decisions ([`state`]), real and virtual servers
+//! ([`health`]). I/O shell: one module per checker type ([`tcp`],
+//! [`http`] for HTTP_GET and SSL_GET, [`misc`], [`udp`], [`ping`], [`dns`],
+//! [`smtp`], [`file`]) over the shared socket options of [`conn`]; the
+//! [`engine`] runs them on tokio and reports state changes to the daemon,
+//! which turns them into IPVS changes and [`notify`] calls.
 
+pub mod conn;
+pub mod dns;
+pub mod file;
 pub mod health;
+pub mod http;
+pub mod misc;
+pub mod ping;
+pub mod smtp;
 pub mod state;
+pub mod tcp;
+pub mod udp;

@@ -28,6 +28,10 @@ pub enum Next {
     DelayLoop,
     /// After `delay_before_retry`.
     DelayBeforeRetry,
+    /// After the longer of the two (HTTP's failed url while down).
+    LongerOfBoth,
+    /// At once (HTTP's `fast_recovery`).
+    Now,
 }
 
 /// What one result did.
@@ -37,6 +41,19 @@ pub struct Decision {
     pub changed: Option<bool>,
     /// When to run again.
     pub next: Next,
+    /// A first result confirmed a checker that started down (`alpha`):
+    /// keepalived notifies the real server down then.
+    pub first_down: bool,
+}
+
+impl Decision {
+    fn new(changed: Option<bool>, next: Next) -> Decision {
+        Decision {
+            changed,
+            next,
+            first_down: false,
+        }
+    }
 }
 
 /// One checker's state (`checker_t`: `is_up`, `has_run`, `retry_it`).
@@ -82,50 +99,126 @@ impl CheckerState {
             } else {
                 None
             };
-            return Decision {
-                changed,
-                next: Next::DelayLoop,
-            };
+            return Decision::new(changed, Next::DelayLoop);
         }
         match family {
             // tcp_epilog() and dns_final() word it differently, but both
             // retry while fewer than `retry` failures are counted.
             RetryFamily::Simple | RetryFamily::Counted => {
                 if !self.is_up && !first {
-                    return Decision {
-                        changed: None,
-                        next: Next::DelayLoop,
-                    };
+                    return Decision::new(None, Next::DelayLoop);
                 }
                 if self.retry_it >= self.retry {
                     self.retry_it = 0;
-                    Decision {
-                        changed: self.set(false),
-                        next: Next::DelayLoop,
-                    }
+                    let mut d = Decision::new(self.set(false), Next::DelayLoop);
+                    d.first_down = first && d.changed.is_none();
+                    d
                 } else {
                     self.retry_it += 1;
-                    Decision {
-                        changed: None,
-                        next: Next::DelayBeforeRetry,
-                    }
+                    Decision::new(None, Next::DelayBeforeRetry)
                 }
             }
             RetryFamily::Smtp => {
                 self.retry_it += 1;
                 if self.retry_it <= self.retry {
-                    Decision {
-                        changed: None,
-                        next: Next::DelayBeforeRetry,
-                    }
+                    Decision::new(None, Next::DelayBeforeRetry)
                 } else {
                     self.retry_it = 0;
-                    Decision {
-                        changed: self.set(false),
-                        next: Next::DelayLoop,
-                    }
+                    let mut d = Decision::new(self.set(false), Next::DelayLoop);
+                    d.first_down = first && d.changed.is_none();
+                    d
                 }
             }
+        }
+    }
+
+    /// HTTP_GET/SSL_GET's `epilog()` (family B): one url per run; the
+    /// checker comes up after a clean pass over every url, goes down after
+    /// `retry + 1` failures of one url, and while down re-checks only the
+    /// failed url.
+    pub fn http_result(
+        &mut self,
+        urls: &mut UrlCycle,
+        success: bool,
+        fast_recovery: bool,
+    ) -> Decision {
+        #[derive(PartialEq)]
+        enum Method {
+            New,
+            Retry,
+            Failed,
+        }
+        let method = if success {
+            Method::New
+        } else if self.is_up || !self.has_run {
+            self.has_run = true;
+            Method::Retry
+        } else {
+            Method::Failed
+        };
+        let mut changed = None;
+        let mut url_it = Some(urls.current);
+        match method {
+            Method::New => {
+                url_it = (urls.current + 1 < urls.count).then_some(urls.current + 1);
+                self.retry_it = 0;
+            }
+            Method::Retry => self.retry_it += 1,
+            Method::Failed => {}
+        }
+        if method == Method::New && url_it.is_none() && urls.failed.is_none() {
+            if !self.is_up || !self.has_run {
+                changed = self.set(true);
+                self.has_run = true;
+            }
+            url_it = Some(0);
+            self.retry_it = 0;
+        } else if method == Method::Retry && self.retry_it > self.retry {
+            if self.is_up {
+                changed = self.set(false);
+            }
+            urls.failed = url_it;
+        } else if method == Method::New && urls.failed.is_some() {
+            urls.failed = None;
+            url_it = Some(0);
+            self.retry_it = 0;
+        }
+        urls.current = url_it.unwrap_or(0);
+        let mut next = if method == Method::New {
+            if !self.has_run {
+                self.retry_it = self.retry;
+            }
+            Next::DelayLoop
+        } else if urls.failed.is_some() {
+            Next::LongerOfBoth
+        } else {
+            Next::DelayBeforeRetry
+        };
+        if fast_recovery && (!self.has_run || (!self.is_up && urls.failed.is_none())) {
+            next = Next::Now;
+        }
+        Decision::new(changed, next)
+    }
+}
+
+/// Where an HTTP checker is in its list of urls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UrlCycle {
+    /// The url checked next.
+    pub current: usize,
+    /// The url that took the checker down.
+    pub failed: Option<usize>,
+    /// How many urls.
+    pub count: usize,
+}
+
+impl UrlCycle {
+    /// At the first url.
+    pub fn new(count: usize) -> UrlCycle {
+        UrlCycle {
+            current: 0,
+            failed: None,
+            count: count.max(1),
         }
     }
 }
@@ -177,10 +270,7 @@ mod tests {
         // While down, failures just wait for the next loop.
         assert_eq!(
             c.result(RetryFamily::Simple, false),
-            Decision {
-                changed: None,
-                next: Next::DelayLoop
-            }
+            Decision::new(None, Next::DelayLoop)
         );
     }
 
@@ -215,6 +305,79 @@ mod tests {
         let d = run(&mut c, RetryFamily::Smtp, &[false, false]);
         assert_eq!((d[0].changed, d[0].next), (None, Next::DelayBeforeRetry));
         assert_eq!((d[1].changed, d[1].next), (None, Next::DelayLoop));
+    }
+
+    #[test]
+    fn alpha_first_failure_confirms_down() {
+        let mut c = CheckerState::new(1, true);
+        let d = c.result(RetryFamily::Simple, false);
+        assert!(d.first_down && d.changed.is_none());
+        assert!(!c.result(RetryFamily::Simple, false).first_down);
+    }
+
+    fn http(
+        c: &mut CheckerState,
+        u: &mut UrlCycle,
+        results: &[bool],
+    ) -> Vec<(Option<bool>, Next, usize)> {
+        results
+            .iter()
+            .map(|&ok| {
+                let d = c.http_result(u, ok, false);
+                (d.changed, d.next, u.current)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn http_urls_cycle_fail_and_recover_from_the_first() {
+        // Two urls, retry 1.
+        let mut c = CheckerState::new(1, false);
+        let mut u = UrlCycle::new(2);
+        // First pass: url 0 ok, url 1 ok → up (already up: no change).
+        assert_eq!(
+            http(&mut c, &mut u, &[true, true]),
+            vec![(None, Next::DelayLoop, 1), (None, Next::DelayLoop, 0)]
+        );
+        // url 0 fails twice (retry 1): retried after delay_before_retry, then down.
+        assert_eq!(
+            http(&mut c, &mut u, &[false, false]),
+            vec![
+                (None, Next::DelayBeforeRetry, 0),
+                (Some(false), Next::LongerOfBoth, 0)
+            ]
+        );
+        assert_eq!(u.failed, Some(0));
+        // While down only the failed url; failures keep the longer delay.
+        assert_eq!(
+            http(&mut c, &mut u, &[false]),
+            vec![(None, Next::LongerOfBoth, 0)]
+        );
+        // It passes: every url again from the first, up after the last.
+        assert_eq!(
+            http(&mut c, &mut u, &[true, true, true]),
+            vec![
+                (None, Next::DelayLoop, 0),
+                (None, Next::DelayLoop, 1),
+                (Some(true), Next::DelayLoop, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn http_first_failure_is_decisive_and_fast_recovery_runs_now() {
+        let mut c = CheckerState::new(3, false);
+        let mut u = UrlCycle::new(1);
+        let d = c.http_result(&mut u, false, false);
+        assert_eq!(d.changed, Some(false), "retry_it starts at retry");
+        // fast_recovery: down with a failed url waits; once the failed url
+        // passes, the remaining pass runs at once.
+        let mut c = CheckerState::new(1, true);
+        let mut u = UrlCycle::new(2);
+        assert_eq!(c.http_result(&mut u, true, true).next, Next::Now);
+        let d = c.http_result(&mut u, true, true);
+        assert_eq!(d.changed, Some(true));
+        assert_eq!(d.next, Next::DelayLoop);
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! Where a socket checker connects and how: `connect_ip`/`connect_port`,
+//! `bindto`/`bind_port`, `bind_if` (SO_BINDTODEVICE), `fwmark` (SO_MARK)
+//! and `connect_timeout`, resolved from the config model, and the sockets
+//! made from them.
+//!
+//! I/O shell of the checker side: every probe (TCP, HTTP, SSL, SMTP, UDP,
+//! DNS, PING) opens its socket here, so the options mean the same for all,
+//! as `core/layer4.c` makes them mean for keepalived.
+
+use crate::config::model::CheckerCommon;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+use tokio::net::{TcpSocket, TcpStream, UdpSocket};
+
+/// One checker's connection options, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConnOpts {
+    /// Destination.
+    pub dst: SocketAddr,
+    /// `bindto` + `bind_port`.
+    pub bind: Option<SocketAddr>,
+    /// `bind_if`.
+    pub bind_if: Option<String>,
+    /// `fwmark`.
+    pub fwmark: Option<u32>,
+    /// `connect_timeout`, also the per-read timeout.
+    pub timeout: Duration,
+}
+
+impl ConnOpts {
+    /// From a checker's (validated) common options.
+    pub fn from_common(c: &CheckerCommon, rs_ip: IpAddr) -> ConnOpts {
+        let ip = c.connect_ip.unwrap_or(rs_ip);
+        let bind = match (c.bindto, c.bind_port) {
+            (Some(a), p) => Some(SocketAddr::new(a, p.unwrap_or(0))),
+            (None, Some(p)) => Some(SocketAddr::new(
+                match ip {
+                    IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                    IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+                },
+                p,
+            )),
+            (None, None) => None,
+        };
+        ConnOpts {
+            dst: SocketAddr::new(ip, c.connect_port.unwrap_or(0)),
+            bind,
+            bind_if: c.bind_if.clone(),
+            fwmark: c.fwmark,
+            timeout: Duration::from_micros(c.connect_timeout.unwrap_or(5_000_000).max(1)),
+        }
+    }
+
+    /// A socket of `ty`/`proto` for this destination with the bind, device
+    /// and mark options applied.
+    pub fn socket(&self, ty: Type, proto: Option<Protocol>) -> io::Result<Socket> {
+        let domain = Domain::for_address(self.dst);
+        let s = Socket::new(domain, ty.nonblocking().cloexec(), proto)?;
+        if let Some(dev) = &self.bind_if {
+            s.bind_device(Some(dev.as_bytes()))?;
+        }
+        if let Some(mark) = self.fwmark {
+            s.set_mark(mark)?;
+        }
+        if let Some(b) = self.bind {
+            if b.port() != 0 {
+                s.set_reuse_address(true)?;
+            }
+            s.bind(&SockAddr::from(b))?;
+        }
+        Ok(s)
+    }
+
+    /// A TCP connection within `connect_timeout`.
+    pub async fn tcp(&self) -> Result<TcpStream, Failure> {
+        let s = self
+            .socket(Type::STREAM, Some(Protocol::TCP))
+            .map_err(Failure::Socket)?;
+        let sock = TcpSocket::from_std_stream(s.into());
+        match tokio::time::timeout(self.timeout, sock.connect(self.dst)).await {
+            Ok(Ok(stream)) => Ok(stream),
+            Ok(Err(e)) => Err(Failure::Connect(e)),
+            Err(_) => Err(Failure::ConnectTimeout),
+        }
+    }
+
+    /// A connected UDP socket.
+    pub fn udp(&self) -> Result<UdpSocket, Failure> {
+        let s = self
+            .socket(Type::DGRAM, Some(Protocol::UDP))
+            .map_err(Failure::Socket)?;
+        s.connect(&SockAddr::from(self.dst))
+            .map_err(Failure::Connect)?;
+        UdpSocket::from_std(s.into()).map_err(Failure::Socket)
+    }
+}
+
+/// Why a probe failed, in words close to keepalived's log lines.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The socket could not be made or bound: keepalived reschedules without
+    /// a verdict ("no state change").
+    #[error("cannot create socket: {0}")]
+    Socket(io::Error),
+    /// `connect()` failed.
+    #[error("connection failed: {0}")]
+    Connect(io::Error),
+    /// No connection within `connect_timeout`.
+    #[error("connection timed out")]
+    ConnectTimeout,
+    /// A read or write did not complete within `connect_timeout`.
+    #[error("timeout {0}")]
+    Timeout(&'static str),
+    /// A read or write failed.
+    #[error("{0} error: {1}")]
+    Io(&'static str, io::Error),
+    /// The peer answered, but not as required.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl Failure {
+    /// keepalived does not count socket creation errors as failures.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Failure::Socket(_))
+    }
+}
+
+/// Runs `f` within `d`, mapping an expiry to [`Failure::Timeout`].
+pub async fn within<T>(
+    d: Duration,
+    what: &'static str,
+    f: impl std::future::Future<Output = io::Result<T>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(d, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(Failure::Io(what, e)),
+        Err(_) => Err(Failure::Timeout(what)),
+    }
+}

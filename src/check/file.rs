@@ -1,0 +1,193 @@
+//! FILE_CHECK (`check_file.c`, `trackers/track_file.c`): a number read from
+//! a file sets the real server's weight or takes it down; re-read when the
+//! file is written, moved or deleted (inotify on its directory).
+//!
+//! The arithmetic is pure ([`status`]); [`Watch`] is the I/O shell the
+//! engine drives.
+
+use crate::config::model::TrackFile;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use std::path::{Path, PathBuf};
+use tokio::io::unix::AsyncFd;
+
+/// What a file's value means for the checker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileState {
+    /// The checker is down.
+    Fault,
+    /// Up, adding this to the real server's weight.
+    Weight(i64),
+}
+
+/// `strtol(s, NULL, 0)` on the first 127 bytes; 0 for a missing or empty
+/// file; `None` when out of the int range (ignored by keepalived).
+pub fn read_value(path: &Path) -> Option<i64> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Some(0);
+    };
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(127)]).to_string();
+    let t = text.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (16, h)
+    } else if t.starts_with('0') && t.len() > 1 {
+        (8, &t[1..])
+    } else {
+        (10, t)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    let v = if end == 0 {
+        0
+    } else {
+        i64::from_str_radix(&digits[..end], radix).unwrap_or(i64::MAX)
+    };
+    let v = if neg { -v } else { v };
+    (i64::from(i32::MIN)..=i64::from(i32::MAX))
+        .contains(&v)
+        .then_some(v)
+}
+
+/// The checker's state for a value.
+pub fn status(value: i64, weight: i64, reverse: bool) -> FileState {
+    if weight == 0 {
+        let fault = if reverse { value == 0 } else { value != 0 };
+        return if fault {
+            FileState::Fault
+        } else {
+            FileState::Weight(0)
+        };
+    }
+    let s = value
+        .saturating_mul(weight)
+        .saturating_mul(if reverse { -1 } else { 1 })
+        .clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+    if s <= i64::from(i32::MIN) {
+        FileState::Fault
+    } else {
+        FileState::Weight(s)
+    }
+}
+
+/// `init_file [VALUE] [overwrite]`: writes the file at start when missing,
+/// or always with `overwrite`.
+pub fn init_file(tf: &TrackFile) {
+    let (Some(path), Some(init)) = (&tf.file, &tf.init_file) else {
+        return;
+    };
+    let overwrite = init.iter().any(|w| w == "overwrite");
+    let value = init
+        .iter()
+        .find(|w| *w != "overwrite")
+        .cloned()
+        .unwrap_or_else(|| "0".into());
+    if overwrite || !Path::new(path).exists() {
+        if let Err(e) = std::fs::write(path, format!("{value}\n")) {
+            log::warn!("track_file {}: cannot initialise {path}: {e}", tf.name);
+        }
+    }
+}
+
+/// The inotify instance, with the raw descriptor tokio's reactor needs.
+struct InoFd(Inotify);
+
+impl std::os::fd::AsRawFd for InoFd {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsFd;
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+/// An inotify watch on the directories of tracked files.
+pub struct Watch {
+    fd: AsyncFd<InoFd>,
+    dirs: Vec<(nix::sys::inotify::WatchDescriptor, PathBuf)>,
+}
+
+impl Watch {
+    /// Watches the directories of `files`.
+    pub fn new(files: &[PathBuf]) -> std::io::Result<Watch> {
+        let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
+        let mut dirs = Vec::new();
+        for f in files {
+            let dir = f
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf();
+            if dirs.iter().any(|(_, d)| *d == dir) {
+                continue;
+            }
+            let wd = ino.add_watch(
+                &dir,
+                AddWatchFlags::IN_CLOSE_WRITE
+                    | AddWatchFlags::IN_MOVED_TO
+                    | AddWatchFlags::IN_MOVED_FROM
+                    | AddWatchFlags::IN_DELETE
+                    | AddWatchFlags::IN_CREATE,
+            )?;
+            dirs.push((wd, dir));
+        }
+        // SAFETY: the AsyncFd owns the inotify descriptor, which therefore
+        // stays open for as long as it is registered.
+        let fd = unsafe { AsyncFd::register(InoFd(ino)) }.map_err(std::io::Error::from)?;
+        Ok(Watch { fd, dirs })
+    }
+
+    /// Waits for changes; returns the paths touched.
+    pub async fn changed(&mut self) -> std::io::Result<Vec<PathBuf>> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.get_inner().0.read_events() {
+                Ok(evs) => {
+                    let out = evs
+                        .into_iter()
+                        .filter_map(|e| {
+                            let dir = self.dirs.iter().find(|(wd, _)| *wd == e.wd)?;
+                            Some(dir.1.join(e.name?))
+                        })
+                        .collect();
+                    return Ok(out);
+                }
+                Err(nix::errno::Errno::EAGAIN) => guard.clear_ready(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_states() {
+        let d = std::env::temp_dir().join(format!("krs-file-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("v");
+        assert_eq!(read_value(&f), Some(0), "missing file is 0");
+        for (text, want) in [
+            ("12\n", Some(12)),
+            ("0x10", Some(16)),
+            ("010", Some(8)),
+            ("-3", Some(-3)),
+            ("abc", Some(0)),
+            ("99999999999", None),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            assert_eq!(read_value(&f), want, "{text}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+        assert_eq!(status(1, 0, false), FileState::Fault);
+        assert_eq!(status(0, 0, false), FileState::Weight(0));
+        assert_eq!(status(0, 0, true), FileState::Fault);
+        assert_eq!(status(3, 2, false), FileState::Weight(6));
+        assert_eq!(status(3, 2, true), FileState::Weight(-6));
+        assert_eq!(status(i64::from(i32::MIN), 1, false), FileState::Fault);
+    }
+}

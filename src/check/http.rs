@@ -1,0 +1,711 @@
+//! HTTP_GET and SSL_GET: one `url` fetched per run, judged as keepalived
+//! 2.2.7 judges it (`check_http.c`, `lib/html.c`).
+//!
+//! The request is keepalived's byte for byte; the response is read until the
+//! server closes, with `connect_timeout` per read. The verdict rests on the
+//! raw bytes as keepalived reads them: headers must end within the first
+//! 4095 bytes, the status is `atoi()` of the word after the first space,
+//! `Content-Length:` (case-sensitive) bounds the MD5 input. A general HTTP
+//! client (hyper) normalises exactly these bytes away, so this reader is
+//! our own (see `docs/compat.md`).
+
+use super::conn::{within, ConnOpts, Failure};
+use crate::config::model::{HttpCheck, SslBlock, Url};
+use md5::{Digest, Md5};
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// keepalived's `MAX_BUFFER_LENGTH`: the headers must fit in one buffer
+/// less its terminating NUL.
+pub const HEADER_LIMIT: usize = 4095;
+
+/// What the regex part of a url needs at run time.
+#[derive(Debug, Clone)]
+pub struct UrlRegex {
+    /// Compiled pattern.
+    pub re: regex::bytes::Regex,
+    /// `regex_no_match`.
+    pub no_match: bool,
+    /// `regex_min_offset`.
+    pub min_offset: usize,
+    /// `regex_max_offset` (0 = none).
+    pub max_offset: usize,
+}
+
+/// One url, resolved.
+#[derive(Debug, Clone)]
+pub struct UrlSpec {
+    /// `path`.
+    pub path: String,
+    /// The Host header value.
+    pub host: String,
+    /// `digest`, as 16 bytes.
+    pub digest: Option<[u8; 16]>,
+    /// `status_code` ranges (default 200-299).
+    pub status: Vec<(u16, u16)>,
+    /// `regex`.
+    pub regex: Option<UrlRegex>,
+}
+
+/// The request keepalived sends (`request_template`).
+pub fn request(path: &str, host: &str, protocol: &str) -> Vec<u8> {
+    let minor = if protocol == "1.1" { 1 } else { 0 };
+    let close = if matches!(protocol, "1.1" | "1.0C" | "1.0c") {
+        "Connection: close\r\n"
+    } else {
+        ""
+    };
+    format!(
+        "GET {path} HTTP/1.{minor}\r\nUser-Agent: KeepAliveClient\r\n{close}Host: {host}\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// The Host header: the first virtualhost of url → checker → real server →
+/// virtual server, else `ip:port` (IPv6 bracketed).
+pub fn host_header(vhosts: [Option<&str>; 4], conn: &ConnOpts) -> String {
+    if let Some(v) = vhosts.into_iter().flatten().next() {
+        return v.to_string();
+    }
+    match conn.dst {
+        std::net::SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
+        std::net::SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
+    }
+}
+
+/// C's `atoi()`: leading white space, an optional sign, digits; 0 if none.
+fn atoi(b: &[u8]) -> i64 {
+    let mut i = 0;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let neg = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+        i += 1;
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// `extract_status_code()`: the text between the first and second space
+/// (or the end), through `atoi()`.
+pub fn status_code(head: &[u8]) -> i64 {
+    let Some(sp) = head.iter().position(|&c| c == b' ') else {
+        return 0;
+    };
+    let rest = &head[sp + 1..];
+    let end = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
+    atoi(&rest[..end])
+}
+
+/// `extract_content_length()`: `strstr()` for the case-sensitive header in
+/// the first buffer (up to a NUL byte), then `atoi()`. `None` for absent or
+/// -1, which keepalived cannot tell apart.
+pub fn content_length(first: &[u8]) -> Option<u64> {
+    const TAG: &[u8] = b"Content-Length:";
+    let text = first.split(|&c| c == 0).next().unwrap_or(&[]);
+    let at = text.windows(TAG.len()).position(|w| w == TAG)?;
+    match atoi(&text[at + TAG.len()..]) {
+        -1 => None,
+        // A negative length wraps to a huge size_t: no limit in practice.
+        v if v < 0 => Some(u64::MAX - 1),
+        v => Some(v as u64),
+    }
+}
+
+/// The response as it is read, chunk by chunk.
+#[derive(Debug)]
+pub struct Response {
+    head: Vec<u8>,
+    header_end: Option<usize>,
+    status: i64,
+    content_len: Option<u64>,
+    rx_bytes: u64,
+    md5: Option<Md5>,
+    keep_body: bool,
+    body: Vec<u8>,
+}
+
+/// How much body a regex is matched against.
+const REGEX_BODY_LIMIT: usize = 1 << 20;
+
+impl Response {
+    /// A new reader; `digest` and `regex` say what the body is needed for.
+    pub fn new(digest: bool, regex: bool) -> Response {
+        Response {
+            head: Vec::new(),
+            header_end: None,
+            status: 0,
+            content_len: None,
+            rx_bytes: 0,
+            md5: digest.then(Md5::new),
+            keep_body: regex,
+            body: Vec::new(),
+        }
+    }
+
+    /// The header buffer is full without an end of headers: keepalived
+    /// reads no further and judges "no data received".
+    pub fn head_full(&self) -> bool {
+        self.header_end.is_none() && self.head.len() >= HEADER_LIMIT
+    }
+
+    /// Feeds received bytes. Returns how many were taken (less than given
+    /// only when the header buffer filled up).
+    pub fn feed(&mut self, data: &[u8]) -> usize {
+        if self.header_end.is_some() {
+            self.body_bytes(data);
+            return data.len();
+        }
+        let room = HEADER_LIMIT - self.head.len();
+        let take = room.min(data.len());
+        self.head.extend_from_slice(&data[..take]);
+        if let Some(p) = self.head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let end = p + 4;
+            self.header_end = Some(end);
+            self.status = status_code(&self.head[..end]);
+            self.content_len = content_length(&self.head);
+            let first_body = self.head.split_off(end);
+            self.body_bytes(&first_body);
+            let rest = &data[take..];
+            self.body_bytes(rest);
+            return data.len();
+        }
+        take
+    }
+
+    fn body_bytes(&mut self, b: &[u8]) {
+        if b.is_empty() {
+            return;
+        }
+        if let Some(m) = self.md5.as_mut() {
+            let limit = self.content_len.unwrap_or(u64::MAX);
+            if limit > self.rx_bytes {
+                let n = (limit - self.rx_bytes).min(b.len() as u64) as usize;
+                m.update(&b[..n]);
+            }
+        }
+        if self.keep_body && self.body.len() < REGEX_BODY_LIMIT {
+            let n = (REGEX_BODY_LIMIT - self.body.len()).min(b.len());
+            self.body.extend_from_slice(&b[..n]);
+        }
+        self.rx_bytes += b.len() as u64;
+    }
+
+    /// Headers were received.
+    pub fn extracted(&self) -> bool {
+        self.header_end.is_some()
+    }
+
+    /// The status code.
+    pub fn status(&self) -> i64 {
+        self.status
+    }
+
+    /// The MD5 of the body (bounded by Content-Length).
+    pub fn digest(self) -> Option<[u8; 16]> {
+        self.md5.map(|m| m.finalize().into())
+    }
+
+    /// `http_handle_response()`'s verdict, in its order.
+    pub fn judge(self, url: &UrlSpec) -> Result<(), Failure> {
+        if !self.extracted() {
+            return Err(Failure::Protocol("Read, no data received from".into()));
+        }
+        let code = self.status;
+        if !url.status.iter().any(|&(a, b)| {
+            (100..=599).contains(&code) && i64::from(a) <= code && code <= i64::from(b)
+        }) {
+            return Err(Failure::Protocol(format!(
+                "HTTP status code error to ({code})"
+            )));
+        }
+        if let Some(cl) = self.content_len {
+            if cl != self.rx_bytes && cl != u64::MAX - 1 {
+                log::info!(
+                    "http_check url {}: content_length ({cl}) does not match received bytes ({})",
+                    url.path,
+                    self.rx_bytes
+                );
+            }
+        }
+        let matched = url.regex.as_ref().map(|r| {
+            let start = r.min_offset.min(self.body.len());
+            match r.re.find_at(&self.body, start) {
+                Some(m) => r.max_offset == 0 || m.start() < r.max_offset,
+                None => false,
+            }
+        });
+        if let Some(want) = url.digest {
+            if self.digest() != Some(want) {
+                return Err(Failure::Protocol("MD5 digest error to".into()));
+            }
+        }
+        if let (Some(r), Some(m)) = (&url.regex, matched) {
+            if m == r.no_match {
+                return Err(Failure::Protocol("Regex match failed".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes the request and reads the whole response.
+pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    req: &[u8],
+    timeout: Duration,
+    mut resp: Response,
+    tls: bool,
+) -> Result<Response, Failure> {
+    within(timeout, "WEB write", stream.write_all(req)).await?;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        if resp.head_full() {
+            return Ok(resp);
+        }
+        let n = match tokio::time::timeout(timeout, stream.read(&mut buf)).await {
+            Err(_) => return Err(Failure::Timeout("HTTP read")),
+            Ok(Ok(n)) => n,
+            // A TLS peer that closes without close_notify has still sent
+            // its answer; keepalived's SSL_read path takes it as the end.
+            Ok(Err(e)) if tls && e.kind() == io::ErrorKind::UnexpectedEof => 0,
+            Ok(Err(e)) => return Err(Failure::Io("Read", e)),
+        };
+        if n == 0 {
+            return Ok(resp);
+        }
+        resp.feed(&buf[..n]);
+    }
+}
+
+/// TLS settings for SSL_GET: keepalived's defaults (no verification) and
+/// the optional client certificate of the top-level `SSL` block.
+#[derive(Clone)]
+pub struct Tls {
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tls")
+    }
+}
+
+/// keepalived never sets a verify mode: any certificate is accepted.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Why the `SSL` block could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A certificate or key file could not be read.
+    #[error("SSL: cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// The file held no usable key.
+    #[error("SSL: no private key in {0}")]
+    NoKey(String),
+    /// rustls refused the settings.
+    #[error("SSL: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+impl Tls {
+    /// The client context: keepalived's `TLS_method()` with no verification;
+    /// a client certificate when the `SSL` block names one.
+    pub fn new(block: Option<&SslBlock>) -> Result<Tls, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)));
+        let read = |path: &str| {
+            std::fs::read(path).map_err(|source| TlsError::Read {
+                path: path.to_string(),
+                source,
+            })
+        };
+        let config = match block.and_then(|b| b.certificate.as_deref().map(|c| (b, c))) {
+            Some((b, cert_path)) => {
+                let certs: Vec<_> = rustls_pemfile::certs(&mut &read(cert_path)?[..])
+                    .collect::<Result<_, _>>()
+                    .map_err(|source| TlsError::Read {
+                        path: cert_path.to_string(),
+                        source,
+                    })?;
+                let key_path = b.key.as_deref().unwrap_or(cert_path);
+                let key = rustls_pemfile::private_key(&mut &read(key_path)?[..])
+                    .map_err(|source| TlsError::Read {
+                        path: key_path.to_string(),
+                        source,
+                    })?
+                    .ok_or_else(|| TlsError::NoKey(key_path.to_string()))?;
+                builder.with_client_auth_cert(certs, key)?
+            }
+            None => builder.with_no_client_auth(),
+        };
+        Ok(Tls {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The handshake, within `timeout`; `sni` is sent when set.
+    pub async fn connect(
+        &self,
+        tcp: tokio::net::TcpStream,
+        sni: Option<&str>,
+        conn: &ConnOpts,
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Failure> {
+        use rustls::pki_types::ServerName;
+        // An IP address as server name sends no SNI extension.
+        let name = sni
+            .and_then(|s| ServerName::try_from(s.to_string()).ok())
+            .unwrap_or(ServerName::IpAddress(conn.dst.ip().into()));
+        let connector = tokio_rustls::TlsConnector::from(self.config.clone());
+        match tokio::time::timeout(conn.timeout, connector.connect(name, tcp)).await {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(e)) => Err(Failure::Protocol(format!("SSL handshake failed: {e}"))),
+            Err(_) => Err(Failure::Timeout("SSL handshake")),
+        }
+    }
+}
+
+/// An HTTP_GET or SSL_GET checker, resolved.
+#[derive(Debug, Clone)]
+pub struct HttpProbe {
+    /// Where to connect.
+    pub conn: ConnOpts,
+    /// The urls, in order.
+    pub urls: Vec<UrlSpec>,
+    /// `http_protocol`.
+    pub protocol: String,
+    /// TLS for SSL_GET.
+    pub tls: Option<Tls>,
+    /// The SNI name when `enable_sni` is set.
+    pub sni: Option<String>,
+}
+
+/// Why a url could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    /// `digest` is not 32 hex digits.
+    #[error("url {0}: digest is not an MD5 in hex")]
+    Digest(String),
+    /// `regex` does not compile here.
+    #[error("url {path}: regex: {source}")]
+    Regex {
+        /// The url.
+        path: String,
+        /// Why.
+        source: regex::Error,
+    },
+}
+
+fn parse_digest(s: &str) -> Option<[u8; 16]> {
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+impl HttpProbe {
+    /// From the model. `vhosts` are the real server's and the virtual
+    /// server's `virtualhost`.
+    pub fn new(
+        h: &HttpCheck,
+        conn: ConnOpts,
+        rs_vhost: Option<&str>,
+        vs_vhost: Option<&str>,
+        tls: Option<Tls>,
+    ) -> Result<HttpProbe, UrlError> {
+        let mut urls = Vec::new();
+        for u in &h.urls {
+            urls.push(Self::url(h, u, &conn, rs_vhost, vs_vhost)?);
+        }
+        // SNI: the first url's vhost → checker vhost → VS vhost (the real
+        // server's is skipped, as in `ssl_connect()`).
+        let sni = h.enable_sni.then(|| {
+            h.urls
+                .first()
+                .and_then(|u| u.virtualhost.clone())
+                .or_else(|| h.virtualhost.clone())
+                .or_else(|| vs_vhost.map(String::from))
+        });
+        Ok(HttpProbe {
+            conn,
+            urls,
+            protocol: h.http_protocol.clone(),
+            tls,
+            sni: sni.flatten(),
+        })
+    }
+
+    fn url(
+        h: &HttpCheck,
+        u: &Url,
+        conn: &ConnOpts,
+        rs_vhost: Option<&str>,
+        vs_vhost: Option<&str>,
+    ) -> Result<UrlSpec, UrlError> {
+        let path = u.path.clone().unwrap_or_default();
+        let digest = match &u.digest {
+            Some(d) => Some(parse_digest(d).ok_or_else(|| UrlError::Digest(path.clone()))?),
+            None => None,
+        };
+        let regex = match &u.regex {
+            Some(r) => {
+                let mut b = regex::bytes::RegexBuilder::new(r);
+                for o in &u.regex_options {
+                    match o.as_str() {
+                        "caseless" => b.case_insensitive(true),
+                        "multiline" => b.multi_line(true),
+                        "dotall" => b.dot_matches_new_line(true),
+                        "extended" => b.ignore_whitespace(true),
+                        "ungreedy" => b.swap_greed(true),
+                        _ => &mut b,
+                    };
+                }
+                Some(UrlRegex {
+                    re: b.build().map_err(|source| UrlError::Regex {
+                        path: path.clone(),
+                        source,
+                    })?,
+                    no_match: u.regex_no_match,
+                    min_offset: u.regex_min_offset.unwrap_or(0) as usize,
+                    max_offset: u.regex_max_offset.unwrap_or(0) as usize,
+                })
+            }
+            None => None,
+        };
+        Ok(UrlSpec {
+            host: host_header(
+                [
+                    u.virtualhost.as_deref(),
+                    h.virtualhost.as_deref(),
+                    rs_vhost,
+                    vs_vhost,
+                ],
+                conn,
+            ),
+            path,
+            digest,
+            status: if u.status_code.is_empty() {
+                vec![(200, 299)]
+            } else {
+                u.status_code.clone()
+            },
+            regex,
+        })
+    }
+
+    /// Fetches url `i` and judges the answer.
+    pub async fn check(&self, i: usize) -> Result<(), Failure> {
+        let url = &self.urls[i];
+        let resp = self.fetch(url).await?;
+        resp.judge(url)
+    }
+
+    /// Fetches a url and returns the raw response reader (for genhash too).
+    pub async fn fetch(&self, url: &UrlSpec) -> Result<Response, Failure> {
+        let req = request(&url.path, &url.host, &self.protocol);
+        let resp = Response::new(url.digest.is_some(), url.regex.is_some());
+        let tcp = self.conn.tcp().await?;
+        match &self.tls {
+            Some(tls) => {
+                let mut s = tls.connect(tcp, self.sni.as_deref(), &self.conn).await?;
+                exchange(&mut s, &req, self.conn.timeout, resp, true).await
+            }
+            None => {
+                let mut s = tcp;
+                exchange(&mut s, &req, self.conn.timeout, resp, false).await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(status: Vec<(u16, u16)>, digest: Option<[u8; 16]>) -> UrlSpec {
+        UrlSpec {
+            path: "/".into(),
+            host: "h".into(),
+            digest,
+            status,
+            regex: None,
+        }
+    }
+
+    #[test]
+    fn request_is_keepalived_s() {
+        assert_eq!(
+            request("/x", "10.0.0.1:80", "1.0"),
+            b"GET /x HTTP/1.0\r\nUser-Agent: KeepAliveClient\r\nHost: 10.0.0.1:80\r\n\r\n"
+        );
+        assert_eq!(
+            request("/", "h", "1.1"),
+            b"GET / HTTP/1.1\r\nUser-Agent: KeepAliveClient\r\nConnection: close\r\nHost: h\r\n\r\n"
+        );
+        assert!(String::from_utf8(request("/", "h", "1.0C"))
+            .unwrap()
+            .starts_with("GET / HTTP/1.0\r\n"));
+    }
+
+    #[test]
+    fn status_is_atoi_of_the_second_word() {
+        assert_eq!(status_code(b"HTTP/1.0 200 OK\r\n\r\n"), 200);
+        // No space after the code: atoi stops at the CR.
+        assert_eq!(status_code(b"HTTP/1.0 200\r\n\r\n"), 200);
+        assert_eq!(status_code(b"HTTP/1.0  200 OK\r\n"), 0);
+        assert_eq!(status_code(b"garbage\r\n\r\n"), 0);
+        assert_eq!(status_code(b"HTTP/1.0 20x OK"), 20);
+    }
+
+    #[test]
+    fn content_length_is_case_sensitive_and_bounds_the_digest() {
+        assert_eq!(
+            content_length(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\n"),
+            Some(3)
+        );
+        assert_eq!(
+            content_length(b"HTTP/1.0 200 OK\r\ncontent-length: 3\r\n\r\n"),
+            None
+        );
+        let mut r = Response::new(true, false);
+        r.feed(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nabcdef");
+        let want: [u8; 16] = Md5::digest(b"abc").into();
+        assert_eq!(r.digest(), Some(want));
+    }
+
+    #[test]
+    fn oversized_headers_are_no_data() {
+        let mut r = Response::new(false, false);
+        let mut head = b"HTTP/1.0 200 OK\r\nX: ".to_vec();
+        head.resize(5000, b'a');
+        let taken = r.feed(&head);
+        assert_eq!(taken, HEADER_LIMIT);
+        assert!(r.head_full());
+        assert!(matches!(
+            r.judge(&url(vec![(200, 299)], None)),
+            Err(Failure::Protocol(m)) if m.starts_with("Read, no data")
+        ));
+    }
+
+    #[test]
+    fn verdict_order_status_then_digest() {
+        let body = b"hello";
+        let d: [u8; 16] = Md5::digest(body).into();
+        let feed = |s: &[u8]| {
+            let mut r = Response::new(true, false);
+            // Split across reads at an awkward place.
+            let (a, b) = s.split_at(s.len() / 2);
+            r.feed(a);
+            r.feed(b);
+            r
+        };
+        let ok = b"HTTP/1.1 200 OK\r\n\r\nhello";
+        assert!(feed(ok).judge(&url(vec![(200, 299)], Some(d))).is_ok());
+        assert!(feed(ok).judge(&url(vec![(300, 300)], Some(d))).is_err());
+        assert!(feed(b"HTTP/1.1 200 OK\r\n\r\nhellO")
+            .judge(&url(vec![(200, 299)], Some(d)))
+            .is_err());
+        assert!(feed(b"HTTP/1.1 600 OK\r\n\r\n")
+            .judge(&url(vec![(100, 599)], None))
+            .is_err());
+    }
+
+    #[test]
+    fn regex_with_offsets_and_no_match() {
+        let spec = |no_match, min, max| UrlSpec {
+            regex: Some(UrlRegex {
+                re: regex::bytes::Regex::new("al+ive").unwrap(),
+                no_match,
+                min_offset: min,
+                max_offset: max,
+            }),
+            ..url(vec![(200, 299)], None)
+        };
+        let resp = || {
+            let mut r = Response::new(false, true);
+            r.feed(b"HTTP/1.0 200 OK\r\n\r\n0123alive");
+            r
+        };
+        assert!(resp().judge(&spec(false, 0, 0)).is_ok());
+        assert!(resp().judge(&spec(true, 0, 0)).is_err());
+        assert!(resp().judge(&spec(false, 5, 0)).is_err());
+        assert!(resp().judge(&spec(false, 0, 4)).is_err());
+        assert!(resp().judge(&spec(false, 0, 5)).is_ok());
+    }
+}

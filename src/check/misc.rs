@@ -1,0 +1,200 @@
+//! MISC_CHECK (`check_misc.c`, `core/notify.c`): a script run as the
+//! script user in its own process group; exit 0 passes (with
+//! `misc_dynamic` also 2..255, which set the weight); on `misc_timeout` the
+//! group gets SIGTERM, then SIGKILL after 2 s; the child is always reaped.
+//!
+//! I/O shell of the checker side, called by the engine once per run. Also
+//! used for notify scripts ([`super::notify`]). A semaphore caps how many
+//! scripts run at once so a storm of checks cannot fork-bomb the director.
+
+use super::conn::Failure;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{Gid, Group, Pid, Uid, User};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// How long after SIGTERM the group gets SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Who a script runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RunAs {
+    /// uid.
+    pub uid: u32,
+    /// gid.
+    pub gid: u32,
+}
+
+impl RunAs {
+    /// Resolves `USER [GROUP]`; the user's primary group when no group.
+    pub fn resolve(user: &str, group: Option<&str>) -> Result<RunAs, String> {
+        let u = User::from_name(user)
+            .ok()
+            .flatten()
+            .ok_or_else(|| format!("unknown user {user}"))?;
+        let gid = match group {
+            Some(g) => {
+                Group::from_name(g)
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| format!("unknown group {g}"))?
+                    .gid
+            }
+            None => u.gid,
+        };
+        Ok(RunAs {
+            uid: u.uid.as_raw(),
+            gid: gid.as_raw(),
+        })
+    }
+}
+
+/// A script to run: argv and identity.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ScriptSpec {
+    /// Exactly the configured words.
+    pub argv: Vec<String>,
+    /// Identity (None: as we are).
+    pub run_as: Option<RunAs>,
+}
+
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptEnd {
+    /// Exited with this status.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+    /// Cut at the timeout (its group was killed).
+    TimedOut,
+}
+
+/// Shared limits for scripts.
+#[derive(Debug, Clone)]
+pub struct Scripts {
+    permits: Arc<Semaphore>,
+}
+
+/// Default cap of concurrently running scripts.
+pub const DEFAULT_MAX_SCRIPTS: usize = 64;
+
+impl Scripts {
+    /// At most `max` scripts at once.
+    pub fn new(max: usize) -> Scripts {
+        Scripts {
+            permits: Arc::new(Semaphore::new(max.max(1))),
+        }
+    }
+
+    /// Runs a script to its end or the timeout.
+    pub async fn run(&self, spec: &ScriptSpec, timeout: Duration) -> Result<ScriptEnd, Failure> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_closed| Failure::Protocol("script runner closed".into()))?;
+        let Some((prog, args)) = spec.argv.split_first() else {
+            return Err(Failure::Protocol("empty script".into()));
+        };
+        let mut cmd = tokio::process::Command::new(prog);
+        cmd.args(args);
+        self.prepare(&mut cmd, spec);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            // No `#!` and not a binary: keepalived runs it through the shell.
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENOEXEC) => {
+                let quoted: Vec<String> = spec
+                    .argv
+                    .iter()
+                    .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+                    .collect();
+                let mut sh = tokio::process::Command::new("/bin/sh");
+                sh.arg("-c").arg(quoted.join(" "));
+                self.prepare(&mut sh, spec);
+                sh.spawn().map_err(|e| Failure::Io("script start", e))?
+            }
+            Err(e) => return Err(Failure::Io("script start", e)),
+        };
+        let pgid = child.id().map(|p| Pid::from_raw(p as i32));
+        match tokio::time::timeout(timeout, child.wait()).await {
+            Ok(Ok(st)) => Ok(end_of(st)),
+            Ok(Err(e)) => Err(Failure::Io("script wait", e)),
+            Err(_) => {
+                if let Some(g) = pgid {
+                    let _ = killpg(g, Signal::SIGTERM);
+                }
+                if tokio::time::timeout(KILL_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
+                    if let Some(g) = pgid {
+                        let _ = killpg(g, Signal::SIGKILL);
+                    }
+                    let _ = child.wait().await;
+                }
+                Ok(ScriptEnd::TimedOut)
+            }
+        }
+    }
+
+    fn prepare(&self, cmd: &mut tokio::process::Command, spec: &ScriptSpec) {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env_remove("IFS")
+            .env_remove("LD_PRELOAD")
+            .env_remove("LD_LIBRARY_PATH")
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(r) = spec.run_as {
+            if r.uid != Uid::effective().as_raw() || r.gid != Gid::effective().as_raw() {
+                cmd.uid(r.uid).gid(r.gid);
+            }
+        }
+        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
+        // no memory of the parent; it is all that runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+            });
+        }
+    }
+}
+
+fn end_of(st: ExitStatus) -> ScriptEnd {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => ScriptEnd::Exited(c),
+        (None, Some(s)) => ScriptEnd::Signaled(s),
+        (None, None) => ScriptEnd::Exited(-1),
+    }
+}
+
+/// MISC_CHECK's verdict on a script's end: `Ok(Some(status))` for a
+/// dynamic weight status (2..255), `Ok(None)` for a plain pass.
+pub fn verdict(end: ScriptEnd, dynamic: bool) -> Result<Option<u8>, Failure> {
+    match end {
+        ScriptEnd::Exited(0) => Ok(None),
+        ScriptEnd::Exited(s @ 2..=255) if dynamic => Ok(Some(s as u8)),
+        ScriptEnd::Exited(s) => Err(Failure::Protocol(format!("exited with status {s}"))),
+        ScriptEnd::Signaled(s) => Err(Failure::Protocol(format!("killed by signal {s}"))),
+        ScriptEnd::TimedOut => Err(Failure::Protocol("timed out".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(verdict(ScriptEnd::Exited(0), false).unwrap(), None);
+        assert!(verdict(ScriptEnd::Exited(1), true).is_err());
+        assert!(verdict(ScriptEnd::Exited(5), false).is_err());
+        assert_eq!(verdict(ScriptEnd::Exited(5), true).unwrap(), Some(5));
+        assert!(verdict(ScriptEnd::Signaled(9), true).is_err());
+        assert!(verdict(ScriptEnd::TimedOut, true).is_err());
+    }
+}

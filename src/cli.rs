@@ -55,6 +55,7 @@ const OPTIONS: &[(Option<char>, &str, Arg)] = &[
     (Some('h'), "help", Arg::None),
     (None, "dump-json", Arg::None),
     (None, "dry-run", Arg::None),
+    (None, "no-shared-checks", Arg::None),
     (None, "ipvs-save", Arg::None),
 ];
 
@@ -137,6 +138,9 @@ pub struct Options {
     pub dump_json: bool,
     /// `--dry-run` (extension): compute IPVS changes without the kernel.
     pub dry_run: bool,
+    /// `--no-shared-checks` (extension): probe identical checks of several
+    /// virtual servers once each, as keepalived does.
+    pub no_shared_checks: bool,
     /// `--ipvs-save` (extension): print the kernel's IPVS table as
     /// `ipvsadm -S -n` does, read through our own netlink code.
     pub ipvs_save: bool,
@@ -205,6 +209,7 @@ fn set(o: &mut Options, long: &str, val: Option<String>) {
         "help" => o.help = true,
         "dump-json" => o.dump_json = true,
         "dry-run" => o.dry_run = true,
+        "no-shared-checks" => o.no_shared_checks = true,
         "ipvs-save" => o.ipvs_save = true,
         _ => {}
     }
@@ -346,6 +351,7 @@ pub fn usage(prog: &str) -> String {
   -T, --genhash                Enter genhash utility mode (not available yet)\n\
       --dump-json              Print the resolved configuration as JSON (keepalived-rs extension)\n\
       --dry-run                Compute IPVS changes without touching the kernel (keepalived-rs extension)\n\
+      --no-shared-checks       Run identical checks of several virtual servers separately (keepalived-rs extension)\n\
       --ipvs-save              Print the kernel's IPVS table as ipvsadm -S -n does (keepalived-rs extension)\n\
   -v, --version                Display the version number\n\
   -h, --help                   Display this help message\n"

@@ -2,11 +2,17 @@
 //! dry run), programs the table, then waits for signals and timers.
 //!
 //! Outermost layer of the pipeline; everything below it is driven from here.
-//! Today it runs the LVS side with the startup health state (§6.2): real
-//! servers without `alpha` checkers in the pool. The checkers (issue 4) and
-//! the full process behaviour (forking, pid files, syslog; issue 5) plug in
-//! here.
+//! It starts the checkers ([`crate::check::engine`]), programs the startup
+//! table (§6.2), then turns checker reports into IPVS changes, batched per
+//! wake-up. The full process behaviour (forking, pid files, syslog) is
+//! issue 5.
 
+use crate::check::engine::{
+    self, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
+};
+use crate::check::misc::{self, Scripts};
+use crate::check::notify::Notifier;
+use crate::check::ping::PingGroupRange;
 use crate::cli::Options;
 use crate::config::model::{Config, LvsTimeouts};
 use crate::config::{self, LoadOptions, Loaded};
@@ -17,8 +23,10 @@ use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Health, Reconciler};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
 
 /// Where keepalived reads its configuration by default.
 pub const DEFAULT_CONF: &str = "/etc/keepalived/keepalived.conf";
@@ -114,6 +122,63 @@ fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
     }
 }
 
+/// The running checkers of one configuration.
+struct Checking {
+    plan: Plan,
+    tracker: Tracker,
+    health: Health,
+    engine: Engine,
+    notifier: Notifier,
+    _ping: Option<PingGroupRange>,
+}
+
+impl Checking {
+    fn start(cfg: &Config, opts: &Options, tx: &mpsc::UnboundedSender<Event>) -> Checking {
+        let (plan, errors) = engine::plan(
+            cfg,
+            &PlanOptions {
+                share: !opts.no_shared_checks,
+            },
+        );
+        for e in errors {
+            log::error!("{e}");
+        }
+        let ping = plan
+            .checks
+            .iter()
+            .any(|c| matches!(c.kind, ProbeKind::Ping(_)))
+            .then(PingGroupRange::ensure);
+        let (tracker, health) = Tracker::start(cfg, &plan);
+        let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
+        let mut notifier = Notifier::new(cfg, scripts.clone());
+        if cfg.global_defs.rs_init_notifies {
+            notifier.init_notifies(cfg, &health);
+        }
+        let prober = Arc::new(NetProber::new(misc::DEFAULT_MAX_SCRIPTS));
+        let engine = Engine::start(&plan, prober, tx.clone(), Jitter::seeded());
+        log::info!(
+            "checkers: {} check(s) for {} configured checker(s)",
+            plan.checks.len(),
+            plan.per_rs.values().sum::<usize>()
+        );
+        Checking {
+            plan,
+            tracker,
+            health,
+            engine,
+            notifier,
+            _ping: ping,
+        }
+    }
+
+    async fn stop(self, cfg: &Config) {
+        self.engine.stop().await;
+        let mut n = self.notifier;
+        n.shutdown(cfg, &self.health);
+        n.close().await;
+    }
+}
+
 async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path) -> ExitCode {
     let mut signals = match (
         signal(SignalKind::hangup()),
@@ -129,7 +194,9 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     let mut cfg = cfg;
     let mut rec = Reconciler::new(backend);
     let started = std::time::Instant::now();
-    let table = desired(&cfg, &Health::initial(&cfg));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut checking = Checking::start(&cfg, opts, &tx);
+    let table = desired(&cfg, &checking.health);
     log::debug!(
         "desired table computed in {:.3} s",
         started.elapsed().as_secs_f64()
@@ -150,6 +217,7 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
         ),
         Err(e) => {
             log::error!("{e}");
+            checking.stop(&cfg).await;
             return ExitCode::from(1);
         }
     }
@@ -160,6 +228,25 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     drift.tick().await;
     loop {
         tokio::select! {
+            Some(ev) = rx.recv() => {
+                // Take every pending report, then program once.
+                let mut changed = false;
+                let mut next = Some(ev);
+                while let Some(ev) = next {
+                    let c = &mut checking;
+                    let effects = c.tracker.apply(&cfg, &c.plan, &mut c.health, &ev);
+                    changed |= !effects.is_empty();
+                    c.notifier.effects(&cfg, &c.health, &effects);
+                    next = rx.try_recv().ok();
+                }
+                if changed {
+                    let r = rec.set_desired(desired(&cfg, &checking.health)).await;
+                    if r.sent > 0 || !r.errors.is_empty() {
+                        log::debug!("IPVS: {} operation(s), {} error(s)", r.sent, r.errors.len());
+                    }
+                    show_table(&rec, opts.dry_run);
+                }
+            }
             _ = signals.0.recv() => {
                 log::info!("Reloading configuration from {}", path.display());
                 let loaded = config::load(path, &load_options(opts));
@@ -170,9 +257,12 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                     );
                     continue;
                 }
+                checking.stop(&cfg).await;
+                // Reports of the old checkers refer to the old plan.
+                while rx.try_recv().is_ok() {}
                 cfg = loaded.config;
-                let t = desired(&cfg, &Health::initial(&cfg));
-                let r = rec.set_desired(t).await;
+                checking = Checking::start(&cfg, opts, &tx);
+                let r = rec.set_desired(desired(&cfg, &checking.health)).await;
                 if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
                     if let Err(e) = rec.set_timeouts(t).await {
                         log::warn!("{e}");
@@ -197,6 +287,7 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
         }
     }
     log::info!("Stopping");
+    checking.stop(&cfg).await;
     let r = rec
         .stop(cfg.global_defs.lvs_flush_on_stop, opts.dont_release_ipvs)
         .await;

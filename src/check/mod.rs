@@ -10,10 +10,12 @@
 
 pub mod conn;
 pub mod dns;
+pub mod engine;
 pub mod file;
 pub mod health;
 pub mod http;
 pub mod misc;
+pub mod notify;
 pub mod ping;
 pub mod smtp;
 pub mod state;

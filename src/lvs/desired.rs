@@ -51,24 +51,33 @@ impl Health {
     /// The state at start (§6.2): a real server is alive unless one of its
     /// checkers is `alpha`; quorum from the live weights.
     pub fn initial(cfg: &Config) -> Health {
+        Health::with_start(cfg, |vs, rs| {
+            let v = &cfg.virtual_servers[vs];
+            let r = &v.real_servers[rs];
+            RsHealth {
+                alive: !r.checkers.iter().any(|c| checker_alpha(c, r)),
+                effective_weight: i64::from(r.weight.unwrap_or(v.weight)),
+            }
+        })
+    }
+
+    /// The state at start with each real server's health given by
+    /// `rs_health(vs, rs)`; quorum from the live weights
+    /// (`update_quorum_state(vs, init=true)`).
+    pub fn with_start(cfg: &Config, rs_health: impl Fn(usize, usize) -> RsHealth) -> Health {
         Health {
             vs: cfg
                 .virtual_servers
                 .iter()
-                .map(|vs| {
-                    let rs: Vec<RsHealth> = vs
-                        .real_servers
-                        .iter()
-                        .map(|rs| RsHealth {
-                            alive: !rs.checkers.iter().any(|c| checker_alpha(c, rs)),
-                            effective_weight: i64::from(rs.weight.unwrap_or(vs.weight)),
-                        })
+                .enumerate()
+                .map(|(vi, vs)| {
+                    let rs: Vec<RsHealth> = (0..vs.real_servers.len())
+                        .map(|ri| rs_health(vi, ri))
                         .collect();
                     let mut h = VsHealth {
                         quorum_up: false,
                         rs,
                     };
-                    // update_quorum_state(vs, init=true).
                     h.quorum_up = crate::check::state::quorum_up(
                         false,
                         h.live_weight(),

@@ -1,0 +1,840 @@
+//! The checker engine: turns the configuration's checkers into running
+//! tasks, one per distinct check, and reports their state changes.
+//!
+//! Between the config model and the daemon. [`plan`] resolves every
+//! checker (pure; identical checks of one real server shared by several
+//! virtual servers become one, with several subscribers). [`Engine`] runs
+//! each planned check as its own tokio task, so a hung backend only ever
+//! delays its own check, cut at its timeout. Each task applies the pure
+//! decisions of [`super::state`] and sends an [`Event`] when its checker
+//! changes; [`Tracker`] (pure) turns those into real-server and quorum
+//! transitions on [`Health`]. The probes are reached through [`Prober`], so
+//! scheduling is tested on paused time with scripted results.
+
+use super::conn::{ConnOpts, Failure};
+use super::dns::DnsProbe;
+use super::file::{self, FileState};
+use super::health::Transition;
+use super::http::{HttpProbe, Tls};
+use super::misc::{self, RunAs, ScriptSpec, Scripts};
+use super::smtp::DEFAULT_HELO;
+use super::state::{CheckerState, Next, RetryFamily, UrlCycle};
+use super::udp::UdpProbe;
+use crate::config::model::{Checker, Config, RealServer, VirtualServer};
+use crate::lvs::desired::{Health, RsHealth};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+/// Where a check's results go: a checker of a real server of a virtual
+/// server (indices in config order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Subscriber {
+    /// Virtual server.
+    pub vs: usize,
+    /// Real server.
+    pub rs: usize,
+    /// Checker within the real server.
+    pub checker: usize,
+}
+
+/// What a check does, resolved.
+#[derive(Debug, Clone)]
+pub enum ProbeKind {
+    /// TCP_CHECK.
+    Tcp(ConnOpts),
+    /// HTTP_GET / SSL_GET.
+    Http(Arc<HttpProbe>),
+    /// SMTP_CHECK with its HELO name.
+    Smtp(ConnOpts, String),
+    /// UDP_CHECK.
+    Udp(UdpProbe),
+    /// DNS_CHECK.
+    Dns(DnsProbe),
+    /// PING_CHECK.
+    Ping(ConnOpts),
+    /// MISC_CHECK.
+    Misc {
+        /// The script.
+        script: ScriptSpec,
+        /// `misc_timeout` (else the VS delay_loop).
+        timeout: Duration,
+        /// `misc_dynamic`.
+        dynamic: bool,
+    },
+    /// FILE_CHECK.
+    File {
+        /// The tracked file.
+        path: PathBuf,
+        /// Its weight (checker's, else the track_file's).
+        weight: i64,
+        /// `reverse`.
+        reverse: bool,
+    },
+}
+
+impl ProbeKind {
+    /// keepalived's name for the checker type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ProbeKind::Tcp(_) => "TCP_CHECK",
+            ProbeKind::Http(h) if h.tls.is_some() => "SSL_GET",
+            ProbeKind::Http(_) => "HTTP_GET",
+            ProbeKind::Smtp(..) => "SMTP_CHECK",
+            ProbeKind::Udp(_) => "UDP_CHECK",
+            ProbeKind::Dns(_) => "DNS_CHECK",
+            ProbeKind::Ping(_) => "PING_CHECK",
+            ProbeKind::Misc { .. } => "MISC_CHECK",
+            ProbeKind::File { .. } => "FILE_CHECK",
+        }
+    }
+
+    fn family(&self) -> Option<RetryFamily> {
+        match self {
+            ProbeKind::Tcp(_) | ProbeKind::Udp(_) | ProbeKind::Ping(_) => Some(RetryFamily::Simple),
+            ProbeKind::Dns(_) | ProbeKind::Misc { .. } => Some(RetryFamily::Counted),
+            ProbeKind::Smtp(..) => Some(RetryFamily::Smtp),
+            ProbeKind::Http(_) | ProbeKind::File { .. } => None,
+        }
+    }
+}
+
+/// One distinct check and who listens to it.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// What it does.
+    pub kind: ProbeKind,
+    /// `delay_loop`.
+    pub delay_loop: Duration,
+    /// `delay_before_retry`.
+    pub delay_before_retry: Duration,
+    /// `warmup`: the first run is at 1 s plus a random part of it.
+    pub warmup: Duration,
+    /// `retry`.
+    pub retry: u32,
+    /// `alpha`.
+    pub alpha: bool,
+    /// `log_all_failures`.
+    pub log_all_failures: bool,
+    /// HTTP `fast_recovery`.
+    pub fast_recovery: bool,
+    /// keepalived's name for the checked service, `[ip]:proto:port`.
+    pub name: String,
+    /// Who gets the results.
+    pub subscribers: Vec<Subscriber>,
+}
+
+/// The checks of a configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Distinct checks.
+    pub checks: Vec<Planned>,
+    /// Per (vs, rs): how many checkers it has (shared ones counted for
+    /// each subscriber).
+    pub per_rs: HashMap<(usize, usize), usize>,
+}
+
+/// How [`plan`] builds checks.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Share identical checks between virtual servers (default); off runs
+    /// one probe per configured checker, as keepalived does.
+    pub share: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions { share: true }
+    }
+}
+
+fn micros(v: Option<u64>, default: u64) -> Duration {
+    Duration::from_micros(v.unwrap_or(default))
+}
+
+fn proto_name(vs: &VirtualServer) -> &'static str {
+    use crate::config::model::Protocol;
+    match vs.protocol {
+        Some(Protocol::Tcp) => "tcp",
+        Some(Protocol::Udp) => "udp",
+        Some(Protocol::Sctp) => "sctp",
+        None => "none",
+    }
+}
+
+/// keepalived's `FMT_RS()`.
+pub fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
+    format!("[{}]:{}:{}", rs.ip, proto_name(vs), rs.port)
+}
+
+/// Resolves the identity scripts run as: the script's own user, else
+/// `script_user`, else `keepalived_script` if it exists, else ourselves.
+pub fn script_identity(
+    cfg: &Config,
+    user: Option<&(String, Option<String>)>,
+) -> Result<Option<RunAs>, String> {
+    let (u, g) = match user.or(cfg.global_defs.script_user.as_ref()) {
+        Some((u, g)) => (u.clone(), g.clone()),
+        None => match nix::unistd::User::from_name("keepalived_script") {
+            Ok(Some(_)) => ("keepalived_script".to_string(), None),
+            _ => return Ok(None),
+        },
+    };
+    RunAs::resolve(&u, g.as_deref()).map(Some)
+}
+
+fn probe_kind(
+    cfg: &Config,
+    vs: &VirtualServer,
+    rs: &RealServer,
+    c: &Checker,
+    tls: &mut Option<Option<Tls>>,
+) -> Result<Option<ProbeKind>, String> {
+    let conn = || ConnOpts::from_common(c.common(), rs.ip);
+    Ok(Some(match c {
+        Checker::Tcp(_) => ProbeKind::Tcp(conn()),
+        Checker::Ping(_) => ProbeKind::Ping(conn()),
+        Checker::Http(h) | Checker::Ssl(h) => {
+            let t = if matches!(c, Checker::Ssl(_)) {
+                let t = tls.get_or_insert_with(|| match Tls::new(cfg.ssl.as_ref()) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        log::error!("{e}");
+                        None
+                    }
+                });
+                match t {
+                    Some(t) => Some(t.clone()),
+                    None => return Err("SSL_GET: no usable SSL context".into()),
+                }
+            } else {
+                None
+            };
+            if h.urls.is_empty() {
+                return Ok(None);
+            }
+            ProbeKind::Http(Arc::new(
+                HttpProbe::new(
+                    h,
+                    conn(),
+                    rs.virtualhost.as_deref(),
+                    vs.virtualhost.as_deref(),
+                    t,
+                )
+                .map_err(|e| e.to_string())?,
+            ))
+        }
+        Checker::Smtp(s) => ProbeKind::Smtp(
+            conn(),
+            s.helo_name
+                .clone()
+                .or_else(|| cfg.global_defs.smtp_helo_name.clone())
+                .unwrap_or_else(|| DEFAULT_HELO.into()),
+        ),
+        Checker::Udp(u) => ProbeKind::Udp(UdpProbe::new(u, conn())),
+        Checker::Dns(d) => ProbeKind::Dns(DnsProbe::new(d, conn())),
+        Checker::Misc(m) => {
+            let Some(argv) = m.misc_path.clone() else {
+                return Ok(None);
+            };
+            let run_as = script_identity(cfg, m.user.as_ref())?;
+            let timeout = match m.misc_timeout {
+                Some(t) if t > 0 => Duration::from_micros(t),
+                _ => micros(vs.delay_loop, 60_000_000),
+            };
+            ProbeKind::Misc {
+                script: ScriptSpec { argv, run_as },
+                timeout,
+                dynamic: m.misc_dynamic,
+            }
+        }
+        Checker::File(f) => {
+            let Some(tf) = f
+                .track_file
+                .as_ref()
+                .and_then(|n| cfg.track_files.iter().find(|t| &t.name == n))
+            else {
+                return Ok(None);
+            };
+            let Some(path) = tf.file.clone() else {
+                return Ok(None);
+            };
+            ProbeKind::File {
+                path: PathBuf::from(path),
+                weight: i64::from(f.weight.unwrap_or(tf.weight)),
+                reverse: f.reverse.unwrap_or(tf.reverse),
+            }
+        }
+        Checker::Bfd(_) => return Ok(None),
+    }))
+}
+
+/// Resolves every checker of `cfg`. Checkers that cannot run are reported
+/// (with the virtual and real server) and left out, as keepalived drops
+/// them; their real servers then count as having no such checker.
+pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
+    let mut p = Plan::default();
+    let mut errors = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut tls = None;
+    for tf in &cfg.track_files {
+        file::init_file(tf);
+    }
+    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        for (ri, rs) in vs.real_servers.iter().enumerate() {
+            let mut n = 0;
+            for c in &rs.checkers {
+                let kind = match probe_kind(cfg, vs, rs, c, &mut tls) {
+                    Ok(Some(k)) => k,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        errors.push(format!(
+                            "{}: checker of real server {} in VS {}: {e}",
+                            c.common().line,
+                            format_rs(rs, vs),
+                            crate::config::validate::format_vs(vs)
+                        ));
+                        continue;
+                    }
+                };
+                let cm = c.common();
+                let delay_loop = micros(cm.delay_loop, 60_000_000);
+                let planned = Planned {
+                    delay_loop,
+                    delay_before_retry: micros(cm.delay_before_retry, 1_000_000),
+                    warmup: cm.warmup.map(Duration::from_micros).unwrap_or(delay_loop),
+                    retry: cm.retry.unwrap_or(1),
+                    alpha: cm.alpha.unwrap_or(false),
+                    log_all_failures: cm.log_all_failures.unwrap_or(false),
+                    fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
+                    name: format_rs(rs, vs),
+                    kind,
+                    subscribers: Vec::new(),
+                };
+                let sub = Subscriber {
+                    vs: vi,
+                    rs: ri,
+                    checker: n,
+                };
+                n += 1;
+                // Two checks are the same when everything they do and how
+                // they are scheduled is; only then may they share a probe.
+                let key = format!(
+                    "{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
+                    planned.kind,
+                    planned.delay_loop,
+                    planned.delay_before_retry,
+                    planned.warmup,
+                    planned.retry,
+                    planned.alpha,
+                    planned.fast_recovery,
+                    planned.name
+                );
+                let shared = if opts.share { seen.get(&key) } else { None };
+                match shared {
+                    Some(&i) => p.checks[i].subscribers.push(sub),
+                    None => {
+                        seen.insert(key, p.checks.len());
+                        let mut planned = planned;
+                        planned.subscribers.push(sub);
+                        p.checks.push(planned);
+                    }
+                }
+            }
+            p.per_rs.insert((vi, ri), n);
+        }
+    }
+    (p, errors)
+}
+
+/// A change reported by a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The checker came up.
+    Up,
+    /// The checker went down.
+    Down,
+    /// A first result confirmed an `alpha` checker down.
+    FirstDown,
+    /// MISC_CHECK with `misc_dynamic` exited with this status (0 or 2..255).
+    MiscStatus(u8),
+    /// FILE_CHECK's weight contribution.
+    FileWeight(i64),
+}
+
+/// A check's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Index in [`Plan::checks`].
+    pub check: usize,
+    /// What changed.
+    pub change: Change,
+    /// Why, in words (for logs).
+    pub reason: String,
+}
+
+/// The outcome of one probe run: `Ok(Some(status))` carries a MISC
+/// dynamic status.
+pub type Outcome = Result<Option<u8>, Failure>;
+
+/// Runs one probe. The real one does I/O; tests script results.
+pub trait Prober: Send + Sync + 'static {
+    /// Runs check `check` of the plan against url `url` (HTTP) with
+    /// sequence number `seq` (PING/DNS).
+    fn probe<'a>(
+        &'a self,
+        check: &'a Planned,
+        url: usize,
+        seq: u16,
+    ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+}
+
+/// The prober that talks to the real servers.
+#[derive(Debug, Clone)]
+pub struct NetProber {
+    scripts: Scripts,
+}
+
+impl NetProber {
+    /// With at most `max_scripts` MISC_CHECK scripts at once.
+    pub fn new(max_scripts: usize) -> NetProber {
+        NetProber {
+            scripts: Scripts::new(max_scripts),
+        }
+    }
+}
+
+impl Prober for NetProber {
+    fn probe<'a>(
+        &'a self,
+        check: &'a Planned,
+        url: usize,
+        seq: u16,
+    ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
+        Box::pin(async move {
+            match &check.kind {
+                ProbeKind::Tcp(c) => super::tcp::check(c).await.map(|()| None),
+                ProbeKind::Http(h) => h.check(url).await.map(|()| None),
+                ProbeKind::Smtp(c, helo) => super::smtp::check(c, helo).await.map(|()| None),
+                ProbeKind::Udp(u) => u.check().await.map(|()| None),
+                ProbeKind::Dns(d) => d.check(seq).await.map(|()| None),
+                ProbeKind::Ping(c) => super::ping::check(c, seq).await.map(|()| None),
+                ProbeKind::Misc {
+                    script,
+                    timeout,
+                    dynamic,
+                } => {
+                    let end = self.scripts.run(script, *timeout).await?;
+                    misc::verdict(end, *dynamic)
+                }
+                ProbeKind::File { .. } => Ok(None),
+            }
+        })
+    }
+}
+
+/// A small xorshift: jitter needs spread, not quality.
+#[derive(Debug, Clone)]
+pub struct Jitter(u64);
+
+impl Jitter {
+    /// Seeded from the clock and pid.
+    pub fn seeded() -> Jitter {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        Jitter(t ^ (u64::from(std::process::id()) << 32) | 1)
+    }
+
+    /// Fixed seed (tests).
+    pub fn with_seed(s: u64) -> Jitter {
+        Jitter(s | 1)
+    }
+
+    /// Next value.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform in `0..=d`.
+    pub fn upto(&mut self, d: Duration) -> Duration {
+        let us = d.as_micros() as u64;
+        if us == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_micros(self.next_u64() % (us + 1))
+    }
+}
+
+/// Running checks. Dropping it stops them (scripts are killed).
+pub struct Engine {
+    tasks: JoinSet<()>,
+}
+
+impl Engine {
+    /// Starts every check of `plan`; events go to `tx`. File checks are
+    /// watched by one task.
+    pub fn start(
+        plan: &Plan,
+        prober: Arc<dyn Prober>,
+        tx: mpsc::UnboundedSender<Event>,
+        mut jitter: Jitter,
+    ) -> Engine {
+        let mut tasks = JoinSet::new();
+        let mut files = Vec::new();
+        for (i, c) in plan.checks.iter().enumerate() {
+            if let ProbeKind::File { .. } = c.kind {
+                files.push(i);
+                continue;
+            }
+            // register_checkers_thread(): 1 s plus a random part of warmup.
+            let first = Duration::from_secs(1) + jitter.upto(c.warmup);
+            let check = Arc::new(c.clone());
+            tasks.spawn(run_check(i, check, prober.clone(), tx.clone(), first));
+        }
+        if !files.is_empty() {
+            let checks: Vec<(usize, Planned)> =
+                files.iter().map(|&i| (i, plan.checks[i].clone())).collect();
+            tasks.spawn(watch_files(checks, tx));
+        }
+        Engine { tasks }
+    }
+
+    /// Stops every check now.
+    pub async fn stop(mut self) {
+        self.tasks.shutdown().await;
+    }
+}
+
+fn delay_for(c: &Planned, next: Next) -> Duration {
+    match next {
+        Next::DelayLoop => c.delay_loop,
+        Next::DelayBeforeRetry => c.delay_before_retry,
+        Next::LongerOfBoth => c.delay_loop.max(c.delay_before_retry),
+        Next::Now => Duration::ZERO,
+    }
+}
+
+async fn run_check(
+    id: usize,
+    c: Arc<Planned>,
+    prober: Arc<dyn Prober>,
+    tx: mpsc::UnboundedSender<Event>,
+    first: Duration,
+) {
+    let mut st = CheckerState::new(c.retry, c.alpha);
+    let mut urls = UrlCycle::new(match &c.kind {
+        ProbeKind::Http(h) => h.urls.len(),
+        _ => 1,
+    });
+    let mut seq: u16 = (id as u16).wrapping_mul(7919);
+    let mut last_status: Option<u8> = None;
+    tokio::time::sleep(first).await;
+    loop {
+        let started = tokio::time::Instant::now();
+        seq = seq.wrapping_add(1);
+        let outcome = prober.probe(&c, urls.current, seq).await;
+        let (ok, status, reason) = match outcome {
+            Ok(s) => (true, s, String::new()),
+            Err(f) if f.is_local() => {
+                // keepalived reschedules without a verdict.
+                log::warn!("{} on {}: {f}", c.kind.type_name(), c.name);
+                tokio::time::sleep(c.delay_loop).await;
+                continue;
+            }
+            Err(f) => (false, None, f.to_string()),
+        };
+        if !ok && (c.log_all_failures || st.is_up) {
+            log::info!(
+                "{} on service {} failed: {reason}",
+                c.kind.type_name(),
+                c.name
+            );
+        }
+        let d = match (&c.kind, c.kind.family()) {
+            (ProbeKind::Http(_), _) => st.http_result(&mut urls, ok, c.fast_recovery),
+            (_, Some(f)) => st.result(f, ok),
+            (_, None) => continue,
+        };
+        if let ProbeKind::Misc { dynamic: true, .. } = c.kind {
+            // update_svr_wgt() on a changed exit status of a success.
+            let s = if ok { Some(status.unwrap_or(0)) } else { None };
+            if let Some(s) = s.filter(|s| Some(*s) != last_status) {
+                last_status = Some(s);
+                send(&tx, id, Change::MiscStatus(s), String::new());
+            }
+            if !ok && d.changed == Some(false) {
+                last_status = None;
+            }
+        }
+        match d.changed {
+            Some(true) => send(&tx, id, Change::Up, "success".into()),
+            Some(false) => send(&tx, id, Change::Down, reason),
+            None if d.first_down => send(&tx, id, Change::FirstDown, reason),
+            None => {}
+        }
+        let delay = delay_for(&c, d.next);
+        match c.kind {
+            // MISC_CHECK schedules from the start of the run.
+            ProbeKind::Misc { .. } => tokio::time::sleep_until(started + delay).await,
+            _ => tokio::time::sleep(delay).await,
+        }
+    }
+}
+
+fn send(tx: &mpsc::UnboundedSender<Event>, check: usize, change: Change, reason: String) {
+    // The receiver is gone only while the engine is being torn down.
+    let _ = tx.send(Event {
+        check,
+        change,
+        reason,
+    });
+}
+
+/// FILE_CHECK's state for a planned file check, read now.
+pub fn file_state(c: &Planned) -> Option<FileState> {
+    match &c.kind {
+        ProbeKind::File {
+            path,
+            weight,
+            reverse,
+        } => file::read_value(path).map(|v| file::status(v, *weight, *reverse)),
+        _ => None,
+    }
+}
+
+async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Event>) {
+    let paths: Vec<PathBuf> = checks
+        .iter()
+        .filter_map(|(_, c)| match &c.kind {
+            ProbeKind::File { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut current: Vec<Option<FileState>> = checks.iter().map(|(_, c)| file_state(c)).collect();
+    let mut watch = match file::Watch::new(&paths) {
+        Ok(w) => w,
+        Err(e) => {
+            log::error!("FILE_CHECK: cannot watch tracked files: {e}");
+            return;
+        }
+    };
+    loop {
+        let touched = match watch.changed().await {
+            Ok(t) => t,
+            Err(e) => {
+                log::error!("FILE_CHECK: inotify: {e}");
+                return;
+            }
+        };
+        for (k, (id, c)) in checks.iter().enumerate() {
+            let ProbeKind::File { path, .. } = &c.kind else {
+                continue;
+            };
+            if !touched.iter().any(|t| t == path) {
+                continue;
+            }
+            // Out of range values are ignored, as keepalived does.
+            let Some(new) = file_state(c) else {
+                continue;
+            };
+            let old = current[k];
+            if old == Some(new) {
+                continue;
+            }
+            current[k] = Some(new);
+            match (old, new) {
+                (Some(FileState::Fault), FileState::Weight(w)) => {
+                    send(&tx, *id, Change::FileWeight(w), String::new());
+                    send(&tx, *id, Change::Up, "file value".into());
+                }
+                (_, FileState::Weight(w)) => send(&tx, *id, Change::FileWeight(w), String::new()),
+                (_, FileState::Fault) => send(&tx, *id, Change::Down, "file value".into()),
+            }
+        }
+    }
+}
+
+/// Per real server: failed checkers and dynamic weights.
+#[derive(Debug, Clone, Default)]
+struct RsTrack {
+    failed: usize,
+    up: Vec<bool>,
+    cur_weight: Vec<i64>,
+    iweight: i64,
+}
+
+/// What a checker's change did, for logs and notifications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Real-server or quorum transitions (the IPVS table may change).
+    Transition(Transition),
+    /// A first result confirmed a real server down that started down.
+    ConfirmedDown {
+        /// Virtual server.
+        vs: usize,
+        /// Real server.
+        rs: usize,
+    },
+    /// A real server's weight changed.
+    Weight {
+        /// Virtual server.
+        vs: usize,
+        /// Real server.
+        rs: usize,
+        /// Old IPVS weight.
+        from: i64,
+        /// New IPVS weight.
+        to: i64,
+    },
+}
+
+/// Real-server bookkeeping of checker states (`num_failed_checkers`,
+/// `cur_weight`), pure.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    rs: HashMap<(usize, usize), RsTrack>,
+}
+
+impl Tracker {
+    /// The state at start: `alpha` checkers and FILE_CHECKs in fault are
+    /// down (§6.2). Returns the tracker and the matching [`Health`].
+    pub fn start(cfg: &Config, plan: &Plan) -> (Tracker, Health) {
+        let mut rs: HashMap<(usize, usize), RsTrack> = HashMap::new();
+        for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+            for (ri, r) in vs.real_servers.iter().enumerate() {
+                let n = plan.per_rs.get(&(vi, ri)).copied().unwrap_or(0);
+                rs.insert(
+                    (vi, ri),
+                    RsTrack {
+                        failed: 0,
+                        up: vec![true; n],
+                        cur_weight: vec![0; n],
+                        iweight: i64::from(r.weight.unwrap_or(vs.weight)),
+                    },
+                );
+            }
+        }
+        for c in &plan.checks {
+            let file = file_state(c);
+            for s in &c.subscribers {
+                let Some(t) = rs.get_mut(&(s.vs, s.rs)) else {
+                    continue;
+                };
+                let down = c.alpha || file == Some(FileState::Fault);
+                if down {
+                    t.up[s.checker] = false;
+                    t.failed += 1;
+                }
+                if let Some(FileState::Weight(w)) = file {
+                    t.cur_weight[s.checker] = w;
+                }
+            }
+        }
+        let tracker = Tracker { rs };
+        let health = Health::with_start(cfg, |vs, r| {
+            let t = &tracker.rs[&(vs, r)];
+            RsHealth {
+                alive: t.failed == 0,
+                effective_weight: t.iweight + t.cur_weight.iter().sum::<i64>(),
+            }
+        });
+        (tracker, health)
+    }
+
+    /// Applies one event to `health`; returns what it did.
+    pub fn apply(
+        &mut self,
+        cfg: &Config,
+        plan: &Plan,
+        health: &mut Health,
+        ev: &Event,
+    ) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let Some(c) = plan.checks.get(ev.check) else {
+            return out;
+        };
+        for s in &c.subscribers {
+            let Some(t) = self.rs.get_mut(&(s.vs, s.rs)) else {
+                continue;
+            };
+            match ev.change {
+                Change::Up | Change::Down => {
+                    let up = ev.change == Change::Up;
+                    if t.up[s.checker] == up {
+                        continue;
+                    }
+                    t.up[s.checker] = up;
+                    if up {
+                        t.failed = t.failed.saturating_sub(1);
+                    } else {
+                        t.failed += 1;
+                    }
+                    let alive = t.failed == 0;
+                    out.extend(
+                        health
+                            .set_rs_alive(cfg, s.vs, s.rs, alive)
+                            .into_iter()
+                            .map(Effect::Transition),
+                    );
+                }
+                Change::FirstDown => out.push(Effect::ConfirmedDown { vs: s.vs, rs: s.rs }),
+                Change::MiscStatus(st) => {
+                    t.cur_weight[s.checker] = if st >= 2 {
+                        i64::from(st) - 2 - t.iweight
+                    } else {
+                        0
+                    };
+                    out.extend(self_weight(cfg, health, t, s));
+                }
+                Change::FileWeight(w) => {
+                    t.cur_weight[s.checker] = w;
+                    out.extend(self_weight(cfg, health, t, s));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn self_weight(cfg: &Config, health: &mut Health, t: &RsTrack, s: &Subscriber) -> Vec<Effect> {
+    let new = t.iweight + t.cur_weight.iter().sum::<i64>();
+    let old = health
+        .vs
+        .get(s.vs)
+        .and_then(|v| v.rs.get(s.rs))
+        .map(|r| r.effective_weight)
+        .unwrap_or(new);
+    if old == new {
+        return Vec::new();
+    }
+    let from = i64::from(crate::lvs::desired::real_weight(old));
+    let to = i64::from(crate::lvs::desired::real_weight(new));
+    let mut out = Vec::new();
+    if from != to {
+        out.push(Effect::Weight {
+            vs: s.vs,
+            rs: s.rs,
+            from,
+            to,
+        });
+    }
+    out.extend(
+        health
+            .set_rs_weight(cfg, s.vs, s.rs, new)
+            .into_iter()
+            .map(Effect::Transition),
+    );
+    out
+}

@@ -1,0 +1,277 @@
+//! What the checker tells the world when a real server or a quorum
+//! changes: keepalived's log lines, the `notify_up`/`notify_down` and
+//! `quorum_up`/`quorum_down` scripts, and lines on the notify FIFO
+//! (`ipwrapper.c`: `perform_svr_state()`, `do_rs_notifies()`,
+//! `do_vs_notifies()`, `notify_fifo_rs/vs()`).
+//!
+//! I/O shell after the pure [`super::engine::Tracker`]: it receives the
+//! effects of a change, after the state is updated.
+
+use super::engine::{format_rs, script_identity, Effect};
+use super::health::Transition;
+use super::misc::{ScriptSpec, Scripts};
+use crate::config::model::{Config, Fifo, Script, VirtualServer};
+use crate::config::validate::format_vs;
+use crate::lvs::desired::Health;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::Duration;
+
+/// How long a notify script may run; keepalived does not wait for them at
+/// all, we reap them, and cut only a script that runs for a day.
+const SCRIPT_LIMIT: Duration = Duration::from_secs(86_400);
+/// Shutdown notifiers get one second (`omega`).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(1);
+
+/// Sends notifications.
+pub struct Notifier {
+    scripts: Scripts,
+    fifo: Option<std::fs::File>,
+    fifo_script: Option<tokio::process::Child>,
+}
+
+fn open_fifo(f: &Fifo) -> std::io::Result<std::fs::File> {
+    use nix::sys::stat::Mode;
+    if !std::path::Path::new(&f.path).exists() {
+        nix::unistd::mkfifo(f.path.as_str(), Mode::from_bits_truncate(0o600))?;
+    }
+    // Read-write so that opening never waits for a reader.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&f.path)
+}
+
+impl Notifier {
+    /// Opens the checker's FIFO (`lvs_notify_fifo`, else `notify_fifo`) and
+    /// starts its script.
+    pub fn new(cfg: &Config, scripts: Scripts) -> Notifier {
+        let g = &cfg.global_defs;
+        let (fifo_cfg, script) = match &g.lvs_notify_fifo {
+            Some(f) => (Some(f), g.lvs_notify_fifo_script.as_ref()),
+            None => (g.notify_fifo.as_ref(), g.notify_fifo_script.as_ref()),
+        };
+        let fifo = fifo_cfg.and_then(|f| match open_fifo(f) {
+            Ok(file) => Some(file),
+            Err(e) => {
+                log::error!("cannot open notify FIFO {}: {e}", f.path);
+                None
+            }
+        });
+        let fifo_script = match (fifo_cfg, script, &fifo) {
+            (Some(f), Some(s), Some(_)) => {
+                let mut argv = s.args.clone();
+                argv.push(f.path.clone());
+                let mut cmd = tokio::process::Command::new(&argv[0]);
+                cmd.args(&argv[1..])
+                    .stdin(std::process::Stdio::null())
+                    .process_group(0)
+                    .kill_on_drop(true);
+                match cmd.spawn() {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        log::error!("cannot start FIFO script {}: {e}", argv[0]);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        Notifier {
+            scripts,
+            fifo,
+            fifo_script,
+        }
+    }
+
+    fn fifo_line(&mut self, line: String) {
+        if let Some(f) = self.fifo.as_mut() {
+            // keepalived writes the terminating NUL too.
+            let mut b = line.into_bytes();
+            b.push(0);
+            if let Err(e) = f.write_all(&b) {
+                log::warn!("notify FIFO: {e}");
+            }
+        }
+    }
+
+    fn script(&self, cfg: &Config, s: &Script, limit: Duration) {
+        let user = s.user.clone().map(|u| (u, s.group.clone()));
+        let run_as = match script_identity(cfg, user.as_ref()) {
+            Ok(r) => r,
+            Err(e) => {
+                log::error!("script {}: {e}", s.args.first().map_or("", |a| a));
+                return;
+            }
+        };
+        let spec = ScriptSpec {
+            argv: s.args.clone(),
+            run_as,
+        };
+        let scripts = self.scripts.clone();
+        tokio::spawn(async move {
+            if let Err(e) = scripts.run(&spec, limit).await {
+                log::warn!("notify script {}: {e}", spec.argv.join(" "));
+            }
+        });
+    }
+
+    fn rs_notify(
+        &mut self,
+        cfg: &Config,
+        vs: &VirtualServer,
+        rsi: usize,
+        up: bool,
+        limit: Duration,
+    ) {
+        let rs = &vs.real_servers[rsi];
+        let script = if up { &rs.notify_up } else { &rs.notify_down };
+        if let Some(s) = script {
+            self.script(cfg, s, limit);
+        }
+        self.fifo_line(format!(
+            "RS {} {} {}\n",
+            format_rs(rs, vs),
+            format_vs(vs),
+            if up { "UP" } else { "DOWN" }
+        ));
+    }
+
+    fn vs_notify(&mut self, cfg: &Config, vs: &VirtualServer, up: bool, limit: Duration) {
+        let script = if up { &vs.quorum_up } else { &vs.quorum_down };
+        if let Some(s) = script {
+            log::info!("Executing [{}] for VS {}", s.args.join(" "), format_vs(vs));
+            self.script(cfg, s, limit);
+        }
+        self.fifo_line(format!(
+            "VS {} {}\n",
+            format_vs(vs),
+            if up { "UP" } else { "DOWN" }
+        ));
+    }
+
+    /// Logs and notifies what a change did; `health` is the state after it.
+    pub fn effects(&mut self, cfg: &Config, health: &Health, effects: &[Effect]) {
+        for e in effects {
+            match *e {
+                Effect::Transition(Transition::RsUp { vs, rs }) => {
+                    let v = &cfg.virtual_servers[vs];
+                    let inhibit = v.real_servers[rs].inhibit_on_failure.unwrap_or(false);
+                    log::info!(
+                        "{} service {} {} VS {}",
+                        if inhibit { "Enabling" } else { "Adding" },
+                        format_rs(&v.real_servers[rs], v),
+                        if inhibit { "of" } else { "to" },
+                        format_vs(v)
+                    );
+                    self.rs_notify(cfg, v, rs, true, SCRIPT_LIMIT);
+                }
+                Effect::Transition(Transition::RsDown { vs, rs }) => {
+                    let v = &cfg.virtual_servers[vs];
+                    let inhibit = v.real_servers[rs].inhibit_on_failure.unwrap_or(false);
+                    log::info!(
+                        "{} service {} {} VS {}",
+                        if inhibit { "Disabling" } else { "Removing" },
+                        format_rs(&v.real_servers[rs], v),
+                        if inhibit { "of" } else { "from" },
+                        format_vs(v)
+                    );
+                    self.rs_notify(cfg, v, rs, false, SCRIPT_LIMIT);
+                }
+                Effect::ConfirmedDown { vs, rs } => {
+                    let v = &cfg.virtual_servers[vs];
+                    self.rs_notify(cfg, v, rs, false, SCRIPT_LIMIT);
+                }
+                Effect::Transition(Transition::QuorumGained { vs, weight_sum }) => {
+                    let v = &cfg.virtual_servers[vs];
+                    log::info!(
+                        "Gained quorum {}+{}={} <= {} for VS {}",
+                        v.quorum,
+                        v.hysteresis,
+                        u64::from(v.quorum) + u64::from(v.hysteresis),
+                        weight_sum,
+                        format_vs(v)
+                    );
+                    if let Some(s) = &v.sorry_server {
+                        log::info!(
+                            "{} sorry server [{}]:{} from VS {}",
+                            if s.inhibit { "Disabling" } else { "Removing" },
+                            s.ip,
+                            s.port,
+                            format_vs(v)
+                        );
+                    }
+                    self.vs_notify(cfg, v, true, SCRIPT_LIMIT);
+                }
+                Effect::Transition(Transition::QuorumLost { vs, weight_sum }) => {
+                    let v = &cfg.virtual_servers[vs];
+                    log::info!(
+                        "Lost quorum {}-{}={} > {} for VS {}",
+                        v.quorum,
+                        v.hysteresis,
+                        i64::from(v.quorum) - i64::from(v.hysteresis),
+                        weight_sum,
+                        format_vs(v)
+                    );
+                    if let Some(s) = &v.sorry_server {
+                        log::info!(
+                            "{} sorry server [{}]:{} to VS {}",
+                            if s.inhibit { "Enabling" } else { "Adding" },
+                            s.ip,
+                            s.port,
+                            format_vs(v)
+                        );
+                    }
+                    self.vs_notify(cfg, v, false, SCRIPT_LIMIT);
+                }
+                Effect::Weight { vs, rs, from, to } => {
+                    let v = &cfg.virtual_servers[vs];
+                    let alive = health.vs[vs].rs[rs].alive;
+                    log::info!(
+                        "Changing weight from {from} to {to} for {}active service {} of VS {}",
+                        if alive { "" } else { "in" },
+                        format_rs(&v.real_servers[rs], v),
+                        format_vs(v)
+                    );
+                }
+            }
+        }
+    }
+
+    /// `rs_init_notifies`: the live real servers' notify_up at start.
+    pub fn init_notifies(&mut self, cfg: &Config, health: &Health) {
+        for (vi, v) in cfg.virtual_servers.iter().enumerate() {
+            for ri in 0..v.real_servers.len() {
+                if health.vs[vi].rs[ri].alive {
+                    self.rs_notify(cfg, v, ri, true, SCRIPT_LIMIT);
+                }
+            }
+        }
+    }
+
+    /// At shutdown: for virtual servers with `omega`, the live real
+    /// servers' notify_down and the quorum_down, with a 1 s limit.
+    pub fn shutdown(&mut self, cfg: &Config, health: &Health) {
+        for (vi, v) in cfg.virtual_servers.iter().enumerate() {
+            if !v.omega {
+                continue;
+            }
+            for ri in 0..v.real_servers.len() {
+                if health.vs[vi].rs[ri].alive {
+                    self.rs_notify(cfg, v, ri, false, SHUTDOWN_LIMIT);
+                }
+            }
+            if health.vs[vi].quorum_up {
+                self.vs_notify(cfg, v, false, SHUTDOWN_LIMIT);
+            }
+        }
+    }
+
+    /// Stops the FIFO script.
+    pub async fn close(mut self) {
+        if let Some(mut c) = self.fifo_script.take() {
+            let _ = c.kill().await;
+        }
+    }
+}

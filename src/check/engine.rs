@@ -838,3 +838,215 @@ fn self_weight(cfg: &Config, health: &mut Health, t: &RsTrack, s: &Subscriber) -
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+    use std::sync::Mutex;
+    use tokio::time::Instant;
+
+    /// Results by check name; records when each probe started.
+    #[derive(Default)]
+    struct Scripted {
+        ok: Mutex<HashMap<String, bool>>,
+        /// How long a probe of this name takes.
+        takes: Mutex<HashMap<String, Duration>>,
+        runs: Mutex<Vec<(String, Duration)>>,
+        t0: Mutex<Option<Instant>>,
+    }
+
+    impl Scripted {
+        fn set(&self, name: &str, ok: bool) {
+            self.ok.lock().unwrap().insert(name.into(), ok);
+        }
+        fn runs_of(&self, name: &str) -> Vec<f64> {
+            self.runs
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, t)| t.as_secs_f64())
+                .collect()
+        }
+    }
+
+    impl Prober for Scripted {
+        fn probe<'a>(
+            &'a self,
+            check: &'a Planned,
+            _url: usize,
+            _seq: u16,
+        ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
+            Box::pin(async move {
+                let t0 = self.t0.lock().unwrap().expect("t0");
+                self.runs
+                    .lock()
+                    .unwrap()
+                    .push((check.name.clone(), t0.elapsed()));
+                let takes = self.takes.lock().unwrap().get(&check.name).copied();
+                if let Some(d) = takes {
+                    tokio::time::sleep(d).await;
+                }
+                if self.ok.lock().unwrap().get(&check.name).copied().unwrap_or(true) {
+                    Ok(None)
+                } else {
+                    Err(Failure::Protocol("scripted failure".into()))
+                }
+            })
+        }
+    }
+
+    fn conf(body: &str) -> Config {
+        let body = format!(
+            "global_defs {{\n enable_script_security\n script_user root\n}}\n{}",
+            body.replace(" protocol TCP\n", " protocol TCP\n lb_algo rr\n lb_kind NAT\n")
+        );
+        let l = load_str(&body);
+        assert!(l.diagnostics.items().is_empty(), "{:?}", l.diagnostics.items());
+        l.config
+    }
+
+    const TCP: &str = "virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 5\n \
+        real_server 127.0.0.1 8001 {\n TCP_CHECK {\n retry 2\n delay_before_retry 2\n warmup 0\n }\n }\n \
+        real_server 127.0.0.1 8002 {\n TCP_CHECK {\n warmup 0\n }\n }\n}\n";
+
+    async fn collect(rx: &mut mpsc::UnboundedReceiver<Event>, until: Duration) -> Vec<(f64, Event)> {
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout_at(t0 + until, rx.recv()).await {
+            out.push((t0.elapsed().as_secs_f64(), e));
+        }
+        out
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_are_spaced_by_delay_before_retry_and_down_after_retry_plus_one() {
+        let cfg = conf(TCP);
+        let (plan, errs) = plan(&cfg, &PlanOptions::default());
+        assert!(errs.is_empty());
+        let p = Arc::new(Scripted::default());
+        *p.t0.lock().unwrap() = Some(Instant::now());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(1));
+        // Healthy until 10.5 s, then failing.
+        tokio::time::sleep(Duration::from_millis(10_500)).await;
+        p.set("[127.0.0.1]:tcp:8001", false);
+        let evs = collect(&mut rx, Duration::from_secs(20)).await;
+        // Runs at 1, 6, 11 (fail 1), 13 (fail 2), 15 (fail 3 → down), 20.
+        let runs = p.runs_of("[127.0.0.1]:tcp:8001");
+        assert_eq!(&runs[..6], &[1.0, 6.0, 11.0, 13.0, 15.0, 20.0]);
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        assert_eq!(evs[0].1.change, Change::Down);
+        assert_eq!(evs[0].0, 15.0 - 10.5);
+        // The other server's check kept its own rhythm.
+        assert_eq!(&p.runs_of("[127.0.0.1]:tcp:8002")[..4], &[1.0, 6.0, 11.0, 16.0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_probe_delays_nobody_else() {
+        let cfg = conf(TCP);
+        let (plan, _) = plan(&cfg, &PlanOptions::default());
+        let p = Arc::new(Scripted::default());
+        *p.t0.lock().unwrap() = Some(Instant::now());
+        p.takes
+            .lock()
+            .unwrap()
+            .insert("[127.0.0.1]:tcp:8001".into(), Duration::from_secs(3600));
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(1));
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(p.runs_of("[127.0.0.1]:tcp:8001"), vec![1.0]);
+        assert_eq!(p.runs_of("[127.0.0.1]:tcp:8002"), vec![1.0, 6.0, 11.0, 16.0, 21.0, 26.0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn misc_check_schedules_from_the_start_of_its_run() {
+        let cfg = conf(
+            "virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 5\n \
+             real_server 127.0.0.1 8001 {\n MISC_CHECK {\n misc_path /bin/true\n warmup 0\n }\n }\n}\n",
+        );
+        let (plan, _) = plan(&cfg, &PlanOptions::default());
+        let p = Arc::new(Scripted::default());
+        *p.t0.lock().unwrap() = Some(Instant::now());
+        p.takes
+            .lock()
+            .unwrap()
+            .insert("[127.0.0.1]:tcp:8001".into(), Duration::from_secs(3));
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(1));
+        tokio::time::sleep(Duration::from_secs(17)).await;
+        assert_eq!(p.runs_of("[127.0.0.1]:tcp:8001"), vec![1.0, 6.0, 11.0, 16.0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn warmup_spreads_first_runs_within_one_second_plus_warmup() {
+        let mut body = String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 10\n");
+        for i in 0..50 {
+            body.push_str(&format!(
+                " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup 4\n }}\n }}\n",
+                9000 + i
+            ));
+        }
+        body.push_str("}\n");
+        let cfg = conf(&body);
+        let (plan, _) = plan(&cfg, &PlanOptions::default());
+        let p = Arc::new(Scripted::default());
+        *p.t0.lock().unwrap() = Some(Instant::now());
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let firsts: Vec<f64> = p.runs.lock().unwrap().iter().map(|r| r.1.as_secs_f64()).collect();
+        assert_eq!(firsts.len(), 50);
+        assert!(firsts.iter().all(|&t| (1.0..=5.0).contains(&t)));
+        let distinct: std::collections::BTreeSet<u64> = firsts.iter().map(|t| (t * 10.0) as u64).collect();
+        assert!(distinct.len() > 20, "spread: {distinct:?}");
+    }
+
+    #[test]
+    fn identical_checks_of_one_server_are_shared_between_virtual_servers() {
+        let vs = |addr: &str| {
+            format!(
+                "virtual_server {addr} 80 {{\n protocol TCP\n real_server 127.0.0.1 8001 {{\n \
+                 TCP_CHECK {{\n connect_timeout 2\n }}\n }}\n real_server 127.0.0.2 8001 {{\n TCP_CHECK {{\n }}\n }}\n}}\n"
+            )
+        };
+        let cfg = conf(&(vs("10.0.0.1") + &vs("10.0.0.2")));
+        let (p, _) = plan(&cfg, &PlanOptions::default());
+        assert_eq!(p.checks.len(), 2);
+        assert_eq!(p.checks[0].subscribers.len(), 2);
+        let (p, _) = plan(&cfg, &PlanOptions { share: false });
+        assert_eq!(p.checks.len(), 4);
+    }
+
+    #[test]
+    fn tracker_needs_every_checker_and_applies_dynamic_weights() {
+        let cfg = conf(
+            "virtual_server 10.0.0.1 80 {\n protocol TCP\n \
+             real_server 127.0.0.1 8001 {\n weight 5\n TCP_CHECK {\n }\n \
+             MISC_CHECK {\n misc_path /bin/true\n misc_dynamic\n alpha\n }\n }\n}\n",
+        );
+        let (plan, _) = plan(&cfg, &PlanOptions::default());
+        let (mut t, mut h) = Tracker::start(&cfg, &plan);
+        assert!(!h.vs[0].rs[0].alive, "the alpha MISC_CHECK starts down");
+        let ev = |check, change| Event {
+            check,
+            change,
+            reason: String::new(),
+        };
+        // TCP down then MISC up: still one failed checker.
+        t.apply(&cfg, &plan, &mut h, &ev(0, Change::Down));
+        let e = t.apply(&cfg, &plan, &mut h, &ev(1, Change::Up));
+        assert!(e.is_empty());
+        assert!(!h.vs[0].rs[0].alive);
+        let e = t.apply(&cfg, &plan, &mut h, &ev(0, Change::Up));
+        assert_eq!(e, vec![Effect::Transition(Transition::RsUp { vs: 0, rs: 0 }), Effect::Transition(Transition::QuorumGained { vs: 0, weight_sum: 5 })]);
+        // Exit status 12 → weight 10.
+        let e = t.apply(&cfg, &plan, &mut h, &ev(1, Change::MiscStatus(12)));
+        assert_eq!(e[0], Effect::Weight { vs: 0, rs: 0, from: 5, to: 10 });
+        assert_eq!(h.vs[0].rs[0].effective_weight, 10);
+        // Exit 0 → back to the configured weight.
+        t.apply(&cfg, &plan, &mut h, &ev(1, Change::MiscStatus(0)));
+        assert_eq!(h.vs[0].rs[0].effective_weight, 5);
+    }
+}

@@ -348,7 +348,7 @@ pub fn usage(prog: &str) -> String {
       --signum=SIGFUNC         Return signal number for STOP, RELOAD, DATA, STATS, STATS_CLEAR, JSON\n\
   -t, --config-test[=LOG_FILE] Check the configuration for obvious errors, output to\n\
                                  stderr by default\n\
-  -T, --genhash                Enter genhash utility mode (not available yet)\n\
+  -T, --genhash                Enter genhash utility mode\n\
       --dump-json              Print the resolved configuration as JSON (keepalived-rs extension)\n\
       --dry-run                Compute IPVS changes without touching the kernel (keepalived-rs extension)\n\
       --no-shared-checks       Run identical checks of several virtual servers separately (keepalived-rs extension)\n\

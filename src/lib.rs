@@ -3,17 +3,20 @@
 //! # Layout
 //! - [`config`]: keepalived.conf → typed model (lexer, preprocessor, block
 //!   parser, validation), with diagnostics that name file and line.
-//! - [`check`]: keepalived's health decisions (pure), checkers to come.
+//! - [`check`]: the health checkers, the engine that runs them, and
+//!   keepalived's decisions on their results (pure).
 //! - [`lvs`]: the IPVS table the config and health call for, and the
 //!   reconciler that keeps the kernel equal to it.
 //! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
 //!   and the backends (kernel, dry run).
 //! - [`daemon`]: the process shell: signals, timers, the backend.
 //! - [`cli`]: keepalived 2.2.7's command line.
+//! - [`genhash`]: the digest tool on the checker's HTTP reader.
 
 pub mod check;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod genhash;
 pub mod ipvs;
 pub mod lvs;

@@ -87,9 +87,11 @@ async fn tcp_check_passes_on_connect_and_fails_on_refusal() {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
     // A listener that never accepts still completes the handshake.
-    assert!(probe(&planned("TCP_CHECK {\n connect_timeout 1\n }", port), 0)
-        .await
-        .is_ok());
+    assert!(
+        probe(&planned("TCP_CHECK {\n connect_timeout 1\n }", port), 0)
+            .await
+            .is_ok()
+    );
     drop(l);
     let o = probe(&planned("TCP_CHECK {\n connect_timeout 1\n }", port), 0).await;
     assert!(failed_with(&o, "refused"), "{o:?}");
@@ -102,7 +104,9 @@ async fn http_get_sends_keepalived_s_request_and_judges_status() {
     let port = server(move |mut s, req| {
         s2.lock().unwrap().push(req);
         async move {
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nServer: t\r\n\r\nbody").await;
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nServer: t\r\n\r\nbody")
+                .await;
         }
     })
     .await;
@@ -113,7 +117,9 @@ async fn http_get_sends_keepalived_s_request_and_judges_status() {
         format!("GET /x HTTP/1.0\r\nUser-Agent: KeepAliveClient\r\nHost: 127.0.0.1:{port}\r\n\r\n")
     );
     // status_code lists and ranges.
-    assert!(probe(&http(port, "status_code 201-299 200"), 0).await.is_ok());
+    assert!(probe(&http(port, "status_code 201-299 200"), 0)
+        .await
+        .is_ok());
     let o = probe(&http(port, "status_code 300"), 0).await;
     assert!(failed_with(&o, "status code"), "{o:?}");
 }
@@ -188,14 +194,17 @@ async fn http_get_digest_over_slow_and_chunked_bodies() {
         .is_ok());
     // Chunked framing is part of what keepalived hashes.
     let chunked = b"b\r\nhello world\r\n0\r\n\r\n";
-    let port = raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\nhello world\r\n0\r\n\r\n").await;
+    let port =
+        raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\nhello world\r\n0\r\n\r\n")
+            .await;
     let o = probe(&http(port, &format!("digest {digest}")), 0).await;
     assert!(failed_with(&o, "MD5"), "{o:?}");
-    assert!(
-        probe(&http(port, &format!("digest {}", hex(&Md5::digest(chunked)))), 0)
-            .await
-            .is_ok()
-    );
+    assert!(probe(
+        &http(port, &format!("digest {}", hex(&Md5::digest(chunked)))),
+        0
+    )
+    .await
+    .is_ok());
 }
 
 #[tokio::test]
@@ -203,9 +212,13 @@ async fn http_get_regex_and_virtualhost() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
     let port = server(move |mut s, req| {
-        s2.lock().unwrap().push(String::from_utf8_lossy(&req).to_string());
+        s2.lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(&req).to_string());
         async move {
-            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nstatus: all good").await;
+            let _ = s
+                .write_all(b"HTTP/1.0 200 OK\r\n\r\nstatus: all good")
+                .await;
         }
     })
     .await;
@@ -288,7 +301,10 @@ async fn ssl_get_accepts_any_certificate_and_sends_sni_only_when_asked() {
     // A plain HTTP server on the TLS port: the handshake fails.
     let http_port = raw(b"HTTP/1.0 200 OK\r\n\r\n").await;
     let o = probe(
-        &planned("SSL_GET {\n connect_timeout 1\n url {\n path /\n }\n }", http_port),
+        &planned(
+            "SSL_GET {\n connect_timeout 1\n url {\n path /\n }\n }",
+            http_port,
+        ),
         0,
     )
     .await;
@@ -313,11 +329,16 @@ async fn udp_server(reply: Option<&'static [u8]>) -> u16 {
 #[tokio::test]
 async fn udp_check_replies_silence_and_port_unreachable() {
     let silent = udp_server(None).await;
-    assert!(probe(&planned("UDP_CHECK {\n connect_timeout 1\n }", silent), 0)
-        .await
-        .is_ok());
+    assert!(
+        probe(&planned("UDP_CHECK {\n connect_timeout 1\n }", silent), 0)
+            .await
+            .is_ok()
+    );
     let o = probe(
-        &planned("UDP_CHECK {\n connect_timeout 1\n require_reply\n }", silent),
+        &planned(
+            "UDP_CHECK {\n connect_timeout 1\n require_reply\n }",
+            silent,
+        ),
         0,
     )
     .await;
@@ -382,7 +403,12 @@ async fn dns_server(rcode: u8, wrong_id_first: bool) -> u16 {
 
 #[tokio::test]
 async fn dns_check_rcode_and_ids() {
-    let c = |port| planned("DNS_CHECK {\n connect_timeout 1\n type A\n name example.org\n }", port);
+    let c = |port| {
+        planned(
+            "DNS_CHECK {\n connect_timeout 1\n type A\n name example.org\n }",
+            port,
+        )
+    };
     assert!(probe(&c(dns_server(0, false).await), 0).await.is_ok());
     assert!(probe(&c(dns_server(0, true).await), 0).await.is_ok());
     let o = probe(&c(dns_server(2, false).await), 0).await;
@@ -391,7 +417,10 @@ async fn dns_check_rcode_and_ids() {
     assert!(failed_with(&o, "timeout"), "{o:?}");
 }
 
-async fn smtp_server(banner: &'static [u8], helo_reply: &'static [u8]) -> (u16, Arc<Mutex<String>>) {
+async fn smtp_server(
+    banner: &'static [u8],
+    helo_reply: &'static [u8],
+) -> (u16, Arc<Mutex<String>>) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
     let said = Arc::new(Mutex::new(String::new()));
@@ -405,7 +434,9 @@ async fn smtp_server(banner: &'static [u8], helo_reply: &'static [u8]) -> (u16, 
                 let mut b = [0u8; 512];
                 for reply in [helo_reply, b"221 bye\r\n"] {
                     let Ok(n) = s.read(&mut b).await else { return };
-                    said.lock().unwrap().push_str(&String::from_utf8_lossy(&b[..n]));
+                    said.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&b[..n]));
                     let _ = s.write_all(reply).await;
                 }
             });
@@ -418,7 +449,10 @@ async fn smtp_server(banner: &'static [u8], helo_reply: &'static [u8]) -> (u16, 
 async fn smtp_check_dialogue() {
     let (port, said) = smtp_server(b"220 mx ESMTP\r\n", b"250 mx\r\n").await;
     assert!(probe(
-        &planned("SMTP_CHECK {\n connect_timeout 1\n helo_name probe.test\n }", port),
+        &planned(
+            "SMTP_CHECK {\n connect_timeout 1\n helo_name probe.test\n }",
+            port
+        ),
         0
     )
     .await
@@ -436,9 +470,11 @@ async fn smtp_check_dialogue() {
 #[tokio::test]
 async fn ping_check_loopback() {
     let _range = keepalived::check::ping::PingGroupRange::ensure();
-    assert!(probe(&planned("PING_CHECK {\n connect_timeout 2\n }", 0), 0)
-        .await
-        .is_ok());
+    assert!(
+        probe(&planned("PING_CHECK {\n connect_timeout 2\n }", 0), 0)
+            .await
+            .is_ok()
+    );
 }
 
 fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
@@ -464,7 +500,12 @@ async fn misc_check_exit_codes_signals_and_dynamic_weights() {
             80,
         )
     };
-    assert_eq!(probe(&misc(&script(&d, "ok", "exit 0"), ""), 0).await.unwrap(), None);
+    assert_eq!(
+        probe(&misc(&script(&d, "ok", "exit 0"), ""), 0)
+            .await
+            .unwrap(),
+        None
+    );
     let o = probe(&misc(&script(&d, "one", "exit 1"), "misc_dynamic"), 0).await;
     assert!(failed_with(&o, "status 1"), "{o:?}");
     let o = probe(&misc(&script(&d, "twelve", "exit 12"), ""), 0).await;
@@ -484,7 +525,9 @@ async fn misc_check_exit_codes_signals_and_dynamic_weights() {
         "[ \"$1\" = a ] && [ \"$2\" = 'b c' ] && [ -z \"$LD_PRELOAD\" ]",
     );
     std::env::set_var("LD_PRELOAD", "");
-    assert!(probe(&misc(&format!("{args} a 'b c'"), ""), 0).await.is_ok());
+    assert!(probe(&misc(&format!("{args} a 'b c'"), ""), 0)
+        .await
+        .is_ok());
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -510,12 +553,22 @@ async fn misc_check_timeout_kills_the_whole_process_group() {
     let o = probe(&c, 0).await;
     assert!(failed_with(&o, "timed out"), "{o:?}");
     let took = t.elapsed();
-    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(10), "{took:?}");
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // Reaped by init or gone: either way not running.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    assert!(stat.is_empty() || stat.contains(") Z "), "grandchild survives: {stat}");
+    assert!(
+        stat.is_empty() || stat.contains(") Z "),
+        "grandchild survives: {stat}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

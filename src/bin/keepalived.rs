@@ -1,6 +1,6 @@
 //! The `keepalived` binary: keepalived 2.2.7's command line in front of the
-//! keepalived-rs pipeline. Today it runs the configuration side (`-t`, `-d`,
-//! `--dump-json`); the daemon arrives with the checkers and IPVS backend.
+//! keepalived-rs pipeline: the configuration side (`-t`, `-d`,
+//! `--dump-json`), the daemon, and genhash (`-T`, or when called `genhash`).
 
 use keepalived::cli;
 use keepalived::config::{self, LoadOptions};
@@ -17,11 +17,12 @@ fn main() -> ExitCode {
         .and_then(|a| std::path::Path::new(a).file_name())
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_else(|| "keepalived".into());
-    if prog == "genhash" || args.get(1).is_some_and(|a| a == "-T" || a == "--genhash") {
-        eprintln!(
-            "genhash mode is not available yet in keepalived-rs (planned with the health checkers)"
-        );
-        return ExitCode::from(1);
+    let argv0 = args.first().map_or("keepalived", String::as_str);
+    if prog == "genhash" {
+        return keepalived::genhash::main(argv0, &args[1..]);
+    }
+    if args.iter().skip(1).any(|a| a == "-T" || a == "--genhash") {
+        return keepalived::genhash::main(&format!("{argv0} --genhash"), &args[1..]);
     }
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp(None)

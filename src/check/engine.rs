@@ -888,7 +888,14 @@ mod tests {
                 if let Some(d) = takes {
                     tokio::time::sleep(d).await;
                 }
-                if self.ok.lock().unwrap().get(&check.name).copied().unwrap_or(true) {
+                if self
+                    .ok
+                    .lock()
+                    .unwrap()
+                    .get(&check.name)
+                    .copied()
+                    .unwrap_or(true)
+                {
                     Ok(None)
                 } else {
                     Err(Failure::Protocol("scripted failure".into()))
@@ -900,10 +907,17 @@ mod tests {
     fn conf(body: &str) -> Config {
         let body = format!(
             "global_defs {{\n enable_script_security\n script_user root\n}}\n{}",
-            body.replace(" protocol TCP\n", " protocol TCP\n lb_algo rr\n lb_kind NAT\n")
+            body.replace(
+                " protocol TCP\n",
+                " protocol TCP\n lb_algo rr\n lb_kind NAT\n"
+            )
         );
         let l = load_str(&body);
-        assert!(l.diagnostics.items().is_empty(), "{:?}", l.diagnostics.items());
+        assert!(
+            l.diagnostics.items().is_empty(),
+            "{:?}",
+            l.diagnostics.items()
+        );
         l.config
     }
 
@@ -911,7 +925,10 @@ mod tests {
         real_server 127.0.0.1 8001 {\n TCP_CHECK {\n retry 2\n delay_before_retry 2\n warmup 0\n }\n }\n \
         real_server 127.0.0.1 8002 {\n TCP_CHECK {\n warmup 0\n }\n }\n}\n";
 
-    async fn collect(rx: &mut mpsc::UnboundedReceiver<Event>, until: Duration) -> Vec<(f64, Event)> {
+    async fn collect(
+        rx: &mut mpsc::UnboundedReceiver<Event>,
+        until: Duration,
+    ) -> Vec<(f64, Event)> {
         let t0 = Instant::now();
         let mut out = Vec::new();
         while let Ok(Some(e)) = tokio::time::timeout_at(t0 + until, rx.recv()).await {
@@ -940,7 +957,10 @@ mod tests {
         assert_eq!(evs[0].1.change, Change::Down);
         assert_eq!(evs[0].0, 15.0 - 10.5);
         // The other server's check kept its own rhythm.
-        assert_eq!(&p.runs_of("[127.0.0.1]:tcp:8002")[..4], &[1.0, 6.0, 11.0, 16.0]);
+        assert_eq!(
+            &p.runs_of("[127.0.0.1]:tcp:8002")[..4],
+            &[1.0, 6.0, 11.0, 16.0]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -957,7 +977,10 @@ mod tests {
         let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(1));
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert_eq!(p.runs_of("[127.0.0.1]:tcp:8001"), vec![1.0]);
-        assert_eq!(p.runs_of("[127.0.0.1]:tcp:8002"), vec![1.0, 6.0, 11.0, 16.0, 21.0, 26.0]);
+        assert_eq!(
+            p.runs_of("[127.0.0.1]:tcp:8002"),
+            vec![1.0, 6.0, 11.0, 16.0, 21.0, 26.0]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -976,12 +999,16 @@ mod tests {
         let (tx, _rx) = mpsc::unbounded_channel();
         let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(1));
         tokio::time::sleep(Duration::from_secs(17)).await;
-        assert_eq!(p.runs_of("[127.0.0.1]:tcp:8001"), vec![1.0, 6.0, 11.0, 16.0]);
+        assert_eq!(
+            p.runs_of("[127.0.0.1]:tcp:8001"),
+            vec![1.0, 6.0, 11.0, 16.0]
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn warmup_spreads_first_runs_within_one_second_plus_warmup() {
-        let mut body = String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 10\n");
+        let mut body =
+            String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 10\n");
         for i in 0..50 {
             body.push_str(&format!(
                 " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup 4\n }}\n }}\n",
@@ -996,10 +1023,17 @@ mod tests {
         let (tx, _rx) = mpsc::unbounded_channel();
         let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
         tokio::time::sleep(Duration::from_secs(6)).await;
-        let firsts: Vec<f64> = p.runs.lock().unwrap().iter().map(|r| r.1.as_secs_f64()).collect();
+        let firsts: Vec<f64> = p
+            .runs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.1.as_secs_f64())
+            .collect();
         assert_eq!(firsts.len(), 50);
         assert!(firsts.iter().all(|&t| (1.0..=5.0).contains(&t)));
-        let distinct: std::collections::BTreeSet<u64> = firsts.iter().map(|t| (t * 10.0) as u64).collect();
+        let distinct: std::collections::BTreeSet<u64> =
+            firsts.iter().map(|t| (t * 10.0) as u64).collect();
         assert!(distinct.len() > 20, "spread: {distinct:?}");
     }
 
@@ -1040,10 +1074,27 @@ mod tests {
         assert!(e.is_empty());
         assert!(!h.vs[0].rs[0].alive);
         let e = t.apply(&cfg, &plan, &mut h, &ev(0, Change::Up));
-        assert_eq!(e, vec![Effect::Transition(Transition::RsUp { vs: 0, rs: 0 }), Effect::Transition(Transition::QuorumGained { vs: 0, weight_sum: 5 })]);
+        assert_eq!(
+            e,
+            vec![
+                Effect::Transition(Transition::RsUp { vs: 0, rs: 0 }),
+                Effect::Transition(Transition::QuorumGained {
+                    vs: 0,
+                    weight_sum: 5
+                })
+            ]
+        );
         // Exit status 12 → weight 10.
         let e = t.apply(&cfg, &plan, &mut h, &ev(1, Change::MiscStatus(12)));
-        assert_eq!(e[0], Effect::Weight { vs: 0, rs: 0, from: 5, to: 10 });
+        assert_eq!(
+            e[0],
+            Effect::Weight {
+                vs: 0,
+                rs: 0,
+                from: 5,
+                to: 10
+            }
+        );
         assert_eq!(h.vs[0].rs[0].effective_weight, 10);
         // Exit 0 → back to the configured weight.
         t.apply(&cfg, &plan, &mut h, &ev(1, Change::MiscStatus(0)));

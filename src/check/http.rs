@@ -214,6 +214,14 @@ impl Response {
         self.header_end.is_some()
     }
 
+    /// The header bytes and the kept body bytes that went into the digest.
+    pub fn raw_parts(&self) -> (&[u8], &[u8]) {
+        let n = self
+            .content_len
+            .map_or(self.body.len(), |l| self.body.len().min(l as usize));
+        (&self.head, &self.body[..n])
+    }
+
     /// The status code.
     pub fn status(&self) -> i64 {
         self.status
@@ -576,10 +584,22 @@ impl HttpProbe {
         resp.judge(url)
     }
 
-    /// Fetches a url and returns the raw response reader (for genhash too).
+    /// Fetches a url and returns the response reader.
     pub async fn fetch(&self, url: &UrlSpec) -> Result<Response, Failure> {
+        self.fetch_into(
+            url,
+            Response::new(url.digest.is_some(), url.regex.is_some()),
+        )
+        .await
+    }
+
+    /// Fetches a url keeping the body and its digest (genhash).
+    pub async fn fetch_digest(&self, url: &UrlSpec) -> Result<Response, Failure> {
+        self.fetch_into(url, Response::new(true, true)).await
+    }
+
+    async fn fetch_into(&self, url: &UrlSpec, resp: Response) -> Result<Response, Failure> {
         let req = request(&url.path, &url.host, &self.protocol);
-        let resp = Response::new(url.digest.is_some(), url.regex.is_some());
         let tcp = self.conn.tcp().await?;
         match &self.tls {
             Some(tls) => {

@@ -223,10 +223,8 @@ async fn http_get_regex_and_virtualhost() {
     })
     .await;
     let c = planned(
-        &format!(
-            "HTTP_GET {{\n connect_timeout 1\n virtualhost www.example.org\n http_protocol 1.1\n \
-             url {{\n path /a\n regex \"all go+d\"\n }}\n url {{\n path /b\n regex \"all good\"\n regex_no_match\n }}\n }}"
-        ),
+        "HTTP_GET {\n connect_timeout 1\n virtualhost www.example.org\n http_protocol 1.1\n \
+         url {\n path /a\n regex \"all go+d\"\n }\n url {\n path /b\n regex \"all good\"\n regex_no_match\n }\n }",
         port,
     );
     assert!(probe(&c, 0).await.is_ok());

@@ -9,10 +9,14 @@
 #   args      extra daemon arguments (e.g. -I)
 #   backends  one "ADDR PORT" per line: an HTTP (and TCP) backend started on
 #             loopback (busybox httpd) before each daemon, stopped after it
+#   settle    seconds to wait after the table settles, before the "running"
+#             snapshot (lets first checks finish when they change the table)
 #   events    steps run after the table has settled, one per line:
 #               down ADDR PORT | up ADDR PORT   stop / restart that backend
 #               wait SECONDS                    let checkers notice
 #               snapshot NAME                   another snapshot, phase NAME
+#               sh COMMAND...                   run a shell command (files
+#                                               backends serve, script input)
 # While ours runs, `keepalived-rs --ipvs-save` (our netlink dump) is printed
 # too, to be compared with ipvsadm's view of the same table.
 
@@ -70,12 +74,15 @@ all_backends() { # up|down dir
 
 run_events() { # dir name impl
     [ -f "$1/events" ] || return 0
-    while read -r what a b; do
+    while read -r what rest; do
+        a=${rest%% *}
+        b=${rest#* }
         case "$what" in
             down) backend_down "$a" "$b" ;;
             up) backend_up "$a" "$b" ;;
             wait) sleep "$a" ;;
             snapshot) snapshot "$2" "$3" "$a" ;;
+            sh) sh -c "$rest" ;;
             "") ;;
             *) echo "unknown event $what" ;;
         esac
@@ -90,6 +97,8 @@ run_one() { # dir impl
     [ -f "$dir/args" ] && args=$(cat "$dir/args")
     ipvsadm -C
     [ -f "$dir/pre.sh" ] && sh "$dir/pre.sh"
+    mkdir -p /tmp/www
+    echo ok > /tmp/www/index.html
     all_backends up "$dir"
     if [ "$impl" = keepalived ]; then
         /usr/sbin/keepalived -C -n -l -f "$dir/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid $args >/tmp/$name.$impl.log 2>&1 &
@@ -102,6 +111,7 @@ run_one() { # dir impl
     else
         settle "/tmp/$name.$impl.log" "table programmed"
     fi
+    [ -f "$dir/settle" ] && sleep "$(cat "$dir/settle")"
     snapshot "$name" "$impl" running
     run_events "$dir" "$name" "$impl"
     if [ "$impl" = ours ]; then
@@ -117,7 +127,11 @@ run_one() { # dir impl
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     snapshot "$name" "$impl" stopped
-    all_backends down "$dir"
+    # Every backend, including those events started.
+    for f in /tmp/backend.*.pid; do
+        [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+        rm -f "$f"
+    done
     echo "@@BEGIN $name $impl log"
     tail -n 40 /tmp/$name.$impl.log
     echo "@@END"

@@ -1,0 +1,1 @@
+echo c > /tmp/www/c.html

@@ -1,0 +1,1 @@
+echo b > /tmp/www/b.html

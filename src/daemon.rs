@@ -149,6 +149,7 @@ impl Checking {
             .any(|c| matches!(c.kind, ProbeKind::Ping(_)))
             .then(PingGroupRange::ensure);
         let (tracker, health) = Tracker::start(cfg, &plan);
+        log_startup(cfg, &plan, &health);
         let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
         let mut notifier = Notifier::new(cfg, scripts.clone());
         if cfg.global_defs.rs_init_notifies {
@@ -176,6 +177,44 @@ impl Checking {
         let mut n = self.notifier;
         n.shutdown(cfg, &self.health);
         n.close().await;
+    }
+}
+
+/// keepalived's startup lines: quorum state per virtual server and one
+/// "Activating healthchecker" per checked real server.
+fn log_startup(cfg: &Config, plan: &Plan, health: &Health) {
+    use crate::config::validate::format_vs;
+    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        let h = &health.vs[vi];
+        let w = h.live_weight();
+        if h.quorum_up {
+            log::info!(
+                "Gained quorum {}+{}={} <= {} for VS {}",
+                vs.quorum,
+                vs.hysteresis,
+                u64::from(vs.quorum) + u64::from(vs.hysteresis),
+                w,
+                format_vs(vs)
+            );
+        } else if vs.sorry_server.is_some() {
+            log::info!(
+                "Starting with quorum down {}-{}={} > {} for VS {}",
+                vs.quorum,
+                vs.hysteresis,
+                i64::from(vs.quorum) - i64::from(vs.hysteresis),
+                w,
+                format_vs(vs)
+            );
+        }
+        for (ri, rs) in vs.real_servers.iter().enumerate() {
+            if plan.per_rs.get(&(vi, ri)).copied().unwrap_or(0) > 0 {
+                log::info!(
+                    "Activating healthchecker for service {} for VS {}",
+                    engine::format_rs(rs, vs),
+                    format_vs(vs)
+                );
+            }
+        }
     }
 }
 

@@ -125,6 +125,8 @@ pub struct Planned {
     pub fast_recovery: bool,
     /// keepalived's name for the checked service, `[ip]:proto:port`.
     pub name: String,
+    /// The (first) virtual server's name, for MISC_CHECK's lines.
+    pub vs_name: String,
     /// Who gets the results.
     pub subscribers: Vec<Subscriber>,
 }
@@ -313,6 +315,7 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
                     log_all_failures: cm.log_all_failures.unwrap_or(false),
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
                     name: format_rs(rs, vs),
+                    vs_name: crate::config::validate::format_vs(vs),
                     kind,
                     subscribers: Vec::new(),
                 };
@@ -555,7 +558,8 @@ async fn run_check(
             }
             Err(f) => (false, None, f.to_string()),
         };
-        if !ok && (c.log_all_failures || st.is_up) {
+        let (was_up, had_run, retry_it) = (st.is_up, st.has_run, st.retry_it);
+        if !ok && c.log_all_failures {
             log::info!(
                 "{} on service {} failed: {reason}",
                 c.kind.type_name(),
@@ -578,6 +582,29 @@ async fn run_check(
                 last_status = None;
             }
         }
+        if ok && (!was_up || !had_run) && !matches!(c.kind, ProbeKind::Http(_)) {
+            log::info!("{}", success_line(&c));
+        }
+        if d.pass_complete {
+            log::info!("{}", success_line(&c));
+        }
+        if d.changed == Some(false) {
+            let retries = if matches!(c.kind, ProbeKind::Http(_)) {
+                (st.retry_it.max(retry_it + 1)).saturating_sub(1)
+            } else {
+                c.retry
+            };
+            if had_run && c.retry > 0 {
+                log::info!(
+                    "{} on service {} failed after {retries} retries.",
+                    check_word(&c),
+                    c.name
+                );
+            } else {
+                log::info!("{} on service {} failed.", check_word(&c), c.name);
+            }
+            log::info!("{} on service {}: {reason}", c.kind.type_name(), c.name);
+        }
         match d.changed {
             Some(true) => send(&tx, id, Change::Up, "success".into()),
             Some(false) => send(&tx, id, Change::Down, reason),
@@ -590,6 +617,34 @@ async fn run_check(
             ProbeKind::Misc { .. } => tokio::time::sleep_until(started + delay).await,
             _ => tokio::time::sleep(delay).await,
         }
+    }
+}
+
+/// keepalived's word for the checker in failure lines.
+fn check_word(c: &Planned) -> &'static str {
+    match c.kind {
+        ProbeKind::Http(_) => "HTTP_CHECK",
+        ProbeKind::Ping(_) => "PING_CHECK",
+        _ => c.kind.type_name(),
+    }
+}
+
+/// keepalived's line when a checker passes while down or for the first time.
+fn success_line(c: &Planned) -> String {
+    match &c.kind {
+        ProbeKind::Tcp(_) => format!("TCP connection to {} success.", c.name),
+        ProbeKind::Udp(_) => format!("UDP connection to {} success.", c.name),
+        ProbeKind::Ping(_) => format!("ICMP connection to {} success.", c.name),
+        ProbeKind::Http(_) => format!("Remote Web server {} succeed on service.", c.name),
+        ProbeKind::Smtp(..) => format!("Remote SMTP server {} succeed on service.", c.name),
+        ProbeKind::Dns(_) => format!("DNS_CHECK on service {} succeed.", c.name),
+        ProbeKind::Misc { script, .. } => format!(
+            "Misc check for [{} VS {}] by [{}] succeeded.",
+            c.name,
+            c.vs_name,
+            script.argv.first().map_or("", String::as_str)
+        ),
+        ProbeKind::File { .. } => format!("FILE_CHECK on service {} up.", c.name),
     }
 }
 

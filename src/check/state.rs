@@ -44,6 +44,9 @@ pub struct Decision {
     /// A first result confirmed a checker that started down (`alpha`):
     /// keepalived notifies the real server down then.
     pub first_down: bool,
+    /// HTTP: a clean pass over every url while down or before the first
+    /// result ("Remote Web server ... succeed on service").
+    pub pass_complete: bool,
 }
 
 impl Decision {
@@ -52,6 +55,7 @@ impl Decision {
             changed,
             next,
             first_down: false,
+            pass_complete: false,
         }
     }
 }
@@ -157,6 +161,7 @@ impl CheckerState {
             Method::Failed
         };
         let mut changed = None;
+        let mut pass_complete = false;
         let mut url_it = Some(urls.current);
         match method {
             Method::New => {
@@ -170,6 +175,7 @@ impl CheckerState {
             if !self.is_up || !self.has_run {
                 changed = self.set(true);
                 self.has_run = true;
+                pass_complete = true;
             }
             url_it = Some(0);
             self.retry_it = 0;
@@ -197,7 +203,9 @@ impl CheckerState {
         if fast_recovery && (!self.has_run || (!self.is_up && urls.failed.is_none())) {
             next = Next::Now;
         }
-        Decision::new(changed, next)
+        let mut d = Decision::new(changed, next);
+        d.pass_complete = pass_complete;
+        d
     }
 }
 

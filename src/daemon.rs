@@ -21,6 +21,7 @@ use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon, Timeouts};
 use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Health, Reconciler};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -69,7 +70,12 @@ fn log_diagnostics(loaded: &Loaded) {
 
 /// Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
 pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    // Checks spread over the machine's cores; the control loop (reports,
+    // IPVS, signals) stays on the thread that blocks on it.
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("checker")
         .enable_all()
         .build()
     {
@@ -110,6 +116,9 @@ async fn run_async(opts: &Options, loaded: Loaded) -> ExitCode {
     }
 }
 
+/// Tables larger than this are summarised, not printed, after each change.
+const SHOW_TABLE_MAX: usize = 100;
+
 fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
     if dry_run {
         let t = rec.expected();
@@ -118,7 +127,9 @@ fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
             t.services.len(),
             t.dest_count()
         );
-        print!("{}", t.save());
+        if t.services.len() + t.dest_count() <= SHOW_TABLE_MAX {
+            print!("{}", t.save());
+        }
     }
 }
 
@@ -129,6 +140,8 @@ struct Checking {
     health: Health,
     engine: Engine,
     notifier: Notifier,
+    /// Per virtual server, those sharing an IPVS service with it.
+    sharing: Vec<BTreeSet<usize>>,
     _ping: Option<PingGroupRange>,
 }
 
@@ -168,6 +181,7 @@ impl Checking {
             health,
             engine,
             notifier,
+            sharing: desired::service_sharing(cfg),
             _ping: ping,
         }
     }
@@ -268,18 +282,24 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     loop {
         tokio::select! {
             Some(ev) = rx.recv() => {
-                // Take every pending report, then program once.
-                let mut changed = false;
+                // Take every pending report, then program once, only the
+                // services of the virtual servers that changed.
+                let mut touched = BTreeSet::new();
                 let mut next = Some(ev);
                 while let Some(ev) = next {
                     let c = &mut checking;
                     let effects = c.tracker.apply(&cfg, &c.plan, &mut c.health, &ev);
-                    changed |= !effects.is_empty();
+                    for e in &effects {
+                        if let Some(vs) = e.table_vs() {
+                            touched.extend(c.sharing[vs].iter().copied());
+                        }
+                    }
                     c.notifier.effects(&cfg, &c.health, &effects);
                     next = rx.try_recv().ok();
                 }
-                if changed {
-                    let r = rec.set_desired(desired(&cfg, &checking.health)).await;
+                if !touched.is_empty() {
+                    let partial = desired::desired_for(&cfg, &checking.health, &touched);
+                    let r = rec.set_services(partial).await;
                     if r.sent > 0 || !r.errors.is_empty() {
                         log::debug!("IPVS: {} operation(s), {} error(s)", r.sent, r.errors.len());
                     }

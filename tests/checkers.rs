@@ -601,3 +601,20 @@ async fn bindto_is_the_source_address() {
     let from: SocketAddr = accepted.unwrap().1;
     assert_eq!(from.ip().to_string(), "127.0.0.9");
 }
+
+#[tokio::test]
+async fn tcp_check_closes_with_a_reset() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let c = planned("TCP_CHECK {\n connect_timeout 1\n }", port);
+    let (o, accepted) = tokio::join!(probe(&c, 0), l.accept());
+    assert!(o.is_ok());
+    let (mut s, _) = accepted.unwrap();
+    let mut b = [0u8; 8];
+    // A reset, not an orderly FIN (which would read as 0 bytes).
+    let r = s.read(&mut b).await;
+    assert_eq!(
+        r.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionReset)
+    );
+}

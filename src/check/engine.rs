@@ -755,6 +755,22 @@ pub enum Effect {
     },
 }
 
+impl Effect {
+    /// The virtual server whose IPVS services this effect may change.
+    pub fn table_vs(&self) -> Option<usize> {
+        match *self {
+            Effect::Transition(
+                Transition::RsUp { vs, .. }
+                | Transition::RsDown { vs, .. }
+                | Transition::QuorumGained { vs, .. }
+                | Transition::QuorumLost { vs, .. },
+            ) => Some(vs),
+            Effect::Weight { vs, .. } => Some(vs),
+            Effect::ConfirmedDown { .. } => None,
+        }
+    }
+}
+
 /// Real-server bookkeeping of checker states (`num_failed_checkers`,
 /// `cur_weight`), pure.
 #[derive(Debug, Clone)]

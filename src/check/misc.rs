@@ -188,6 +188,27 @@ pub fn verdict(end: ScriptEnd, dynamic: bool) -> Result<Option<u8>, Failure> {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn the_script_cap_serialises_runs() {
+        let scripts = Scripts::new(1);
+        let spec = ScriptSpec {
+            argv: vec!["/bin/sleep".into(), "0.3".into()],
+            run_as: None,
+        };
+        let t = std::time::Instant::now();
+        let (a, b) = tokio::join!(
+            scripts.run(&spec, Duration::from_secs(5)),
+            scripts.run(&spec, Duration::from_secs(5))
+        );
+        assert_eq!(a.unwrap(), ScriptEnd::Exited(0));
+        assert_eq!(b.unwrap(), ScriptEnd::Exited(0));
+        assert!(
+            t.elapsed() >= Duration::from_millis(600),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
     #[test]
     fn verdicts() {
         assert_eq!(verdict(ScriptEnd::Exited(0), false).unwrap(), None);

@@ -219,6 +219,21 @@ pub struct DestKey {
     pub port: u16,
 }
 
+impl DestKey {
+    /// The lowest key (for ranges over one service's destinations).
+    pub const MIN: DestKey = DestKey {
+        addr: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        port: 0,
+    };
+    /// The highest key.
+    pub const MAX: DestKey = DestKey {
+        addr: IpAddr::V6(std::net::Ipv6Addr::new(
+            0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff,
+        )),
+        port: u16::MAX,
+    };
+}
+
 /// A destination (real server) of a service.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dest {
@@ -303,6 +318,16 @@ pub struct Table {
 }
 
 impl Table {
+    /// A copy holding only the services `keys` (those present).
+    pub fn only(&self, keys: &[ServiceKey]) -> Table {
+        Table {
+            services: keys
+                .iter()
+                .filter_map(|k| self.services.get(k).map(|s| (*k, s.clone())))
+                .collect(),
+        }
+    }
+
     /// Number of destinations over all services.
     pub fn dest_count(&self) -> usize {
         self.services.values().map(|s| s.dests.len()).sum()

@@ -15,6 +15,7 @@ use crate::ipvs::table::{
     IPPROTO_TCP, IPPROTO_UDP, SVC_F_ONEPACKET, SVC_F_PERSISTENT, SVC_F_SCHED1, SVC_F_SCHED2,
     SVC_F_SCHED3, TUN_F_CSUM, TUN_F_REMCSUM, TUN_TYPE_GRE, TUN_TYPE_GUE, TUN_TYPE_IPIP,
 };
+use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Health of one real server as the state machine sees it.
@@ -342,8 +343,55 @@ fn dest(
 
 /// The table for `cfg` in `health`.
 pub fn desired(cfg: &Config, health: &Health) -> Table {
+    desired_where(cfg, health, |_| true)
+}
+
+/// The services of the virtual servers in `only` (indices), with their
+/// destinations: what a health change of those virtual servers touches.
+/// Callers include every virtual server that shares a service with one of
+/// them ([`service_sharing`]).
+pub fn desired_for(cfg: &Config, health: &Health, only: &BTreeSet<usize>) -> Table {
+    desired_where(cfg, health, |i| only.contains(&i))
+}
+
+/// Groups of virtual servers that program a common IPVS service (a shared
+/// group, say): per virtual server, every virtual server sharing one of its
+/// services, itself included.
+pub fn service_sharing(cfg: &Config) -> Vec<BTreeSet<usize>> {
+    let mut by_key: HashMap<ServiceKey, BTreeSet<usize>> = HashMap::new();
+    let keys: Vec<Vec<ServiceKey>> = cfg
+        .virtual_servers
+        .iter()
+        .map(|vs| {
+            slots(vs, cfg, vs_family(vs, cfg))
+                .into_iter()
+                .map(|s| s.key)
+                .collect()
+        })
+        .collect();
+    for (i, ks) in keys.iter().enumerate() {
+        for k in ks {
+            by_key.entry(*k).or_default().insert(i);
+        }
+    }
+    keys.iter()
+        .enumerate()
+        .map(|(i, ks)| {
+            let mut set: BTreeSet<usize> = BTreeSet::from([i]);
+            for k in ks {
+                set.extend(by_key[k].iter().copied());
+            }
+            set
+        })
+        .collect()
+}
+
+fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) -> Table {
     let mut t = Table::default();
     for (i, vs) in cfg.virtual_servers.iter().enumerate() {
+        if !keep(i) {
+            continue;
+        }
         let h = health.vs.get(i);
         let af = vs_family(vs, cfg);
         let sorry_in_use = vs.sorry_server.is_some() && !h.is_some_and(|h| h.quorum_up);

@@ -10,6 +10,7 @@
 
 use crate::config::model::FlushOnStop;
 use crate::ipvs::diff::{apply, diff, Op, Owned};
+use crate::ipvs::table::{DestKey, ServiceKey};
 use crate::ipvs::{Backend, IpvsError, Table, Timeouts};
 use nix::errno::Errno;
 
@@ -151,12 +152,62 @@ impl<B: Backend> Reconciler<B> {
         report
     }
 
+    /// Moves only the services of `partial` to their new state (a health
+    /// change of some virtual servers): the cost follows the services
+    /// touched, not the table. Every other service stays as desired.
+    pub async fn set_services(&mut self, partial: Table) -> Report {
+        let keys: Vec<ServiceKey> = partial.services.keys().copied().collect();
+        for (k, s) in partial.services {
+            self.owned.services.insert(k);
+            for dk in s.dests.keys() {
+                self.owned.dests.insert((k, *dk));
+            }
+            self.desired.services.insert(k, s);
+        }
+        let report = self.sync_keys(Some(&keys)).await;
+        for k in &keys {
+            let keep = |dk: &DestKey| {
+                self.expected
+                    .services
+                    .get(k)
+                    .is_some_and(|s| s.dests.contains_key(dk))
+                    || self
+                        .desired
+                        .services
+                        .get(k)
+                        .is_some_and(|s| s.dests.contains_key(dk))
+            };
+            let gone: Vec<(ServiceKey, DestKey)> = self
+                .owned
+                .dests
+                .range((*k, DestKey::MIN)..=(*k, DestKey::MAX))
+                .filter(|(_, dk)| !keep(dk))
+                .copied()
+                .collect();
+            for g in gone {
+                self.owned.dests.remove(&g);
+            }
+        }
+        report
+    }
+
     async fn sync(&mut self) -> Report {
+        self.sync_keys(None).await
+    }
+
+    async fn sync_keys(&mut self, keys: Option<&[ServiceKey]>) -> Report {
         let mut report = Report::default();
         // A second round runs only when the first found the kernel other than
-        // expected; it starts from a fresh dump.
+        // expected; it starts from a fresh dump and looks at everything.
         for round in 0..2 {
-            let ops = diff(&self.expected, &self.desired, &self.owned);
+            let ops = match (keys, round) {
+                (Some(keys), 0) => diff(
+                    &self.expected.only(keys),
+                    &self.desired.only(keys),
+                    &self.owned,
+                ),
+                _ => diff(&self.expected, &self.desired, &self.owned),
+            };
             if ops.is_empty() {
                 break;
             }
@@ -327,6 +378,48 @@ mod tests {
         real_server 127.0.0.2 80 {\n weight 2\n }\n real_server 127.0.0.3 80 {\n }\n}\n";
     const ONE_REWEIGHTED: &str = "virtual_server 10.0.0.1 80 {\n protocol TCP\n lvs_sched rr\n \
         real_server 127.0.0.2 80 {\n weight 4\n }\n}\n";
+
+    #[tokio::test]
+    async fn partial_updates_touch_only_their_services_and_end_where_a_full_one_does() {
+        use crate::lvs::desired::{desired_for, service_sharing};
+        use std::collections::BTreeSet;
+        let conf = "virtual_server 10.0.0.1 80 {\n protocol TCP\n lvs_sched rr\n quorum 3\n \
+            sorry_server 127.0.0.9 80\n real_server 127.0.0.2 80 {\n weight 2\n }\n \
+            real_server 127.0.0.3 80 {\n }\n}\n\
+            virtual_server 10.0.0.2 80 {\n protocol TCP\n lvs_sched rr\n \
+            real_server 127.0.0.4 80 {\n inhibit_on_failure\n }\n}\n";
+        let cfg = load_str(conf).config;
+        let mut health = Health::initial(&cfg);
+        let mut rec = Reconciler::new(DryRun::new());
+        rec.start(desired(&cfg, &health), false, None)
+            .await
+            .unwrap();
+        let sharing = service_sharing(&cfg);
+        // The first server fails: quorum lost, sorry server in.
+        health.set_rs_alive(&cfg, 0, 0, false);
+        let r = rec
+            .set_services(desired_for(&cfg, &health, &sharing[0]))
+            .await;
+        assert_eq!(r.sent, 3, "two dests out, the sorry server in");
+        assert_eq!(rec.expected(), &desired(&cfg, &health));
+        // The inhibited one of the other service fails: weight 0, one edit.
+        health.set_rs_alive(&cfg, 1, 0, false);
+        let r = rec
+            .set_services(desired_for(&cfg, &health, &BTreeSet::from([1])))
+            .await;
+        assert_eq!(r.sent, 1);
+        assert_eq!(rec.expected(), &desired(&cfg, &health));
+        // And back.
+        health.set_rs_alive(&cfg, 0, 0, true);
+        rec.set_services(desired_for(&cfg, &health, &sharing[0]))
+            .await;
+        assert_eq!(rec.expected(), &desired(&cfg, &health));
+        // A full set_desired afterwards has nothing left to do.
+        assert_eq!(rec.set_desired(desired(&cfg, &health)).await.sent, 0);
+        // Stopping removes everything: ownership was kept right.
+        rec.stop(FlushOnStop::Off, false).await;
+        assert!(rec.expected().services.is_empty());
+    }
 
     #[tokio::test]
     async fn start_adopts_and_keeps_foreign_entries() {

@@ -56,6 +56,7 @@ const OPTIONS: &[(Option<char>, &str, Arg)] = &[
     (None, "dump-json", Arg::None),
     (None, "dry-run", Arg::None),
     (None, "no-shared-checks", Arg::None),
+    (None, "checker-threads", Arg::Required),
     (None, "ipvs-save", Arg::None),
 ];
 
@@ -141,6 +142,9 @@ pub struct Options {
     /// `--no-shared-checks` (extension): probe identical checks of several
     /// virtual servers once each, as keepalived does.
     pub no_shared_checks: bool,
+    /// `--checker-threads N` (extension): threads running checks; 0 (or
+    /// absent) chooses by the configured check rate.
+    pub checker_threads: Option<String>,
     /// `--ipvs-save` (extension): print the kernel's IPVS table as
     /// `ipvsadm -S -n` does, read through our own netlink code.
     pub ipvs_save: bool,
@@ -210,6 +214,7 @@ fn set(o: &mut Options, long: &str, val: Option<String>) {
         "dump-json" => o.dump_json = true,
         "dry-run" => o.dry_run = true,
         "no-shared-checks" => o.no_shared_checks = true,
+        "checker-threads" => o.checker_threads = Some(v()),
         "ipvs-save" => o.ipvs_save = true,
         _ => {}
     }
@@ -352,6 +357,7 @@ pub fn usage(prog: &str) -> String {
       --dump-json              Print the resolved configuration as JSON (keepalived-rs extension)\n\
       --dry-run                Compute IPVS changes without touching the kernel (keepalived-rs extension)\n\
       --no-shared-checks       Run identical checks of several virtual servers separately (keepalived-rs extension)\n\
+      --checker-threads=N      Threads for checks; 0 = one below 5,000 checks/s, else one per core (keepalived-rs extension)\n\
       --ipvs-save              Print the kernel's IPVS table as ipvsadm -S -n does (keepalived-rs extension)\n\
   -v, --version                Display the version number\n\
   -h, --help                   Display this help message\n"

@@ -68,17 +68,52 @@ fn log_diagnostics(loaded: &Loaded) {
     }
 }
 
+/// Above this many checks per second (summed over the configured checkers)
+/// the checks get one thread per core; below it one thread does them all at
+/// the least CPU per check (no cross-thread wake-ups).
+pub const THREADED_CHECK_RATE: f64 = 5000.0;
+
+/// Threads for the configured check rate.
+fn auto_threads(cfg: &Config) -> usize {
+    let rate: f64 = cfg
+        .virtual_servers
+        .iter()
+        .flat_map(|vs| &vs.real_servers)
+        .flat_map(|rs| &rs.checkers)
+        .filter_map(|c| c.common().delay_loop)
+        .map(|us| 1e6 / us.max(1) as f64)
+        .sum();
+    if rate < THREADED_CHECK_RATE {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+    }
+}
+
 /// Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
 pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     // Checks spread over the machine's cores; the control loop (reports,
     // IPVS, signals) stays on the thread that blocks on it.
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("checker")
-        .enable_all()
-        .build()
-    {
+    let workers = match opts.checker_threads.as_deref().map(str::parse::<usize>) {
+        Some(Ok(n)) if n > 0 => n,
+        Some(Err(e)) => {
+            log::error!("--checker-threads: {e}");
+            return ExitCode::from(1);
+        }
+        _ => auto_threads(&loaded.config),
+    };
+    let built = if workers <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("checker")
+            .enable_all()
+            .build()
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             log::error!("cannot start the event loop: {e}");

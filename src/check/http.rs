@@ -284,7 +284,7 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     tls: bool,
 ) -> Result<Response, Failure> {
     within(timeout, "WEB write", stream.write_all(req)).await?;
-    let mut buf = vec![0u8; 4096];
+    let mut buf = [0u8; 4096];
     loop {
         if resp.head_full() {
             return Ok(resp);
@@ -608,7 +608,11 @@ impl HttpProbe {
             }
             None => {
                 let mut s = tcp;
-                exchange(&mut s, &req, self.conn.timeout, resp, false).await
+                let r = exchange(&mut s, &req, self.conn.timeout, resp, false).await;
+                // The server has closed (or failed): end with a reset, so
+                // that neither side keeps a TIME_WAIT socket per check.
+                let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+                r
             }
         }
     }

@@ -8,7 +8,7 @@
 //! issue 5.
 
 use crate::check::engine::{
-    self, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
+    self, Carry, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
 };
 use crate::check::misc::{self, Scripts};
 use crate::check::notify::Notifier;
@@ -181,12 +181,18 @@ struct Checking {
 }
 
 impl Checking {
-    fn start(cfg: &Config, opts: &Options, tx: &mpsc::UnboundedSender<Event>) -> Checking {
-        let (plan, errors) = engine::plan(
+    fn start(
+        cfg: &Config,
+        opts: &Options,
+        tx: &mpsc::UnboundedSender<Event>,
+        carry: &Carry,
+    ) -> Checking {
+        let (plan, errors) = engine::plan_carrying(
             cfg,
             &PlanOptions {
                 share: !opts.no_shared_checks,
             },
+            carry,
         );
         for e in errors {
             log::error!("{e}");
@@ -219,6 +225,12 @@ impl Checking {
             sharing: desired::service_sharing(cfg),
             _ping: ping,
         }
+    }
+
+    /// Stops the checks without the shutdown notifications (a reload).
+    async fn stop_for_reload(self) {
+        self.engine.stop().await;
+        self.notifier.close().await;
     }
 
     async fn stop(self, cfg: &Config) {
@@ -283,7 +295,7 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     let mut rec = Reconciler::new(backend);
     let started = std::time::Instant::now();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut checking = Checking::start(&cfg, opts, &tx);
+    let mut checking = Checking::start(&cfg, opts, &tx, &Carry::new());
     let table = desired(&cfg, &checking.health);
     log::debug!(
         "desired table computed in {:.3} s",
@@ -351,11 +363,18 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                     );
                     continue;
                 }
-                checking.stop(&cfg).await;
-                // Reports of the old checkers refer to the old plan.
+                // Reports still queued are applied first, so that what is
+                // carried over is the latest state.
+                while let Ok(ev) = rx.try_recv() {
+                    let c = &mut checking;
+                    let effects = c.tracker.apply(&cfg, &c.plan, &mut c.health, &ev);
+                    c.notifier.effects(&cfg, &c.health, &effects);
+                }
+                let carry = checking.tracker.carry(&cfg, &checking.plan);
+                checking.stop_for_reload().await;
                 while rx.try_recv().is_ok() {}
                 cfg = loaded.config;
-                checking = Checking::start(&cfg, opts, &tx);
+                checking = Checking::start(&cfg, opts, &tx, &carry);
                 let r = rec.set_desired(desired(&cfg, &checking.health)).await;
                 if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
                     if let Err(e) = rec.set_timeouts(t).await {

@@ -618,3 +618,67 @@ async fn tcp_check_closes_with_a_reset() {
         Err(std::io::ErrorKind::ConnectionReset)
     );
 }
+
+#[tokio::test]
+async fn fwmark_and_bind_if_are_applied() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let c = planned(
+        "TCP_CHECK {\n connect_timeout 1\n fwmark 7\n bind_if lo\n }",
+        port,
+    );
+    let (o, _) = tokio::join!(probe(&c, 0), l.accept());
+    assert!(o.is_ok(), "{o:?}");
+    // A device that does not exist fails locally: no verdict, as keepalived.
+    let c = planned(
+        "TCP_CHECK {\n connect_timeout 1\n bind_if nosuchdev0\n }",
+        port,
+    );
+    let o = probe(&c, 0).await;
+    assert!(matches!(&o, Err(e) if e.is_local()), "{o:?}");
+}
+
+#[tokio::test]
+async fn file_check_drives_the_engine() {
+    use keepalived::check::engine::{Change, Engine, Jitter, Tracker};
+    let d = tmpdir("file-engine");
+    let f = d.join("state");
+    std::fs::write(&f, "0\n").unwrap();
+    let text = format!(
+        "track_file tf {{\n file {}\n weight 0\n}}\n\
+         virtual_server 10.0.0.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n \
+         real_server 127.0.0.1 80 {{\n FILE_CHECK {{\n track_file tf\n }}\n }}\n}}\n",
+        f.display()
+    );
+    let l = load_str(&text);
+    assert!(
+        l.diagnostics.items().is_empty(),
+        "{:?}",
+        l.diagnostics.items()
+    );
+    let (p, _) = plan(&l.config, &PlanOptions::default());
+    let (_, health) = Tracker::start(&l.config, &p);
+    assert!(health.vs[0].rs[0].alive, "0 with weight 0 is no fault");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let engine = Engine::start(&p, Arc::new(NetProber::new(1)), tx, Jitter::with_seed(1));
+    // Non-zero with weight 0: fault, the checker goes down.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    std::fs::write(&f, "1\n").unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ev.change, Change::Down);
+    // Deleted: 0 again, up.
+    std::fs::remove_file(&f).unwrap();
+    let mut up = false;
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        if ev.change == Change::Up {
+            up = true;
+            break;
+        }
+    }
+    assert!(up);
+    engine.stop().await;
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -129,6 +129,26 @@ pub struct Planned {
     pub vs_name: String,
     /// Who gets the results.
     pub subscribers: Vec<Subscriber>,
+    /// The up state of the same checker before a reload (§6.8): it starts
+    /// there instead of at the startup state.
+    pub carried: Option<bool>,
+}
+
+/// What identifies a checker across a reload: its virtual server, real
+/// server, position and type (keepalived matches by type and options).
+pub type CarryKey = (String, std::net::IpAddr, u16, usize, &'static str);
+
+/// Checker states to carry into the next configuration.
+pub type Carry = HashMap<CarryKey, bool>;
+
+fn carry_key(vs: &VirtualServer, rs: &RealServer, idx: usize, kind: &ProbeKind) -> CarryKey {
+    (
+        crate::config::validate::format_vs(vs),
+        rs.ip,
+        rs.port,
+        idx,
+        kind.type_name(),
+    )
 }
 
 /// The checks of a configuration.
@@ -280,6 +300,12 @@ fn probe_kind(
 /// (with the virtual and real server) and left out, as keepalived drops
 /// them; their real servers then count as having no such checker.
 pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
+    plan_carrying(cfg, opts, &Carry::new())
+}
+
+/// [`plan`], with the checker states of a running configuration carried
+/// over to the same checkers of the new one.
+pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
     let mut p = Plan::default();
     let mut errors = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -316,6 +342,7 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
                     name: format_rs(rs, vs),
                     vs_name: crate::config::validate::format_vs(vs),
+                    carried: carry.get(&carry_key(vs, rs, n, &kind)).copied(),
                     kind,
                     subscribers: Vec::new(),
                 };
@@ -328,7 +355,8 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
                 // Two checks are the same when everything they do and how
                 // they are scheduled is; only then may they share a probe.
                 let key = format!(
-                    "{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
+                    "{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
+                    planned.carried,
                     planned.kind,
                     planned.delay_loop,
                     planned.delay_before_retry,
@@ -537,6 +565,13 @@ async fn run_check(
     first: Duration,
 ) {
     let mut st = CheckerState::new(c.retry, c.alpha);
+    if let Some(up) = c.carried {
+        // migrate_checkers(): a down checker needs a success, an up one a
+        // fresh count of failures.
+        st.is_up = up;
+        st.has_run = true;
+        st.retry_it = if up { 0 } else { c.retry + 1 };
+    }
     let mut urls = UrlCycle::new(match &c.kind {
         ProbeKind::Http(h) => h.urls.len(),
         _ => 1,
@@ -806,7 +841,11 @@ impl Tracker {
                 let Some(t) = rs.get_mut(&(s.vs, s.rs)) else {
                     continue;
                 };
-                let down = c.alpha || file == Some(FileState::Fault);
+                let down = match (file, c.carried) {
+                    (Some(f), _) => f == FileState::Fault,
+                    (None, Some(up)) => !up,
+                    (None, None) => c.alpha,
+                };
                 if down {
                     t.up[s.checker] = false;
                     t.failed += 1;
@@ -825,6 +864,25 @@ impl Tracker {
             }
         });
         (tracker, health)
+    }
+
+    /// The checker states to carry into a new configuration.
+    pub fn carry(&self, cfg: &Config, plan: &Plan) -> Carry {
+        let mut out = Carry::new();
+        for c in &plan.checks {
+            for s in &c.subscribers {
+                let (Some(vs), Some(t)) =
+                    (cfg.virtual_servers.get(s.vs), self.rs.get(&(s.vs, s.rs)))
+                else {
+                    continue;
+                };
+                let Some(rs) = vs.real_servers.get(s.rs) else {
+                    continue;
+                };
+                out.insert(carry_key(vs, rs, s.checker, &c.kind), t.up[s.checker]);
+            }
+        }
+        out
     }
 
     /// Applies one event to `health`; returns what it did.
@@ -1109,6 +1167,46 @@ mod tests {
         let distinct: std::collections::BTreeSet<u64> =
             firsts.iter().map(|t| (t * 10.0) as u64).collect();
         assert!(distinct.len() > 20, "spread: {distinct:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reload_carries_checker_states() {
+        let old = conf(TCP);
+        let (p, _) = plan(&old, &PlanOptions::default());
+        let (mut t, mut h) = Tracker::start(&old, &p);
+        t.apply(
+            &old,
+            &p,
+            &mut h,
+            &Event {
+                check: 0,
+                change: Change::Down,
+                reason: String::new(),
+            },
+        );
+        let carry = t.carry(&old, &p);
+        // The new file adds a server; the failed one must stay out.
+        let new = conf(&TCP.replace(
+            " real_server 127.0.0.1 8002",
+            " real_server 127.0.0.1 8003 {\n TCP_CHECK {\n warmup 0\n }\n }\n real_server 127.0.0.1 8002",
+        ));
+        let (p2, _) = plan_carrying(&new, &PlanOptions::default(), &carry);
+        let (_, h2) = Tracker::start(&new, &p2);
+        let alive: Vec<bool> = h2.vs[0].rs.iter().map(|r| r.alive).collect();
+        assert_eq!(alive, vec![false, true, true]);
+        // Its checker starts down: a failure changes nothing, a success
+        // brings it up.
+        let pr = Arc::new(Scripted::default());
+        *pr.t0.lock().unwrap() = Some(Instant::now());
+        pr.set("[127.0.0.1]:tcp:8001", false);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&p2, pr.clone(), tx, Jitter::with_seed(1));
+        let evs = collect(&mut rx, Duration::from_secs(3)).await;
+        assert!(evs.is_empty(), "{evs:?}");
+        pr.set("[127.0.0.1]:tcp:8001", true);
+        let evs = collect(&mut rx, Duration::from_secs(6)).await;
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        assert_eq!(evs[0].1.change, Change::Up);
     }
 
     #[test]

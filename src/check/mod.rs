@@ -18,6 +18,7 @@ pub mod misc;
 pub mod notify;
 pub mod ping;
 pub mod smtp;
+pub mod smtp_alert;
 pub mod state;
 pub mod tcp;
 pub mod udp;

@@ -10,6 +10,7 @@
 use super::engine::{format_rs, script_identity, Effect};
 use super::health::Transition;
 use super::misc::{ScriptSpec, Scripts};
+use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
 use crate::config::model::{Config, Fifo, Script, VirtualServer};
 use crate::config::validate::format_vs;
 use crate::lvs::desired::Health;
@@ -26,6 +27,7 @@ const SHUTDOWN_LIMIT: Duration = Duration::from_secs(1);
 /// Sends notifications.
 pub struct Notifier {
     scripts: Scripts,
+    alerter: Option<Alerter>,
     fifo: Option<std::fs::File>,
     fifo_script: Option<tokio::process::Child>,
 }
@@ -80,6 +82,7 @@ impl Notifier {
         };
         Notifier {
             scripts,
+            alerter: Alerter::new(cfg),
             fifo,
             fifo_script,
         }
@@ -115,6 +118,19 @@ impl Notifier {
                 log::warn!("notify script {}: {e}", spec.argv.join(" "));
             }
         });
+    }
+
+    fn rs_alert(&self, cfg: &Config, vs: &VirtualServer, rsi: usize, up: bool) {
+        let rs = &vs.real_servers[rsi];
+        if let Some(a) = self.alerter.as_ref().filter(|_| rs_alerts(cfg, vs, rs)) {
+            a.send(a.rs_alert(rs, vs, up));
+        }
+    }
+
+    fn vs_alert(&self, cfg: &Config, vs: &VirtualServer, up: bool, weight_sum: u64) {
+        if let Some(a) = self.alerter.as_ref().filter(|_| vs_alerts(cfg, vs)) {
+            a.send(a.vs_alert(vs, up, weight_sum));
+        }
     }
 
     fn rs_notify(
@@ -166,6 +182,7 @@ impl Notifier {
                         format_vs(v)
                     );
                     self.rs_notify(cfg, v, rs, true, SCRIPT_LIMIT);
+                    self.rs_alert(cfg, v, rs, true);
                 }
                 Effect::Transition(Transition::RsDown { vs, rs }) => {
                     let v = &cfg.virtual_servers[vs];
@@ -178,6 +195,7 @@ impl Notifier {
                         format_vs(v)
                     );
                     self.rs_notify(cfg, v, rs, false, SCRIPT_LIMIT);
+                    self.rs_alert(cfg, v, rs, false);
                 }
                 Effect::ConfirmedDown { vs, rs } => {
                     let v = &cfg.virtual_servers[vs];
@@ -203,6 +221,7 @@ impl Notifier {
                         );
                     }
                     self.vs_notify(cfg, v, true, SCRIPT_LIMIT);
+                    self.vs_alert(cfg, v, true, weight_sum);
                 }
                 Effect::Transition(Transition::QuorumLost { vs, weight_sum }) => {
                     let v = &cfg.virtual_servers[vs];
@@ -224,6 +243,7 @@ impl Notifier {
                         );
                     }
                     self.vs_notify(cfg, v, false, SCRIPT_LIMIT);
+                    self.vs_alert(cfg, v, false, weight_sum);
                 }
                 Effect::Weight { vs, rs, from, to } => {
                     let v = &cfg.virtual_servers[vs];
@@ -273,5 +293,106 @@ impl Notifier {
         if let Some(mut c) = self.fifo_script.take() {
             let _ = c.kill().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::engine::{plan, Change, Event, PlanOptions, Tracker};
+    use crate::config::load_str;
+    use std::io::Read;
+
+    fn tmp(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("krs-notify-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn script(dir: &std::path::Path, name: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(
+            &p,
+            format!("#!/bin/sh\necho \"$@\" >> {}/{name}.out\n", dir.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    }
+
+    async fn wait_for(path: &std::path::Path, want: &str) -> String {
+        for _ in 0..100 {
+            let s = std::fs::read_to_string(path).unwrap_or_default();
+            if s.contains(want) {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{} never got {want:?}", path.display());
+    }
+
+    #[tokio::test]
+    async fn fifo_lines_and_scripts_follow_the_transitions() {
+        let d = tmp("fifo");
+        let fifo = d.join("fifo");
+        let (up, down, qup, qdown) = (
+            script(&d, "up"),
+            script(&d, "down"),
+            script(&d, "qup"),
+            script(&d, "qdown"),
+        );
+        let text = format!(
+            "global_defs {{\n enable_script_security\n script_user root\n rs_init_notifies\n \
+             lvs_notify_fifo {fifo}\n}}\n\
+             virtual_server 10.0.0.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n omega\n \
+             quorum_up \"{qup} q\"\n quorum_down \"{qdown} q\"\n \
+             real_server 127.0.0.1 8080 {{\n notify_up \"{up} rs\"\n notify_down \"{down} rs\"\n TCP_CHECK {{\n }}\n }}\n}}\n",
+            fifo = fifo.display()
+        );
+        let l = load_str(&text);
+        assert!(
+            l.diagnostics.items().is_empty(),
+            "{:?}",
+            l.diagnostics.items()
+        );
+        let cfg = l.config;
+        let (p, _) = plan(&cfg, &PlanOptions::default());
+        let (mut tracker, mut health) = Tracker::start(&cfg, &p);
+        let mut n = Notifier::new(&cfg, Scripts::new(4));
+        // Our own read end, opened after the notifier made the FIFO.
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        n.init_notifies(&cfg, &health);
+        wait_for(&d.join("up.out"), "rs").await;
+        let ev = |change| Event {
+            check: 0,
+            change,
+            reason: String::new(),
+        };
+        let effects = tracker.apply(&cfg, &p, &mut health, &ev(Change::Down));
+        n.effects(&cfg, &health, &effects);
+        wait_for(&d.join("down.out"), "rs").await;
+        wait_for(&d.join("qdown.out"), "q").await;
+        let effects = tracker.apply(&cfg, &p, &mut health, &ev(Change::Up));
+        n.effects(&cfg, &health, &effects);
+        wait_for(&d.join("qup.out"), "q").await;
+        // omega: at shutdown the live server's notify_down and quorum_down.
+        n.shutdown(&cfg, &health);
+        let downs = wait_for(&d.join("down.out"), "rs\nrs").await;
+        assert_eq!(downs, "rs\nrs\n");
+        let mut got = Vec::new();
+        let _ = reader.read_to_end(&mut got);
+        let rs = "RS [127.0.0.1]:tcp:8080 [10.0.0.1]:tcp:80";
+        let vs = "VS [10.0.0.1]:tcp:80";
+        let want = format!(
+            "{rs} UP\n\0{rs} DOWN\n\0{vs} DOWN\n\0{rs} UP\n\0{vs} UP\n\0{rs} DOWN\n\0{vs} DOWN\n\0"
+        );
+        assert_eq!(String::from_utf8_lossy(&got), want);
+        n.close().await;
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -1,0 +1,302 @@
+//! E-mail alerts (`core/smtp.c`): when a real server with `smtp_alert`
+//! enters or leaves the pool, or a virtual server gains or loses quorum, a
+//! mail goes to every `notification_email` through `smtp_server`, worded as
+//! keepalived words it.
+//!
+//! I/O shell after the pure transitions; each alert is its own task, so a
+//! slow mail server never holds up a check.
+
+use super::conn::{within, Failure};
+use crate::config::model::{Config, RealServer, VirtualServer};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// keepalived's default HELO name for alerts is the host name; the port 25.
+const DEFAULT_PORT: u16 = 25;
+
+/// Where and how alerts are sent.
+#[derive(Debug, Clone)]
+pub struct Alerter {
+    server: SocketAddr,
+    helo: String,
+    from: String,
+    to: Vec<String>,
+    router_id: String,
+    timeout: Duration,
+}
+
+/// One message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    /// Subject line.
+    pub subject: String,
+    /// Body.
+    pub body: String,
+}
+
+impl Alerter {
+    /// From `global_defs`; `None` without `smtp_server` or recipients, as
+    /// keepalived sends nothing then.
+    pub fn new(cfg: &Config) -> Option<Alerter> {
+        let g = &cfg.global_defs;
+        let (host, port) = g.smtp_server.clone()?;
+        if g.notification_email.is_empty() {
+            return None;
+        }
+        let ip = host.parse().ok()?;
+        let hostname = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into());
+        Some(Alerter {
+            server: SocketAddr::new(ip, if port == 0 { DEFAULT_PORT } else { port }),
+            helo: g.smtp_helo_name.clone().unwrap_or_else(|| hostname.clone()),
+            from: g
+                .notification_email_from
+                .clone()
+                .unwrap_or_else(|| format!("keepalived@{hostname}")),
+            to: g.notification_email.clone(),
+            router_id: g.router_id.clone().unwrap_or(hostname),
+            timeout: Duration::from_micros(g.smtp_connect_timeout.max(1)),
+        })
+    }
+
+    /// The alert for a real server entering (`up`) or leaving the pool.
+    pub fn rs_alert(&self, rs: &RealServer, vs: &VirtualServer, up: bool) -> Alert {
+        Alert {
+            subject: format!(
+                "[{}] Realserver {} of virtual server {} - {}",
+                self.router_id,
+                super::engine::format_rs(rs, vs),
+                crate::config::validate::format_vs(vs),
+                if up { "UP" } else { "DOWN" }
+            ),
+            body: if up {
+                "=> CHECK succeed on service <=".into()
+            } else {
+                "=> CHECK failed on service <=".into()
+            },
+        }
+    }
+
+    /// The alert for a virtual server's quorum.
+    pub fn vs_alert(&self, vs: &VirtualServer, up: bool, weight_sum: u64) -> Alert {
+        let (q, h) = (u64::from(vs.quorum), u64::from(vs.hysteresis));
+        Alert {
+            subject: format!(
+                "[{}] Virtualserver {} - {}",
+                self.router_id,
+                crate::config::validate::format_vs(vs),
+                if up { "UP" } else { "DOWN" }
+            ),
+            body: if up {
+                format!("=> Gained quorum {q}+{h}={} <= {weight_sum} <=", q + h)
+            } else {
+                format!(
+                    "=> Lost quorum {q}-{h}={} > {weight_sum} <=",
+                    q.saturating_sub(h)
+                )
+            },
+        }
+    }
+
+    /// Sends `alert` in the background; failures are logged.
+    pub fn send(&self, alert: Alert) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            match me.deliver(&alert).await {
+                Ok(()) => log::info!("SMTP alert successfully sent."),
+                Err(e) => log::warn!("SMTP alert to {} failed: {e}", me.server),
+            }
+        });
+    }
+
+    /// The SMTP dialogue for one alert.
+    pub async fn deliver(&self, alert: &Alert) -> Result<(), Failure> {
+        let mut s = match tokio::time::timeout(self.timeout, TcpStream::connect(self.server)).await
+        {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(Failure::Connect(e)),
+            Err(_) => return Err(Failure::ConnectTimeout),
+        };
+        self.expect(&mut s, "220").await?;
+        self.command(&mut s, &format!("HELO {}\r\n", self.helo), "250")
+            .await?;
+        self.command(&mut s, &format!("MAIL FROM:<{}>\r\n", self.from), "250")
+            .await?;
+        for to in &self.to {
+            self.command(&mut s, &format!("RCPT TO:<{to}>\r\n"), "250")
+                .await?;
+        }
+        self.command(&mut s, "DATA\r\n", "354").await?;
+        let date = rfc822_now();
+        let to = self
+            .to
+            .iter()
+            .map(|t| format!(" {t}"))
+            .collect::<Vec<_>>()
+            .join(",\r\n");
+        let msg = format!(
+            "Date: {date}\r\nFrom: {}\r\nSubject: {}\r\nX-Mailer: Keepalived\r\nTo:{to}\r\n\r\n{}\r\n\r\n.\r\n",
+            self.from, alert.subject, alert.body
+        );
+        self.command(&mut s, &msg, "250").await?;
+        self.command(&mut s, "QUIT\r\n", "221").await.ok();
+        Ok(())
+    }
+
+    async fn command(&self, s: &mut TcpStream, cmd: &str, code: &str) -> Result<(), Failure> {
+        within(self.timeout, "SMTP write", s.write_all(cmd.as_bytes())).await?;
+        self.expect(s, code).await
+    }
+
+    async fn expect(&self, s: &mut TcpStream, code: &str) -> Result<(), Failure> {
+        let mut line = Vec::new();
+        let mut b = [0u8; 512];
+        // The last line of a reply is "CODE " (multi-line ones use "CODE-").
+        loop {
+            let n = within(self.timeout, "SMTP read", s.read(&mut b)).await?;
+            if n == 0 {
+                return Err(Failure::Protocol(
+                    "SMTP server closed the connection".into(),
+                ));
+            }
+            line.extend_from_slice(&b[..n]);
+            let text = String::from_utf8_lossy(&line).to_string();
+            let Some(last) = text.lines().rev().find(|l| !l.is_empty()) else {
+                continue;
+            };
+            if !text.ends_with('\n') || last.as_bytes().get(3) == Some(&b'-') {
+                continue;
+            }
+            return if last.starts_with(code) {
+                Ok(())
+            } else {
+                Err(Failure::Protocol(format!(
+                    "SMTP server answered {last:?}, {code} expected"
+                )))
+            };
+        }
+    }
+}
+
+/// `strftime("%a, %d %b %Y %H:%M:%S %z")` in UTC.
+fn rfc822_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = secs / 86_400;
+    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mon = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mon <= 2);
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MN: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {d:02} {} {y} {h:02}:{m:02}:{s:02} +0000",
+        WD[(days % 7) as usize],
+        MN[(mon - 1) as usize]
+    )
+}
+
+/// Whether a real server sends alerts: its own `smtp_alert`, else its
+/// virtual server's, else `smtp_alert_checker`, else `smtp_alert`.
+pub fn rs_alerts(cfg: &Config, vs: &VirtualServer, rs: &RealServer) -> bool {
+    rs.smtp_alert
+        .or(vs.smtp_alert)
+        .or(cfg.global_defs.smtp_alert_checker)
+        .or(cfg.global_defs.smtp_alert)
+        .unwrap_or(false)
+}
+
+/// Whether a virtual server sends quorum alerts.
+pub fn vs_alerts(cfg: &Config, vs: &VirtualServer) -> bool {
+    vs.smtp_alert
+        .or(cfg.global_defs.smtp_alert_checker)
+        .or(cfg.global_defs.smtp_alert)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+    use std::sync::{Arc, Mutex};
+    use tokio::net::TcpListener;
+
+    #[test]
+    fn dates_are_rfc822() {
+        let d = rfc822_now();
+        assert!(d.ends_with(" +0000"), "{d}");
+        assert_eq!(d.split(' ').count(), 6, "{d}");
+    }
+
+    #[tokio::test]
+    async fn an_alert_goes_through_the_smtp_dialogue() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(String::new()));
+        let s2 = seen.clone();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            s.write_all(b"220-mx.test\r\n220 ready\r\n").await.unwrap();
+            let mut b = [0u8; 4096];
+            let mut in_data = false;
+            loop {
+                let n = s.read(&mut b).await.unwrap();
+                if n == 0 {
+                    return;
+                }
+                let t = String::from_utf8_lossy(&b[..n]).to_string();
+                s2.lock().unwrap().push_str(&t);
+                let reply: &[u8] = if in_data {
+                    in_data = false;
+                    b"250 queued\r\n"
+                } else if t.starts_with("DATA") {
+                    in_data = true;
+                    b"354 go\r\n"
+                } else if t.starts_with("QUIT") {
+                    b"221 bye\r\n"
+                } else {
+                    b"250 ok\r\n"
+                };
+                s.write_all(reply).await.unwrap();
+            }
+        });
+        let text = format!(
+            "global_defs {{\n router_id LVS1\n notification_email {{\n a@x.test\n b@x.test\n }}\n \
+             notification_email_from lb@x.test\n smtp_server 127.0.0.1 {port}\n smtp_helo_name lb.x.test\n}}\n\
+             virtual_server 10.0.0.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n \
+             real_server 127.0.0.1 8080 {{\n smtp_alert\n }}\n}}\n"
+        );
+        let cfg = load_str(&text).config;
+        let a = Alerter::new(&cfg).expect("alerter");
+        let vs = &cfg.virtual_servers[0];
+        assert!(rs_alerts(&cfg, vs, &vs.real_servers[0]));
+        let alert = a.rs_alert(&vs.real_servers[0], vs, false);
+        assert_eq!(
+            alert.subject,
+            "[LVS1] Realserver [127.0.0.1]:tcp:8080 of virtual server [10.0.0.1]:tcp:80 - DOWN"
+        );
+        a.deliver(&alert).await.unwrap();
+        let got = seen.lock().unwrap().clone();
+        assert!(got.starts_with(
+            "HELO lb.x.test\r\nMAIL FROM:<lb@x.test>\r\nRCPT TO:<a@x.test>\r\nRCPT TO:<b@x.test>\r\nDATA\r\nDate: "
+        ), "{got}");
+        assert!(got.contains(
+            "\r\nFrom: lb@x.test\r\nSubject: [LVS1] Realserver [127.0.0.1]:tcp:8080 of virtual server [10.0.0.1]:tcp:80 - DOWN\r\nX-Mailer: Keepalived\r\nTo: a@x.test,\r\n b@x.test\r\n\r\n=> CHECK failed on service <=\r\n\r\n.\r\n"
+        ), "{got}");
+        assert!(got.ends_with("QUIT\r\n"), "{got}");
+    }
+}

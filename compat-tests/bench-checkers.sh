@@ -39,50 +39,41 @@ addr() { # prefix index
     echo "127.$1.$(($2 / 250)).$(($2 % 250 + 1))"
 }
 
-gen() { # ntcp nhttp delay_loop > config; also writes $WORK/list
-    local ntcp=$1 nhttp=$2 delay=$3 per=200 i
+block() { # kind(tcp|http) count delay_loop net-octet: virtual servers of 200
+    local kind=$1 n=$2 delay=$3 net=$4 per=200 i a
+    for ((i = 0; i < n; i++)); do
+        if ((i % per == 0)); then
+            ((i > 0)) && echo "}"
+            echo "virtual_server 10.$net.$((i / per / 250)).$((i / per % 250 + 1)) 80 {"
+            echo "    delay_loop $delay"
+            echo "    lb_algo rr"
+            echo "    lb_kind NAT"
+            echo "    protocol TCP"
+        fi
+        a=$(addr "$((net - 29))" "$i")
+        echo "$a 80 $kind" >> "$WORK/list.$kind"
+        echo "    real_server $a 80 {"
+        if [ "$kind" = tcp ]; then
+            echo "        TCP_CHECK {"
+        else
+            echo "        HTTP_GET {"
+            echo "            url {"
+            echo "                path /"
+            echo "            }"
+        fi
+        echo "            connect_timeout 5"
+        echo "        }"
+        echo "    }"
+    done
+    ((n > 0)) && echo "}"
+    return 0
+}
+
+gen() { # ntcp nhttp delay_loop > config; also writes $WORK/list.{tcp,http}
     : > "$WORK/list.tcp"
     : > "$WORK/list.http"
-    for ((i = 0; i < ntcp; i++)); do
-        if ((i % per == 0)); then
-            ((i > 0)) && echo "}"
-            echo "virtual_server 10.30.$((i / per / 250)).$((i / per % 250 + 1)) 80 {"
-            echo "    delay_loop $delay"
-            echo "    lb_algo rr"
-            echo "    lb_kind NAT"
-            echo "    protocol TCP"
-        fi
-        a=$(addr 1 "$i")
-        echo "$a 80 tcp" >> "$WORK/list.tcp"
-        echo "    real_server $a 80 {"
-        echo "        TCP_CHECK {"
-        echo "            connect_timeout 5"
-        echo "        }"
-        echo "    }"
-    done
-    ((ntcp > 0)) && echo "}"
-    for ((i = 0; i < nhttp; i++)); do
-        if ((i % per == 0)); then
-            ((i > 0)) && echo "}"
-            echo "virtual_server 10.31.$((i / per / 250)).$((i / per % 250 + 1)) 80 {"
-            echo "    delay_loop $delay"
-            echo "    lb_algo rr"
-            echo "    lb_kind NAT"
-            echo "    protocol TCP"
-        fi
-        a=$(addr 2 "$i")
-        echo "$a 80 http" >> "$WORK/list.http"
-        echo "    real_server $a 80 {"
-        echo "        HTTP_GET {"
-        echo "            url {"
-        echo "                path /"
-        echo "            }"
-        echo "            connect_timeout 5"
-        echo "        }"
-        echo "    }"
-    done
-    ((nhttp > 0)) && echo "}"
-    return 0
+    block tcp "$1" "$3" 30
+    block http "$2" "$3" 31
 }
 
 # The measuring part runs on the host and in the guest's busybox sh alike.

@@ -18,7 +18,8 @@
 #               sh COMMAND...                   run a shell command (files
 #                                               backends serve, script input)
 # While ours runs, `keepalived-rs --ipvs-save` (our netlink dump) is printed
-# too, to be compared with ipvsadm's view of the same table.
+# right after the "running" snapshot, to be compared with ipvsadm's view of
+# the same table.
 
 snapshot() { # name impl phase
     echo "@@BEGIN $1 $2 $3"
@@ -113,12 +114,13 @@ run_one() { # dir impl
     fi
     [ -f "$dir/settle" ] && sleep "$(cat "$dir/settle")"
     snapshot "$name" "$impl" running
-    run_events "$dir" "$name" "$impl"
+    # Our dump of the same table, before events change it.
     if [ "$impl" = ours ]; then
         echo "@@BEGIN $name ours save"
         /usr/sbin/keepalived-rs --ipvs-save 2>&1 | sort
         echo "@@END"
     fi
+    run_events "$dir" "$name" "$impl"
     kill -TERM $pid
     i=0
     # keepalived deletes one entry per message at stop: a large table takes

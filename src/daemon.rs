@@ -449,17 +449,22 @@ async fn stop_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon
     }
 }
 
-/// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.
-pub fn ipvs_save() -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
+/// A one-thread runtime for the short-lived commands, or a message.
+pub fn small_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
+        .map_err(|e| {
             eprintln!("cannot start the event loop: {e}");
-            return ExitCode::from(1);
-        }
+            ExitCode::from(1)
+        })
+}
+
+/// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.
+pub fn ipvs_save() -> ExitCode {
+    let rt = match small_runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
     };
     rt.block_on(async {
         let mut h = match IpvsHandle::open().await {

@@ -195,15 +195,9 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         eprintln!("{prog}: invalid server address {server}");
         return ExitCode::from(1);
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::daemon::small_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot start the event loop: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let (out, err) = rt.block_on(fetch(&a, SocketAddr::new(ip, port), &url));
     print!("{out}");

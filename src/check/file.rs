@@ -26,28 +26,7 @@ pub fn read_value(path: &Path) -> Option<i64> {
         return Some(0);
     };
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(127)]).to_string();
-    let t = text.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.starts_with('0') && t.len() > 1 {
-        (8, &t[1..])
-    } else {
-        (10, t)
-    };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    let v = if end == 0 {
-        0
-    } else {
-        i64::from_str_radix(&digits[..end], radix).unwrap_or(i64::MAX)
-    };
-    let v = if neg { -v } else { v };
+    let v = crate::config::reader::strtol0(&text);
     (i64::from(i32::MIN)..=i64::from(i32::MAX))
         .contains(&v)
         .then_some(v)

@@ -171,31 +171,25 @@ impl Notifier {
     pub fn effects(&mut self, cfg: &Config, health: &Health, effects: &[Effect]) {
         for e in effects {
             match *e {
-                Effect::Transition(Transition::RsUp { vs, rs }) => {
+                Effect::Transition(
+                    t @ (Transition::RsUp { vs, rs } | Transition::RsDown { vs, rs }),
+                ) => {
+                    let up = matches!(t, Transition::RsUp { .. });
                     let v = &cfg.virtual_servers[vs];
                     let inhibit = v.real_servers[rs].inhibit_on_failure.unwrap_or(false);
+                    let (verb, prep) = match (up, inhibit) {
+                        (true, false) => ("Adding", "to"),
+                        (true, true) => ("Enabling", "of"),
+                        (false, false) => ("Removing", "from"),
+                        (false, true) => ("Disabling", "of"),
+                    };
                     log::info!(
-                        "{} service {} {} VS {}",
-                        if inhibit { "Enabling" } else { "Adding" },
+                        "{verb} service {} {prep} VS {}",
                         format_rs(&v.real_servers[rs], v),
-                        if inhibit { "of" } else { "to" },
                         format_vs(v)
                     );
-                    self.rs_notify(cfg, v, rs, true, SCRIPT_LIMIT);
-                    self.rs_alert(cfg, v, rs, true);
-                }
-                Effect::Transition(Transition::RsDown { vs, rs }) => {
-                    let v = &cfg.virtual_servers[vs];
-                    let inhibit = v.real_servers[rs].inhibit_on_failure.unwrap_or(false);
-                    log::info!(
-                        "{} service {} {} VS {}",
-                        if inhibit { "Disabling" } else { "Removing" },
-                        format_rs(&v.real_servers[rs], v),
-                        if inhibit { "of" } else { "from" },
-                        format_vs(v)
-                    );
-                    self.rs_notify(cfg, v, rs, false, SCRIPT_LIMIT);
-                    self.rs_alert(cfg, v, rs, false);
+                    self.rs_notify(cfg, v, rs, up, SCRIPT_LIMIT);
+                    self.rs_alert(cfg, v, rs, up);
                 }
                 Effect::ConfirmedDown { vs, rs } => {
                     let v = &cfg.virtual_servers[vs];

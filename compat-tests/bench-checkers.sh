@@ -154,7 +154,7 @@ run_host() { # name delay ntcp nhttp
     . "$WORK/measure.sh"
     BLOGS=""
     backends "$WORK/list.tcp" "$WORK/list.http"
-    "$OURS" --dry-run -n -f "$WORK/bench.conf" > "$WORK/ours.log" 2>&1 &
+    "$OURS" --dry-run -n -l -f "$WORK/bench.conf" > "$WORK/ours.log" 2>&1 &
     local pid=$!
     local m
     m=$(measure "$1" "$pid" 8 "$WINDOW")
@@ -200,7 +200,7 @@ for impl in ${GUEST_IMPLS:-keepalived ours}; do
         /usr/sbin/keepalived -C -n -f /work/bench.conf -p /run/ka.pid -c /run/ka_c.pid > /tmp/\$impl.log 2>&1 &
     else
         threads=\${impl#ours}
-        /usr/sbin/keepalived-rs -n -f /work/bench.conf \${threads:+--checker-threads \$threads} > /tmp/\$impl.log 2>&1 &
+        /usr/sbin/keepalived-rs -n -l -f /work/bench.conf \${threads:+--checker-threads \$threads} > /tmp/\$impl.log 2>&1 &
     fi
     pid=\$!
     measure "\$impl-guest-tcp+http-delay1" \$pid 15 $WINDOW

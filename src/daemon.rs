@@ -21,6 +21,7 @@ use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon, Timeouts};
 use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Health, Reconciler};
+use crate::process::Notify;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -322,6 +323,9 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
         }
     }
     show_table(&rec, opts.dry_run);
+    let notify = Notify::from_env();
+    log::info!("Startup complete");
+    notify.ready();
     let mut syncds = sync_daemons(&cfg);
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
@@ -355,12 +359,14 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
             }
             _ = signals.0.recv() => {
                 log::info!("Reloading configuration from {}", path.display());
+                notify.reloading();
                 let loaded = config::load(path, &load_options(opts));
                 log_diagnostics(&loaded);
                 if loaded.config_test_exit_code() != 0 || loaded.diagnostics.missing_parameter {
                     log::error!(
                         "the new configuration has errors; keeping the running one"
                     );
+                    notify.ready();
                     continue;
                 }
                 // Reports still queued are applied first, so that what is
@@ -389,6 +395,7 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                 }
                 log::info!("reload: {} IPVS operation(s), {} error(s)", r.sent, r.errors.len());
                 show_table(&rec, opts.dry_run);
+                notify.ready();
             }
             _ = signals.1.recv() => break,
             _ = signals.2.recv() => break,
@@ -400,6 +407,7 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
         }
     }
     log::info!("Stopping");
+    notify.stopping();
     checking.stop(&cfg).await;
     let r = rec
         .stop(cfg.global_defs.lvs_flush_on_stop, opts.dont_release_ipvs)

@@ -9,7 +9,8 @@
 //!   reconciler that keeps the kernel equal to it.
 //! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
 //!   and the backends (kernel, dry run).
-//! - [`daemon`]: the process shell: signals, timers, the backend.
+//! - [`daemon`]: the daemon's loop: signals, timers, the backend.
+//! - [`process`]: pid files, daemonising, systemd notify, logs.
 //! - [`cli`]: keepalived 2.2.7's command line.
 //! - [`genhash`]: the digest tool on the checker's HTTP reader.
 
@@ -20,3 +21,4 @@ pub mod daemon;
 pub mod genhash;
 pub mod ipvs;
 pub mod lvs;
+pub mod process;

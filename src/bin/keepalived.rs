@@ -24,10 +24,6 @@ fn main() -> ExitCode {
     if args.iter().skip(1).any(|a| a == "-T" || a == "--genhash") {
         return keepalived::genhash::main(&format!("{argv0} --genhash"), &args[1..]);
     }
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .format_timestamp(None)
-        .format_target(false)
-        .init();
     let opts = match cli::parse(&args[1..]) {
         Ok(o) => o,
         Err(e) => {
@@ -134,7 +130,51 @@ fn main() -> ExitCode {
         println!("{:#?}", loaded.config);
         return ExitCode::SUCCESS;
     }
-    keepalived::daemon::run(&opts, loaded)
+    start_daemon(&opts, loaded)
+}
+
+/// The daemon: pid files locked (keepalived's "already running"), then
+/// into the background unless `-n`, then logs, then the loop.
+fn start_daemon(opts: &cli::Options, loaded: config::Loaded) -> ExitCode {
+    use keepalived::process;
+    // A dry run takes no pid files unless asked to, so that it can run
+    // beside a real keepalived.
+    let mut pidfiles = Vec::new();
+    if !opts.dry_run || opts.pid.is_some() || opts.checkers_pid.is_some() {
+        let (main, checker) = process::pid_paths(opts, Some(&loaded.config));
+        for p in [main, checker] {
+            match process::PidFile::lock(&p) {
+                Ok(f) => pidfiles.push(f),
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+    if !opts.dont_fork {
+        if let Err(e) = nix::unistd::daemon(false, false) {
+            eprintln!("cannot daemonise: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    for f in &mut pidfiles {
+        if let Err(e) = f.write_pid() {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    }
+    process::init_logging(
+        opts,
+        &process::ident(loaded.config.root.instance.as_deref()),
+    );
+    log::info!(
+        "Starting Keepalived v2.2.7 compatible (keepalived-rs {})",
+        env!("CARGO_PKG_VERSION")
+    );
+    let code = keepalived::daemon::run(opts, loaded);
+    drop(pidfiles);
+    code
 }
 
 /// `--dump-json`: the resolved model and every diagnostic, one JSON document.

@@ -28,73 +28,89 @@ const SHUTDOWN_LIMIT: Duration = Duration::from_secs(1);
 pub struct Notifier {
     scripts: Scripts,
     alerter: Option<Alerter>,
-    fifo: Option<std::fs::File>,
-    fifo_script: Option<tokio::process::Child>,
+    fifos: Vec<OpenFifo>,
 }
 
-fn open_fifo(f: &Fifo) -> std::io::Result<std::fs::File> {
+/// A notify FIFO the checker writes to, with its script.
+struct OpenFifo {
+    file: std::fs::File,
+    path: String,
+    /// We made it, so we remove it at close (`fifo_close()`).
+    created: bool,
+    script: Option<tokio::process::Child>,
+}
+
+fn open_fifo(f: &Fifo) -> std::io::Result<(std::fs::File, bool)> {
     use nix::sys::stat::Mode;
-    if !std::path::Path::new(&f.path).exists() {
-        nix::unistd::mkfifo(f.path.as_str(), Mode::from_bits_truncate(0o600))?;
+    let created = !std::path::Path::new(&f.path).exists();
+    if created {
+        nix::unistd::mkfifo(f.path.as_str(), Mode::from_bits_truncate(0o644))?;
     }
     // Read-write so that opening never waits for a reader.
-    std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(&f.path)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
+        .open(&f.path)?;
+    use std::os::unix::fs::FileTypeExt;
+    if !file.metadata()?.file_type().is_fifo() {
+        return Err(std::io::Error::other(format!("{} is not a FIFO", f.path)));
+    }
+    Ok((file, created))
+}
+
+fn start_fifo_script(s: &Script, path: &str) -> Option<tokio::process::Child> {
+    let mut argv = s.args.clone();
+    argv.push(path.to_string());
+    let mut cmd = tokio::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    match cmd.spawn() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            log::error!("cannot start FIFO script {}: {e}", argv[0]);
+            None
+        }
+    }
 }
 
 impl Notifier {
-    /// Opens the checker's FIFO (`lvs_notify_fifo`, else `notify_fifo`) and
-    /// starts its script.
+    /// Opens the checker's FIFOs (`notify_fifo` and `lvs_notify_fifo`, as
+    /// keepalived's checker opens both) and starts their scripts.
     pub fn new(cfg: &Config, scripts: Scripts) -> Notifier {
         let g = &cfg.global_defs;
-        let (fifo_cfg, script) = match &g.lvs_notify_fifo {
-            Some(f) => (Some(f), g.lvs_notify_fifo_script.as_ref()),
-            None => (g.notify_fifo.as_ref(), g.notify_fifo_script.as_ref()),
-        };
-        let fifo = fifo_cfg.and_then(|f| match open_fifo(f) {
-            Ok(file) => Some(file),
-            Err(e) => {
-                log::error!("cannot open notify FIFO {}: {e}", f.path);
-                None
+        let mut fifos = Vec::new();
+        for (f, script) in [
+            (&g.notify_fifo, &g.notify_fifo_script),
+            (&g.lvs_notify_fifo, &g.lvs_notify_fifo_script),
+        ] {
+            let Some(f) = f else { continue };
+            match open_fifo(f) {
+                Ok((file, created)) => fifos.push(OpenFifo {
+                    file,
+                    path: f.path.clone(),
+                    created,
+                    script: script.as_ref().and_then(|s| start_fifo_script(s, &f.path)),
+                }),
+                Err(e) => log::error!("cannot open notify FIFO {}: {e}", f.path),
             }
-        });
-        let fifo_script = match (fifo_cfg, script, &fifo) {
-            (Some(f), Some(s), Some(_)) => {
-                let mut argv = s.args.clone();
-                argv.push(f.path.clone());
-                let mut cmd = tokio::process::Command::new(&argv[0]);
-                cmd.args(&argv[1..])
-                    .stdin(std::process::Stdio::null())
-                    .process_group(0)
-                    .kill_on_drop(true);
-                match cmd.spawn() {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        log::error!("cannot start FIFO script {}: {e}", argv[0]);
-                        None
-                    }
-                }
-            }
-            _ => None,
-        };
+        }
         Notifier {
             scripts,
             alerter: Alerter::new(cfg),
-            fifo,
-            fifo_script,
+            fifos,
         }
     }
 
     fn fifo_line(&mut self, line: String) {
-        if let Some(f) = self.fifo.as_mut() {
-            // keepalived writes the terminating NUL too.
-            let mut b = line.into_bytes();
-            b.push(0);
-            if let Err(e) = f.write_all(&b) {
-                log::warn!("notify FIFO: {e}");
+        // keepalived writes the terminating NUL too.
+        let mut b = line.into_bytes();
+        b.push(0);
+        for f in &mut self.fifos {
+            if let Err(e) = f.file.write_all(&b) {
+                log::warn!("notify FIFO {}: {e}", f.path);
             }
         }
     }
@@ -282,10 +298,15 @@ impl Notifier {
         }
     }
 
-    /// Stops the FIFO script.
-    pub async fn close(mut self) {
-        if let Some(mut c) = self.fifo_script.take() {
-            let _ = c.kill().await;
+    /// Stops the FIFO scripts and removes the FIFOs we made.
+    pub async fn close(self) {
+        for mut f in self.fifos {
+            if let Some(mut c) = f.script.take() {
+                let _ = c.kill().await;
+            }
+            if f.created {
+                let _ = std::fs::remove_file(&f.path);
+            }
         }
     }
 }

@@ -1,0 +1,320 @@
+//! The process around the daemon, as keepalived 2.2.7 presents it to an
+//! operator: pid files at its paths with its lock ("already running"),
+//! daemonising unless `-n`, systemd's notify protocol for `Type=notify`
+//! units, and where logs go (syslog with keepalived's idents and facility,
+//! the console with `-l`, a file with `-g`).
+//!
+//! Outermost I/O shell, used by the binary before and around
+//! [`crate::daemon::run`].
+
+use crate::cli::Options;
+use crate::config::model::Config;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// keepalived's run directory.
+pub const RUN_DIR: &str = "/run";
+
+/// The pid files keepalived would write: the parent's and the checker's
+/// (`-p`, `-c`; under `/run/keepalived/` with `use_pid_dir` or an
+/// `instance`, whose name is appended).
+pub fn pid_paths(opts: &Options, cfg: Option<&Config>) -> (PathBuf, PathBuf) {
+    let root = cfg.map(|c| &c.root);
+    let instance = root.and_then(|r| r.instance.clone());
+    let in_dir =
+        root.is_some_and(|r| r.use_pid_dir || r.instance.is_some() || r.net_namespace.is_some());
+    let dir = if in_dir {
+        Path::new(RUN_DIR).join("keepalived")
+    } else {
+        PathBuf::from(RUN_DIR)
+    };
+    let name = |base: &str| match &instance {
+        Some(i) => dir.join(format!("{base}_{i}.pid")),
+        None => dir.join(format!("{base}.pid")),
+    };
+    (
+        opts.pid
+            .clone()
+            .map_or_else(|| name("keepalived"), PathBuf::from),
+        opts.checkers_pid
+            .clone()
+            .map_or_else(|| name("checkers"), PathBuf::from),
+    )
+}
+
+/// Why a pid file could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum PidFileError {
+    /// Another process holds the lock.
+    #[error("daemon is already running (pid file {0} is locked)")]
+    Running(PathBuf),
+    /// The file could not be made or written.
+    #[error("cannot write pid file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A pid file held under an open-file-description write lock, removed
+/// when dropped. The lock is inherited across the daemonising fork.
+#[derive(Debug)]
+pub struct PidFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl PidFile {
+    /// Creates and locks `path` (mode 0644), as `create_pidfile()` does.
+    pub fn lock(path: &Path) -> Result<PidFile, PidFileError> {
+        use nix::fcntl::{fcntl, FcntlArg};
+        use std::os::unix::fs::OpenOptionsExt;
+        let io = |source| PidFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(io)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .open(path)
+            .map_err(io)?;
+        let lock = nix::libc::flock {
+            l_type: nix::libc::F_WRLCK as i16,
+            l_whence: nix::libc::SEEK_SET as i16,
+            l_start: 0,
+            l_len: 0,
+            l_pid: 0,
+        };
+        use std::os::fd::AsRawFd;
+        match fcntl(file.as_raw_fd(), FcntlArg::F_OFD_SETLK(&lock)) {
+            Ok(_) => Ok(PidFile {
+                path: path.to_path_buf(),
+                file,
+            }),
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EACCES) => {
+                Err(PidFileError::Running(path.to_path_buf()))
+            }
+            Err(e) => Err(io(e.into())),
+        }
+    }
+
+    /// Writes our (current) pid.
+    pub fn write_pid(&mut self) -> Result<(), PidFileError> {
+        let pid = std::process::id();
+        let io = |source| PidFileError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.file.set_len(0).map_err(io)?;
+        use std::io::Seek;
+        self.file.rewind().map_err(io)?;
+        writeln!(self.file, "{pid}").map_err(io)?;
+        Ok(())
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// systemd's notify socket (`NOTIFY_SOCKET`), if we were started with one.
+#[derive(Debug)]
+pub struct Notify {
+    target: Option<(UnixDatagram, std::os::unix::net::SocketAddr)>,
+}
+
+impl Notify {
+    /// From the environment; a no-op without `NOTIFY_SOCKET`.
+    pub fn from_env() -> Notify {
+        use std::os::linux::net::SocketAddrExt;
+        let target = std::env::var("NOTIFY_SOCKET").ok().and_then(|p| {
+            let addr = match p.strip_prefix('@') {
+                Some(abs) => std::os::unix::net::SocketAddr::from_abstract_name(abs.as_bytes()),
+                None => std::os::unix::net::SocketAddr::from_pathname(&p),
+            }
+            .ok()?;
+            Some((UnixDatagram::unbound().ok()?, addr))
+        });
+        Notify { target }
+    }
+
+    fn send(&self, msg: &str) {
+        if let Some((s, addr)) = &self.target {
+            if let Err(e) = s.send_to_addr(msg.as_bytes(), addr) {
+                log::warn!("sd_notify: {e}");
+            }
+        }
+    }
+
+    /// Startup complete.
+    pub fn ready(&self) {
+        self.send("READY=1\nSTATUS=Running");
+    }
+
+    /// A reload starts (with the monotonic time systemd 253+ asks for).
+    pub fn reloading(&self) {
+        let us = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+            .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000)
+            .unwrap_or(0);
+        self.send(&format!("RELOADING=1\nMONOTONIC_USEC={us}"));
+    }
+
+    /// Stopping.
+    pub fn stopping(&self) {
+        self.send("STOPPING=1");
+    }
+}
+
+/// keepalived's syslog facility names for `-S` (0-7 = local0-7).
+pub fn facility(s: &str) -> Option<syslog::Facility> {
+    use syslog::Facility::*;
+    Some(match s {
+        "0" | "local0" => LOG_LOCAL0,
+        "1" | "local1" => LOG_LOCAL1,
+        "2" | "local2" => LOG_LOCAL2,
+        "3" | "local3" => LOG_LOCAL3,
+        "4" | "local4" => LOG_LOCAL4,
+        "5" | "local5" => LOG_LOCAL5,
+        "6" | "local6" => LOG_LOCAL6,
+        "7" | "local7" => LOG_LOCAL7,
+        "user" => LOG_USER,
+        "daemon" => LOG_DAEMON,
+        _ => return None,
+    })
+}
+
+type Syslog = syslog::Logger<syslog::LoggerBackend, syslog::Formatter3164>;
+
+/// Sends log records to the console, syslog and a file, as the options ask.
+pub struct Logger {
+    console: Option<env_logger::Logger>,
+    syslog: Option<Mutex<Syslog>>,
+    file: Option<Mutex<File>>,
+    level: log::LevelFilter,
+}
+
+impl log::Log for Logger {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= self.level
+    }
+
+    fn log(&self, r: &log::Record) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        if let Some(c) = &self.console {
+            if c.matches(r) {
+                c.log(r);
+            }
+        }
+        let msg = r.args().to_string();
+        if let Some(s) = &self.syslog {
+            if let Ok(mut s) = s.lock() {
+                let _ = match r.level() {
+                    log::Level::Error => s.err(&msg),
+                    log::Level::Warn => s.warning(&msg),
+                    log::Level::Info => s.info(&msg),
+                    _ => s.debug(&msg),
+                };
+            }
+        }
+        if let Some(f) = &self.file {
+            if let Ok(mut f) = f.lock() {
+                let _ = writeln!(f, "{msg}");
+            }
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// The syslog ident for the checker side (`make_syslog_ident()`).
+pub fn ident(cfg_instance: Option<&str>) -> String {
+    match cfg_instance {
+        Some(i) => format!("Keepalived_healthcheckers_{i}"),
+        None => "Keepalived_healthcheckers".into(),
+    }
+}
+
+/// Installs the logger for the daemon: syslog unless `-G`, the console
+/// with `-l`, a file with `-g` (under /tmp when relative, with `_check`
+/// before the extension, as keepalived's checker names it).
+pub fn init_logging(opts: &Options, ident: &str) {
+    let level = if opts.log_detail > 0 {
+        log::LevelFilter::Debug
+    } else {
+        log::LevelFilter::Info
+    };
+    let console = opts.log_console.then(|| {
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+            .format_timestamp(None)
+            .format_target(false)
+            .build()
+    });
+    let syslog = if opts.no_syslog {
+        None
+    } else {
+        let facility = opts
+            .log_facility
+            .as_deref()
+            .and_then(facility)
+            .unwrap_or(syslog::Facility::LOG_DAEMON);
+        syslog::unix(syslog::Formatter3164 {
+            facility,
+            hostname: None,
+            process: ident.to_string(),
+            pid: std::process::id(),
+        })
+        .ok()
+        .map(Mutex::new)
+    };
+    let file = opts.log_file.as_ref().and_then(|f| {
+        let name = if f.is_empty() {
+            "keepalived.log"
+        } else {
+            f.as_str()
+        };
+        let p = Path::new(name);
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::temp_dir().join(p)
+        };
+        let stem = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let p = match p.extension() {
+            Some(e) => p.with_file_name(format!("{stem}_check.{}", e.to_string_lossy())),
+            None => p.with_file_name(format!("{stem}_check")),
+        };
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+            .map(Mutex::new)
+    });
+    let logger = Logger {
+        console,
+        syslog,
+        file,
+        level,
+    };
+    if log::set_boxed_logger(Box::new(logger)).is_ok() {
+        log::set_max_level(level);
+    }
+}

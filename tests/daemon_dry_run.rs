@@ -174,3 +174,50 @@ fn start_reload_broken_reload_and_stop() {
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_storm_of_sighups_then_sigterm_during_a_reload() {
+    let dir = std::env::temp_dir().join(format!("karsd-storm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("keepalived.conf");
+    std::fs::write(&conf, CONF).unwrap();
+    let mut d = Daemon::start(&conf);
+    assert_eq!(d.table().len(), 3);
+    // 50 SIGHUPs within a second, the file changing under them: the
+    // process stays up and ends on the last file's table.
+    let final_conf = CONF.replace("weight 2", "weight 9");
+    for i in 0..50 {
+        let text = if i == 49 {
+            final_conf.clone()
+        } else {
+            CONF.replace("weight 2", &format!("weight {}", 10 + i))
+        };
+        std::fs::write(&conf, text).unwrap();
+        d.signal(Signal::SIGHUP);
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    // A reload after the last signal has run on the last file.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let want = "-a -t 192.0.2.1:80 -r 127.0.0.1:8081 -m -w 9";
+    loop {
+        let t = d.table();
+        if t.iter().any(|l| l == want) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "last table: {t:?}");
+    }
+    assert!(d.child.try_wait().unwrap().is_none(), "still running");
+    // SIGHUP then SIGTERM at once: the reload finishes, then an orderly
+    // stop with keepalived's deletions.
+    std::fs::write(&conf, CONF).unwrap();
+    d.signal(Signal::SIGHUP);
+    d.signal(Signal::SIGTERM);
+    let log = d.stderr_until("at stop");
+    assert!(
+        log.iter().any(|l| l.contains("ipvsadm -D -t 192.0.2.1:80")),
+        "{log:#?}"
+    );
+    let status = d.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

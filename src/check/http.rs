@@ -4,7 +4,7 @@
 //! The request is keepalived's byte for byte; the response is read until the
 //! server closes, with `connect_timeout` per read. The verdict rests on the
 //! raw bytes as keepalived reads them: headers must end within the first
-//! 4095 bytes, the status is `atoi()` of the word after the first space,
+//! 4095 bytes, the status is the three characters between the first two spaces,
 //! `Content-Length:` (case-sensitive) bounds the MD5 input. A general HTTP
 //! client (hyper) normalises exactly these bytes away, so this reader is
 //! our own (see `docs/compat.md`).
@@ -104,15 +104,35 @@ fn atoi(b: &[u8]) -> i64 {
     }
 }
 
-/// `extract_status_code()`: the text between the first and second space
-/// (or the end), through `atoi()`.
+/// `extract_status_code()` as 2.2.7 has it: the word after the first space
+/// (before any CR) must be exactly three characters followed by a space,
+/// read by `strtoul()`; anything else is 0, which no `status_code` allows.
+/// So `HTTP/1.0 200\r\n` (no reason phrase, no space) fails, as the guest
+/// scenario `check-http-raw` shows keepalived does.
 pub fn status_code(head: &[u8]) -> i64 {
-    let Some(sp) = head.iter().position(|&c| c == b' ') else {
+    let mut i = 0;
+    while i < head.len() && head[i] != b' ' && head[i] != b'\r' {
+        i += 1;
+    }
+    if head.get(i) != Some(&b' ') {
         return 0;
+    }
+    i += 1;
+    if i + 3 >= head.len() || head[i] == b' ' || head[i + 3] != b' ' {
+        return 0;
+    }
+    let w = &head[i..i + 3];
+    // strtoul() must consume all three: digits, or a '+' and two digits.
+    let digits = match w[0] {
+        b'+' => &w[1..],
+        _ => w,
     };
-    let rest = &head[sp + 1..];
-    let end = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
-    atoi(&rest[..end])
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return 0;
+    }
+    digits
+        .iter()
+        .fold(0i64, |v, d| v * 10 + i64::from(d - b'0'))
 }
 
 /// `extract_content_length()`: `strstr()` for the case-sensitive header in
@@ -648,13 +668,16 @@ mod tests {
     }
 
     #[test]
-    fn status_is_atoi_of_the_second_word() {
+    fn status_is_three_characters_between_spaces() {
         assert_eq!(status_code(b"HTTP/1.0 200 OK\r\n\r\n"), 200);
-        // No space after the code: atoi stops at the CR.
-        assert_eq!(status_code(b"HTTP/1.0 200\r\n\r\n"), 200);
+        // No space after the code: keepalived 2.2.7 reads no code.
+        assert_eq!(status_code(b"HTTP/1.0 200\r\n\r\n"), 0);
         assert_eq!(status_code(b"HTTP/1.0  200 OK\r\n"), 0);
         assert_eq!(status_code(b"garbage\r\n\r\n"), 0);
-        assert_eq!(status_code(b"HTTP/1.0 20x OK"), 20);
+        assert_eq!(status_code(b"garbage\r\nX: a b\r\n\r\n"), 0);
+        assert_eq!(status_code(b"HTTP/1.0 20x OK"), 0);
+        assert_eq!(status_code(b"HTTP/1.0 2000 OK"), 0);
+        assert_eq!(status_code(b"HTTP/1.0 +20 OK"), 20);
     }
 
     #[test]

@@ -580,6 +580,7 @@ async fn run_check(
     let mut last_status: Option<u8> = None;
     tokio::time::sleep(first).await;
     let is_misc = matches!(c.kind, ProbeKind::Misc { .. });
+    let mut cycle_start = true;
     loop {
         // Only MISC_CHECK schedules from its start; a clock read per run
         // is not free everywhere.
@@ -606,9 +607,15 @@ async fn run_check(
         }
         let d = match (&c.kind, c.kind.family()) {
             (ProbeKind::Http(_), _) => st.http_result(&mut urls, ok, c.fast_recovery),
-            (_, Some(f)) => st.result(f, ok),
+            (_, Some(f)) => {
+                if cycle_start {
+                    st.start_cycle(f);
+                }
+                st.result(f, ok)
+            }
             (_, None) => continue,
         };
+        cycle_start = d.next != Next::DelayBeforeRetry;
         if let ProbeKind::Misc { dynamic: true, .. } = c.kind {
             // update_svr_wgt() on a changed exit status of a success.
             let s = if ok { Some(status.unwrap_or(0)) } else { None };
@@ -1093,6 +1100,28 @@ mod tests {
             &p.runs_of("[127.0.0.1]:tcp:8002")[..4],
             &[1.0, 6.0, 11.0, 16.0]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn smtp_counts_afresh_each_cycle_even_at_startup() {
+        let cfg = conf(
+            "virtual_server 10.0.0.1 25 {\n protocol TCP\n delay_loop 10\n \
+             real_server 127.0.0.1 2525 {\n SMTP_CHECK {\n retry 2\n delay_before_retry 1\n warmup 0\n }\n }\n}\n",
+        );
+        let (plan, _) = plan(&cfg, &PlanOptions::default());
+        let p = Arc::new(Scripted::default());
+        *p.t0.lock().unwrap() = Some(Instant::now());
+        p.set("[127.0.0.1]:tcp:2525", false);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(1));
+        let evs = collect(&mut rx, Duration::from_secs(15)).await;
+        // Failures at 1, 2, 3 (retry 2): down at the third; next cycle at 13.
+        assert_eq!(
+            p.runs_of("[127.0.0.1]:tcp:2525"),
+            vec![1.0, 2.0, 3.0, 13.0, 14.0]
+        );
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        assert_eq!((evs[0].0, evs[0].1.change), (3.0, Change::Down));
     }
 
     #[tokio::test(start_paused = true)]

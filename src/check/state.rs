@@ -92,6 +92,15 @@ impl CheckerState {
         changed.then_some(up)
     }
 
+    /// A run scheduled after `delay_loop` (or the first) begins a cycle:
+    /// SMTP_CHECK counts its failures afresh every cycle (`smtp_final()`),
+    /// so even a first failure is retried `retry` times.
+    pub fn start_cycle(&mut self, family: RetryFamily) {
+        if family == RetryFamily::Smtp {
+            self.retry_it = 0;
+        }
+    }
+
     /// Applies one result.
     pub fn result(&mut self, family: RetryFamily, success: bool) -> Decision {
         let first = !self.has_run;

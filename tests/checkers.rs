@@ -514,6 +514,28 @@ async fn misc_check_exit_codes_signals_and_dynamic_weights() {
             .unwrap(),
         Some(12)
     );
+    // Files the kernel cannot run go through the shell, as keepalived's
+    // system() path; the shell's 126/127 count as success there.
+    let noshebang = d.join("noshebang");
+    std::fs::write(&noshebang, "exit 0\n").unwrap();
+    std::fs::set_permissions(
+        &noshebang,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    assert!(probe(&misc(&noshebang.display().to_string(), ""), 0)
+        .await
+        .is_ok());
+    let badinterp = d.join("badinterp");
+    std::fs::write(&badinterp, "#!/nonexistent/interpreter\nexit 1\n").unwrap();
+    std::fs::set_permissions(
+        &badinterp,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    assert!(probe(&misc(&badinterp.display().to_string(), ""), 0)
+        .await
+        .is_ok());
     let o = probe(&misc(&script(&d, "sig", "kill -9 $$"), ""), 0).await;
     assert!(failed_with(&o, "signal 9"), "{o:?}");
     // Arguments are passed as configured; the environment is cleaned.

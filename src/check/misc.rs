@@ -101,10 +101,17 @@ impl Scripts {
         let mut cmd = tokio::process::Command::new(prog);
         cmd.args(args);
         self.prepare(&mut cmd, spec);
+        let mut via_shell = false;
         let mut child = match cmd.spawn() {
             Ok(c) => c,
-            // No `#!` and not a binary: keepalived runs it through the shell.
-            Err(e) if e.raw_os_error() == Some(nix::libc::ENOEXEC) => {
+            // Not something the kernel runs (no `#!`, or an interpreter
+            // that is missing): keepalived hands such files to system().
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(nix::libc::ENOEXEC | nix::libc::ENOENT)
+                ) && std::path::Path::new(prog).is_file() =>
+            {
                 let quoted: Vec<String> = spec
                     .argv
                     .iter()
@@ -113,13 +120,22 @@ impl Scripts {
                 let mut sh = tokio::process::Command::new("/bin/sh");
                 sh.arg("-c").arg(quoted.join(" "));
                 self.prepare(&mut sh, spec);
+                via_shell = true;
                 sh.spawn().map_err(|e| Failure::Io("script start", e))?
             }
             Err(e) => return Err(Failure::Io("script start", e)),
         };
         let pgid = child.id().map(|p| Pid::from_raw(p as i32));
         match tokio::time::timeout(timeout, child.wait()).await {
-            Ok(Ok(st)) => Ok(end_of(st)),
+            Ok(Ok(st)) => match end_of(st) {
+                // system_call_script(): the shell's "cannot execute" and
+                // "not found" count as success.
+                ScriptEnd::Exited(c @ (126 | 127)) if via_shell => {
+                    log::info!("script {} exited with {c} through the shell; taken as success, as keepalived does", prog);
+                    Ok(ScriptEnd::Exited(0))
+                }
+                end => Ok(end),
+            },
             Ok(Err(e)) => Err(Failure::Io("script wait", e)),
             Err(_) => {
                 if let Some(g) = pgid {

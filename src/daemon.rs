@@ -11,7 +11,7 @@ use crate::check::engine::{
     self, Carry, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
 };
 use crate::check::misc::{self, Scripts};
-use crate::check::notify::Notifier;
+use crate::check::notify::{self, Notifier};
 use crate::check::ping::PingGroupRange;
 use crate::cli::Options;
 use crate::config::model::{Config, LvsTimeouts};
@@ -188,6 +188,10 @@ impl Checking {
         tx: &mpsc::UnboundedSender<Event>,
         carry: &Carry,
     ) -> Checking {
+        // init_file: tracked files are written before they are first read.
+        for tf in &cfg.track_files {
+            crate::check::file::init_file(tf);
+        }
         let (plan, errors) = engine::plan_carrying(
             cfg,
             &PlanOptions {
@@ -204,13 +208,17 @@ impl Checking {
             .any(|c| matches!(c.kind, ProbeKind::Ping(_)))
             .then(PingGroupRange::ensure);
         let (tracker, health) = Tracker::start(cfg, &plan);
-        log_startup(cfg, &plan, &health);
+        notify::log_startup(
+            cfg,
+            |vs, rs| plan.per_rs.get(&(vs, rs)).is_some_and(|&n| n > 0),
+            &health,
+        );
         let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
         let mut notifier = Notifier::new(cfg, scripts.clone());
         if cfg.global_defs.rs_init_notifies {
             notifier.init_notifies(cfg, &health);
         }
-        let prober = Arc::new(NetProber::new(misc::DEFAULT_MAX_SCRIPTS));
+        let prober = Arc::new(NetProber::new(scripts));
         let engine = Engine::start(&plan, prober, tx.clone(), Jitter::seeded());
         log::info!(
             "checkers: {} check(s) for {} configured checker(s)",
@@ -239,44 +247,6 @@ impl Checking {
         let mut n = self.notifier;
         n.shutdown(cfg, &self.health);
         n.close().await;
-    }
-}
-
-/// keepalived's startup lines: quorum state per virtual server and one
-/// "Activating healthchecker" per checked real server.
-fn log_startup(cfg: &Config, plan: &Plan, health: &Health) {
-    use crate::config::validate::format_vs;
-    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-        let h = &health.vs[vi];
-        let w = h.live_weight();
-        if h.quorum_up {
-            log::info!(
-                "Gained quorum {}+{}={} <= {} for VS {}",
-                vs.quorum,
-                vs.hysteresis,
-                u64::from(vs.quorum) + u64::from(vs.hysteresis),
-                w,
-                format_vs(vs)
-            );
-        } else if vs.sorry_server.is_some() {
-            log::info!(
-                "Starting with quorum down {}-{}={} > {} for VS {}",
-                vs.quorum,
-                vs.hysteresis,
-                i64::from(vs.quorum) - i64::from(vs.hysteresis),
-                w,
-                format_vs(vs)
-            );
-        }
-        for (ri, rs) in vs.real_servers.iter().enumerate() {
-            if plan.per_rs.get(&(vi, ri)).copied().unwrap_or(0) > 0 {
-                log::info!(
-                    "Activating healthchecker for service {} for VS {}",
-                    engine::format_rs(rs, vs),
-                    format_vs(vs)
-                );
-            }
-        }
     }
 }
 

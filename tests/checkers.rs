@@ -3,6 +3,7 @@
 //! the daemon does, and the verdict is keepalived's.
 
 use keepalived::check::engine::{plan, NetProber, Outcome, PlanOptions, Planned, Prober};
+use keepalived::check::misc::Scripts;
 use keepalived::config::load_str;
 use md5::{Digest, Md5};
 use std::net::SocketAddr;
@@ -29,7 +30,7 @@ fn planned(checker: &str, port: u16) -> Planned {
 }
 
 async fn probe(c: &Planned, url: usize) -> Outcome {
-    NetProber::new(4).probe(c, url, 1).await
+    NetProber::new(Scripts::new(4)).probe(c, url, 1).await
 }
 
 fn failed_with(o: &Outcome, words: &str) -> bool {
@@ -682,7 +683,12 @@ async fn file_check_drives_the_engine() {
     let (_, health) = Tracker::start(&l.config, &p);
     assert!(health.vs[0].rs[0].alive, "0 with weight 0 is no fault");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let engine = Engine::start(&p, Arc::new(NetProber::new(1)), tx, Jitter::with_seed(1));
+    let engine = Engine::start(
+        &p,
+        Arc::new(NetProber::new(Scripts::new(1))),
+        tx,
+        Jitter::with_seed(1),
+    );
     // Non-zero with weight 0: fault, the checker goes down.
     tokio::time::sleep(Duration::from_millis(100)).await;
     std::fs::write(&f, "1\n").unwrap();
@@ -703,4 +709,30 @@ async fn file_check_drives_the_engine() {
     assert!(up);
     engine.stop().await;
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[tokio::test]
+async fn http_get_ends_with_a_reset_after_the_server_closes() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Arc::new(Mutex::new(Some(tx)));
+    let port = server(move |mut s, _| {
+        let tx = tx.clone();
+        async move {
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nok").await;
+            // Half-close: the checker sees EOF; what comes back is ours.
+            let _ = s.shutdown().await;
+            let mut b = [0u8; 8];
+            let r = s.read(&mut b).await.map_err(|e| e.kind());
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(r);
+            }
+        }
+    })
+    .await;
+    assert!(probe(&http(port, ""), 0).await.is_ok());
+    let r = tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r, Err(std::io::ErrorKind::ConnectionReset));
 }

@@ -6,6 +6,7 @@
 use keepalived::check::engine::{
     plan, Change, Engine, Jitter, NetProber, Outcome, PlanOptions, Planned, Prober,
 };
+use keepalived::check::misc::Scripts;
 use keepalived::config::load_str;
 use std::future::Future;
 use std::pin::Pin;
@@ -92,7 +93,7 @@ async fn a_thousand_hung_backends_do_not_delay_a_healthy_one() {
     assert_eq!(p.checks.len(), HUNG + 1);
     let watched = format!("[127.0.9.1]:tcp:{hport}");
     let prober = Arc::new(Recording {
-        inner: NetProber::new(4),
+        inner: NetProber::new(Scripts::new(4)),
         watched: watched.clone(),
         runs: Mutex::new(Vec::new()),
     });

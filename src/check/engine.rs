@@ -2,7 +2,7 @@
 //! tasks, one per distinct check, and reports their state changes.
 //!
 //! Between the config model and the daemon. [`plan`] resolves every
-//! checker (pure; identical checks of one real server shared by several
+//! checker (no sockets; it reads the SSL block's files; identical checks of one real server shared by several
 //! virtual servers become one, with several subscribers). [`Engine`] runs
 //! each planned check as its own tokio task, so a hung backend only ever
 //! delays its own check, cut at its timeout. Each task applies the pure
@@ -179,19 +179,9 @@ fn micros(v: Option<u64>, default: u64) -> Duration {
     Duration::from_micros(v.unwrap_or(default))
 }
 
-fn proto_name(vs: &VirtualServer) -> &'static str {
-    use crate::config::model::Protocol;
-    match vs.protocol {
-        Some(Protocol::Tcp) => "tcp",
-        Some(Protocol::Udp) => "udp",
-        Some(Protocol::Sctp) => "sctp",
-        None => "none",
-    }
-}
-
-/// keepalived's `FMT_RS()`.
+/// keepalived's `FMT_RS()` for a real server of a virtual server.
 pub fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
-    format!("[{}]:{}:{}", rs.ip, proto_name(vs), rs.port)
+    crate::config::validate::format_rs(rs.ip, rs.port, vs.protocol)
 }
 
 /// Resolves the identity scripts run as: the script's own user, else
@@ -310,9 +300,6 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     let mut errors = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut tls = None;
-    for tf in &cfg.track_files {
-        file::init_file(tf);
-    }
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let mut n = 0;
@@ -432,11 +419,10 @@ pub struct NetProber {
 }
 
 impl NetProber {
-    /// With at most `max_scripts` MISC_CHECK scripts at once.
-    pub fn new(max_scripts: usize) -> NetProber {
-        NetProber {
-            scripts: Scripts::new(max_scripts),
-        }
+    /// MISC_CHECK scripts run under `scripts`' cap, shared with the notify
+    /// scripts.
+    pub fn new(scripts: Scripts) -> NetProber {
+        NetProber { scripts }
     }
 }
 
@@ -634,8 +620,9 @@ async fn run_check(
             log::info!("{}", success_line(&c));
         }
         if d.changed == Some(false) {
+            // keepalived prints HTTP's count before the failing attempt.
             let retries = if matches!(c.kind, ProbeKind::Http(_)) {
-                (st.retry_it.max(retry_it + 1)).saturating_sub(1)
+                retry_it
             } else {
                 c.retry
             };
@@ -1259,11 +1246,13 @@ mod tests {
         let cfg = conf(
             "virtual_server 10.0.0.1 80 {\n protocol TCP\n \
              real_server 127.0.0.1 8001 {\n weight 5\n TCP_CHECK {\n }\n \
-             MISC_CHECK {\n misc_path /bin/true\n misc_dynamic\n alpha\n }\n }\n}\n",
+             MISC_CHECK {\n misc_path /bin/true\n misc_dynamic\n alpha\n }\n }\n}\n\
+             virtual_server 10.0.0.2 80 {\n protocol TCP\n real_server 127.0.0.2 8001 {\n }\n}\n",
         );
         let (plan, _) = plan(&cfg, &PlanOptions::default());
         let (mut t, mut h) = Tracker::start(&cfg, &plan);
         assert!(!h.vs[0].rs[0].alive, "the alpha MISC_CHECK starts down");
+        assert!(h.vs[1].rs[0].alive, "a server without checkers is alive");
         let ev = |check, change| Event {
             check,
             change,

@@ -242,11 +242,6 @@ impl Response {
         (&self.head, &self.body[..n])
     }
 
-    /// The status code.
-    pub fn status(&self) -> i64 {
-        self.status
-    }
-
     /// The MD5 of the body (bounded by Content-Length).
     pub fn digest(self) -> Option<[u8; 16]> {
         self.md5.map(|m| m.finalize().into())

@@ -24,6 +24,44 @@ const SCRIPT_LIMIT: Duration = Duration::from_secs(86_400);
 /// Shutdown notifiers get one second (`omega`).
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(1);
 
+/// `Gained quorum q+h=t <= w` (keepalived's log line and alert body).
+pub fn gained_quorum(vs: &VirtualServer, weight_sum: u64) -> String {
+    let (q, h) = (u64::from(vs.quorum), u64::from(vs.hysteresis));
+    format!("Gained quorum {q}+{h}={} <= {weight_sum}", q + h)
+}
+
+/// `q-h=t > w`, after "Lost quorum" or "Starting with quorum down".
+pub fn quorum_down_figures(vs: &VirtualServer, weight_sum: u64) -> String {
+    let (q, h) = (i64::from(vs.quorum), i64::from(vs.hysteresis));
+    format!("{q}-{h}={} > {weight_sum}", q - h)
+}
+
+/// keepalived's startup lines: quorum state per virtual server and one
+/// "Activating healthchecker" per checked real server.
+pub fn log_startup(cfg: &Config, checked: impl Fn(usize, usize) -> bool, health: &Health) {
+    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        let w = health.vs[vi].live_weight();
+        if health.vs[vi].quorum_up {
+            log::info!("{} for VS {}", gained_quorum(vs, w), format_vs(vs));
+        } else if vs.sorry_server.is_some() {
+            log::info!(
+                "Starting with quorum down {} for VS {}",
+                quorum_down_figures(vs, w),
+                format_vs(vs)
+            );
+        }
+        for (ri, rs) in vs.real_servers.iter().enumerate() {
+            if checked(vi, ri) {
+                log::info!(
+                    "Activating healthchecker for service {} for VS {}",
+                    format_rs(rs, vs),
+                    format_vs(vs)
+                );
+            }
+        }
+    }
+}
+
 /// Sends notifications.
 pub struct Notifier {
     scripts: Scripts,
@@ -213,14 +251,7 @@ impl Notifier {
                 }
                 Effect::Transition(Transition::QuorumGained { vs, weight_sum }) => {
                     let v = &cfg.virtual_servers[vs];
-                    log::info!(
-                        "Gained quorum {}+{}={} <= {} for VS {}",
-                        v.quorum,
-                        v.hysteresis,
-                        u64::from(v.quorum) + u64::from(v.hysteresis),
-                        weight_sum,
-                        format_vs(v)
-                    );
+                    log::info!("{} for VS {}", gained_quorum(v, weight_sum), format_vs(v));
                     if let Some(s) = &v.sorry_server {
                         log::info!(
                             "{} sorry server [{}]:{} from VS {}",
@@ -236,11 +267,8 @@ impl Notifier {
                 Effect::Transition(Transition::QuorumLost { vs, weight_sum }) => {
                     let v = &cfg.virtual_servers[vs];
                     log::info!(
-                        "Lost quorum {}-{}={} > {} for VS {}",
-                        v.quorum,
-                        v.hysteresis,
-                        i64::from(v.quorum) - i64::from(v.hysteresis),
-                        weight_sum,
+                        "Lost quorum {} for VS {}",
+                        quorum_down_figures(v, weight_sum),
                         format_vs(v)
                     );
                     if let Some(s) = &v.sorry_server {

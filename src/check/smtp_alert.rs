@@ -83,7 +83,6 @@ impl Alerter {
 
     /// The alert for a virtual server's quorum.
     pub fn vs_alert(&self, vs: &VirtualServer, up: bool, weight_sum: u64) -> Alert {
-        let (q, h) = (u64::from(vs.quorum), u64::from(vs.hysteresis));
         Alert {
             subject: format!(
                 "[{}] Virtualserver {} - {}",
@@ -92,11 +91,11 @@ impl Alerter {
                 if up { "UP" } else { "DOWN" }
             ),
             body: if up {
-                format!("=> Gained quorum {q}+{h}={} <= {weight_sum} <=", q + h)
+                format!("=> {} <=", super::notify::gained_quorum(vs, weight_sum))
             } else {
                 format!(
-                    "=> Lost quorum {q}-{h}={} > {weight_sum} <=",
-                    q.saturating_sub(h)
+                    "=> Lost quorum {} <=",
+                    super::notify::quorum_down_figures(vs, weight_sum)
                 )
             },
         }

@@ -240,12 +240,6 @@ impl UrlCycle {
     }
 }
 
-/// A real server is alive exactly when none of its checkers is down
-/// (`num_failed_checkers == 0`); one without checkers always is.
-pub fn rs_alive(checkers: &[CheckerState]) -> bool {
-    checkers.iter().all(|c| c.is_up)
-}
-
 /// `update_quorum_state()`: the new quorum state given the live weight
 /// sum, with hysteresis: gained at `quorum + hysteresis`, lost below
 /// `quorum - hysteresis` or at a zero sum.
@@ -395,15 +389,6 @@ mod tests {
         let d = c.http_result(&mut u, true, true);
         assert_eq!(d.changed, Some(true));
         assert_eq!(d.next, Next::DelayLoop);
-    }
-
-    #[test]
-    fn real_server_needs_every_checker_up() {
-        let up = CheckerState::new(1, false);
-        let down = CheckerState::new(1, true);
-        assert!(rs_alive(&[]));
-        assert!(rs_alive(&[up, up]));
-        assert!(!rs_alive(&[up, down]));
     }
 
     #[test]

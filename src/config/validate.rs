@@ -50,7 +50,7 @@ pub fn format_vs(vs: &VirtualServer) -> String {
 }
 
 /// keepalived's `format_rs()`: the real server with its VS's protocol.
-fn format_rs(ip: std::net::IpAddr, port: u16, vs_protocol: Option<Protocol>) -> String {
+pub fn format_rs(ip: std::net::IpAddr, port: u16, vs_protocol: Option<Protocol>) -> String {
     format!("[{ip}]:{}:{port}", proto_name(vs_protocol))
 }
 

@@ -7,7 +7,7 @@
 //! standard output and failures of the fetch still exit 0.
 
 use crate::check::conn::{ConnOpts, Failure};
-use crate::check::http::{host_header, HttpProbe, Response, Tls, UrlSpec};
+use crate::check::http::{host_header, request, HttpProbe, Response, Tls, UrlSpec};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -222,9 +222,12 @@ pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
     } else {
         None
     };
+    let protocol = a.protocol.clone().unwrap_or_else(|| "1.0".into());
+    let host = host_header([a.vhost.as_deref(), None, None, None], &conn);
     let url = UrlSpec {
+        request: request(path, &host, &protocol),
         path: path.to_string(),
-        host: host_header([a.vhost.as_deref(), None, None, None], &conn),
+        host,
         digest: None,
         status: vec![(100, 599)],
         regex: None,
@@ -232,7 +235,6 @@ pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
     let probe = HttpProbe {
         conn,
         urls: vec![url.clone()],
-        protocol: a.protocol.clone().unwrap_or_else(|| "1.0".into()),
         tls,
         sni: if a.sni { a.vhost.clone() } else { None },
     };

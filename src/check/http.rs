@@ -47,6 +47,8 @@ pub struct UrlSpec {
     pub status: Vec<(u16, u16)>,
     /// `regex`.
     pub regex: Option<UrlRegex>,
+    /// The request, made once ([`request`]).
+    pub request: Vec<u8>,
 }
 
 /// The request keepalived sends (`request_template`).
@@ -467,8 +469,6 @@ pub struct HttpProbe {
     pub conn: ConnOpts,
     /// The urls, in order.
     pub urls: Vec<UrlSpec>,
-    /// `http_protocol`.
-    pub protocol: String,
     /// TLS for SSL_GET.
     pub tls: Option<Tls>,
     /// The SNI name when `enable_sni` is set.
@@ -528,7 +528,6 @@ impl HttpProbe {
         Ok(HttpProbe {
             conn,
             urls,
-            protocol: h.http_protocol.clone(),
             tls,
             sni: sni.flatten(),
         })
@@ -571,16 +570,18 @@ impl HttpProbe {
             }
             None => None,
         };
+        let host = host_header(
+            [
+                u.virtualhost.as_deref(),
+                h.virtualhost.as_deref(),
+                rs_vhost,
+                vs_vhost,
+            ],
+            conn,
+        );
         Ok(UrlSpec {
-            host: host_header(
-                [
-                    u.virtualhost.as_deref(),
-                    h.virtualhost.as_deref(),
-                    rs_vhost,
-                    vs_vhost,
-                ],
-                conn,
-            ),
+            request: request(&path, &host, &h.http_protocol),
+            host,
             path,
             digest,
             status: if u.status_code.is_empty() {
@@ -614,16 +615,16 @@ impl HttpProbe {
     }
 
     async fn fetch_into(&self, url: &UrlSpec, resp: Response) -> Result<Response, Failure> {
-        let req = request(&url.path, &url.host, &self.protocol);
+        let req = &url.request;
         let tcp = self.conn.tcp().await?;
         match &self.tls {
             Some(tls) => {
                 let mut s = tls.connect(tcp, self.sni.as_deref(), &self.conn).await?;
-                exchange(&mut s, &req, self.conn.timeout, resp, true).await
+                exchange(&mut s, req, self.conn.timeout, resp, true).await
             }
             None => {
                 let mut s = tcp;
-                let r = exchange(&mut s, &req, self.conn.timeout, resp, false).await;
+                let r = exchange(&mut s, req, self.conn.timeout, resp, false).await;
                 // The server has closed (or failed): end with a reset, so
                 // that neither side keeps a TIME_WAIT socket per check.
                 let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
@@ -644,6 +645,7 @@ mod tests {
             digest,
             status,
             regex: None,
+            request: request("/", "h", "1.0"),
         }
     }
 

@@ -8,7 +8,7 @@
 //! issue 5.
 
 use crate::check::engine::{
-    self, Carry, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
+    self, Carry, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
 };
 use crate::check::misc::{self, Scripts};
 use crate::check::notify::{self, Notifier};
@@ -236,6 +236,18 @@ impl Checking {
         }
     }
 
+    /// Applies a checker report: state, logs and notifications. Returns the
+    /// virtual servers whose IPVS services may have to change.
+    fn apply(&mut self, cfg: &Config, ev: &Event) -> BTreeSet<usize> {
+        let effects = self.tracker.apply(cfg, &self.plan, &mut self.health, ev);
+        self.notifier.effects(cfg, &self.health, &effects);
+        effects
+            .iter()
+            .filter_map(Effect::table_vs)
+            .flat_map(|vs| self.sharing[vs].iter().copied())
+            .collect()
+    }
+
     /// Stops the checks without the shutdown notifications (a reload).
     async fn stop_for_reload(self) {
         self.engine.stop().await;
@@ -305,18 +317,9 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
             Some(ev) = rx.recv() => {
                 // Take every pending report, then program once, only the
                 // services of the virtual servers that changed.
-                let mut touched = BTreeSet::new();
-                let mut next = Some(ev);
-                while let Some(ev) = next {
-                    let c = &mut checking;
-                    let effects = c.tracker.apply(&cfg, &c.plan, &mut c.health, &ev);
-                    for e in &effects {
-                        if let Some(vs) = e.table_vs() {
-                            touched.extend(c.sharing[vs].iter().copied());
-                        }
-                    }
-                    c.notifier.effects(&cfg, &c.health, &effects);
-                    next = rx.try_recv().ok();
+                let mut touched = checking.apply(&cfg, &ev);
+                while let Ok(ev) = rx.try_recv() {
+                    touched.extend(checking.apply(&cfg, &ev));
                 }
                 if !touched.is_empty() {
                     let partial = desired::desired_for(&cfg, &checking.health, &touched);
@@ -342,9 +345,7 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                 // Reports still queued are applied first, so that what is
                 // carried over is the latest state.
                 while let Ok(ev) = rx.try_recv() {
-                    let c = &mut checking;
-                    let effects = c.tracker.apply(&cfg, &c.plan, &mut c.health, &ev);
-                    c.notifier.effects(&cfg, &c.health, &effects);
+                    checking.apply(&cfg, &ev);
                 }
                 let carry = checking.tracker.carry(&cfg, &checking.plan);
                 checking.stop_for_reload().await;

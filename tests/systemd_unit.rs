@@ -9,10 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Debian's unit as shipped with keepalived 2.2.7 (the installed file is
-/// read instead when present).
-const DEBIAN_UNIT: &str = "[Service]\nType=notify\nEnvironmentFile=-/etc/default/keepalived\n\
-ExecStart=/usr/sbin/keepalived --dont-fork $DAEMON_ARGS\nExecReload=/bin/kill -HUP $MAINPID\n";
+/// Debian's unit, installed with its keepalived package (.ci/run installs it).
+const DEBIAN_UNIT: &str = "/lib/systemd/system/keepalived.service";
 
 fn unit_line(unit: &str, key: &str) -> String {
     unit.lines()
@@ -45,8 +43,9 @@ fn tmpdir() -> PathBuf {
 
 #[test]
 fn debian_unit_lines_with_notify_socket() {
-    let unit = std::fs::read_to_string("/lib/systemd/system/keepalived.service")
-        .unwrap_or_else(|_| DEBIAN_UNIT.to_string());
+    let unit = std::fs::read_to_string(DEBIAN_UNIT).unwrap_or_else(|e| {
+        panic!("{DEBIAN_UNIT}: {e} (apt-get install keepalived; .ci/run does)")
+    });
     let exec_start = unit_line(&unit, "ExecStart");
     let exec_reload = unit_line(&unit, "ExecReload");
     let d = tmpdir();

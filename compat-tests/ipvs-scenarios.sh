@@ -16,7 +16,17 @@
 #               wait SECONDS                    let checkers notice
 #               snapshot NAME                   another snapshot, phase NAME
 #               sh COMMAND...                   run a shell command (files
-#                                               backends serve, script input)
+#                                               backends serve, script input;
+#                                               $DAEMON_PID is the daemon)
+#               reload FILE                     FILE (in the scenario) becomes
+#                                               keepalived.conf, then SIGHUP;
+#                                               waits until the table settles
+#               crash NAME                      kill -9 the daemon (all its
+#                                               processes) and start it again
+#                                               over the live table; phases
+#                                               NAME-0.. are snapshots taken
+#                                               every 0.2 s meanwhile
+# keepalived.conf is restored after each run, so both daemons start alike.
 # While ours runs, `keepalived-rs --ipvs-save` (our netlink dump) is printed
 # right after the "running" snapshot, to be compared with ipvsadm's view of
 # the same table.
@@ -41,9 +51,13 @@ settle() { # log marker: wait for the daemon to say it has started, then
     # until the table stops changing (max ~8 s)
     i=0
     while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 60 ]; do sleep 0.25; i=$((i + 1)); done
+    sleep 0.5
+    settle_table
+}
+
+settle_table() { # until the table stops changing (max ~8 s)
     prev=""
     i=0
-    sleep 0.5
     while [ $i -lt 16 ]; do
         cur=$(ipvsadm -S -n | md5sum)
         [ "$cur" = "$prev" ] && return 0
@@ -51,6 +65,39 @@ settle() { # log marker: wait for the daemon to say it has started, then
         sleep 0.5
         i=$((i + 1))
     done
+}
+
+start_daemon() { # dir name impl; sets pid
+    if [ "$3" = keepalived ]; then
+        /usr/sbin/keepalived -C -n -l -f "$1/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid $args </dev/null >>/tmp/$2.$3.log 2>&1 &
+    else
+        /usr/sbin/keepalived-rs -n -l -f "$1/keepalived.conf" $args </dev/null >>/tmp/$2.$3.log 2>&1 &
+    fi
+    pid=$!
+}
+
+crash() { # dir name impl phase
+    if [ "$3" = keepalived ]; then
+        # Its checker child would otherwise outlive the parent.
+        killall -9 keepalived 2>/dev/null
+    else
+        kill -9 "$pid"
+    fi
+    wait "$pid" 2>/dev/null
+    (
+        n=0
+        while [ $n -lt 40 ]; do
+            echo "@@BEGIN $2 $3 $4-$n"
+            ipvsadm -S -n | sort
+            echo "@@END"
+            n=$((n + 1))
+            sleep 0.2
+        done
+    ) &
+    snaps=$!
+    start_daemon "$1" "$2" "$3"
+    wait "$snaps"
+    settle_table
 }
 
 backend_up() { # addr port
@@ -83,7 +130,14 @@ run_events() { # dir name impl
             up) backend_up "$a" "$b" ;;
             wait) sleep "$a" ;;
             snapshot) snapshot "$2" "$3" "$a" ;;
-            sh) sh -c "$rest" ;;
+            sh) DAEMON_PID=$pid sh -c "$rest" ;;
+            reload)
+                cp "$1/$a" "$1/keepalived.conf"
+                kill -HUP "$pid"
+                sleep 1
+                settle_table
+                ;;
+            crash) crash "$1" "$2" "$3" "$a" ;;
             "") ;;
             *) echo "unknown event $what" ;;
         esac
@@ -101,12 +155,9 @@ run_one() { # dir impl
     mkdir -p /tmp/www
     echo ok > /tmp/www/index.html
     all_backends up "$dir"
-    if [ "$impl" = keepalived ]; then
-        /usr/sbin/keepalived -C -n -l -f "$dir/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid $args >/tmp/$name.$impl.log 2>&1 &
-    else
-        /usr/sbin/keepalived-rs -n -l -f "$dir/keepalived.conf" $args >/tmp/$name.$impl.log 2>&1 &
-    fi
-    pid=$!
+    cp "$dir/keepalived.conf" "/tmp/$name.conf.orig"
+    : > "/tmp/$name.$impl.log"
+    start_daemon "$dir" "$name" "$impl"
     if [ "$impl" = keepalived ]; then
         settle "/tmp/$name.$impl.log" "Startup complete"
     else
@@ -129,6 +180,7 @@ run_one() { # dir impl
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     snapshot "$name" "$impl" stopped
+    cp "/tmp/$name.conf.orig" "$dir/keepalived.conf"
     # Every backend, including those events started.
     for f in /tmp/backend.*.pid; do
         [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null

@@ -7,8 +7,10 @@
 //! wake-up. The full process behaviour (forking, pid files, syslog) is
 //! issue 5.
 
+use crate::check::health::Transition;
 use crate::check::engine::{
-    self, Carry, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, Tracker,
+    self, Carry, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, RsKey,
+    Tracker,
 };
 use crate::check::misc::{self, Scripts};
 use crate::check::notify::{self, Notifier};
@@ -212,6 +214,7 @@ impl Checking {
             cfg,
             |vs, rs| plan.per_rs.get(&(vs, rs)).is_some_and(|&n| n > 0),
             &health,
+            |vs| carry.quorum.contains_key(&crate::config::validate::format_vs(vs)),
         );
         let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
         let mut notifier = Notifier::new(cfg, scripts.clone());
@@ -248,10 +251,66 @@ impl Checking {
             .collect()
     }
 
-    /// Stops the checks without the shutdown notifications (a reload).
-    async fn stop_for_reload(self) {
-        self.engine.stop().await;
-        self.notifier.close().await;
+    /// Hands over to a reload (§6.8): stops the checks, applies what they
+    /// reported meanwhile, notifies what `new` removes, and returns the
+    /// state to carry. Nothing of the shutdown path runs.
+    async fn hand_over(
+        self,
+        cfg: &Config,
+        new: &Config,
+        rx: &mut mpsc::UnboundedReceiver<Event>,
+    ) -> Carry {
+        let Checking {
+            plan,
+            mut tracker,
+            mut health,
+            engine,
+            mut notifier,
+            ..
+        } = self;
+        let board = engine.board();
+        engine.stop().await;
+        // A task writes its board entry before it sends, so with the tasks
+        // stopped and their events applied the two agree.
+        while let Ok(ev) = rx.try_recv() {
+            let effects = tracker.apply(cfg, &plan, &mut health, &ev);
+            notifier.effects(cfg, &health, &effects);
+        }
+        let mut carry = tracker.carry(cfg, &plan, &board);
+        carry.quorum = cfg
+            .virtual_servers
+            .iter()
+            .zip(&health.vs)
+            .map(|(v, h)| (crate::config::validate::format_vs(v), h.quorum_up))
+            .collect();
+        notifier.removed_by_reload(cfg, &health, new);
+        notifier.close().await;
+        carry
+    }
+
+    /// A virtual server kept by a reload whose quorum the new file changed
+    /// (weights, quorum, servers) gets its quorum notifications.
+    fn quorum_after_reload(&mut self, carry: &Carry, new: &Config) {
+        let mut effects = Vec::new();
+        for (vi, v) in new.virtual_servers.iter().enumerate() {
+            let Some(&was) = carry.quorum.get(&crate::config::validate::format_vs(v)) else {
+                continue;
+            };
+            let h = &self.health.vs[vi];
+            let weight_sum = h.live_weight();
+            match (was, h.quorum_up) {
+                (false, true) => effects.push(Effect::Transition(Transition::QuorumGained {
+                    vs: vi,
+                    weight_sum,
+                })),
+                (true, false) => effects.push(Effect::Transition(Transition::QuorumLost {
+                    vs: vi,
+                    weight_sum,
+                })),
+                _ => {}
+            }
+        }
+        self.notifier.effects(new, &self.health, &effects);
     }
 
     async fn stop(self, cfg: &Config) {
@@ -278,7 +337,19 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     let mut rec = Reconciler::new(backend);
     let started = std::time::Instant::now();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut checking = Checking::start(&cfg, opts, &tx, &Carry::new());
+    // A restart over a table a previous run left (kill -9, -I): servers
+    // live there stay in until their first check says otherwise.
+    let mut carry = Carry::new();
+    if !cfg.global_defs.lvs_flush {
+        match rec.read_kernel().await {
+            Ok(t) => carry.live_in_kernel = live_in_kernel(&cfg, &t),
+            Err(e) => {
+                log::error!("{e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let mut checking = Checking::start(&cfg, opts, &tx, &carry);
     let table = desired(&cfg, &checking.health);
     log::debug!(
         "desired table computed in {:.3} s",
@@ -342,16 +413,10 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                     notify.ready();
                     continue;
                 }
-                // Reports still queued are applied first, so that what is
-                // carried over is the latest state.
-                while let Ok(ev) = rx.try_recv() {
-                    checking.apply(&cfg, &ev);
-                }
-                let carry = checking.tracker.carry(&cfg, &checking.plan);
-                checking.stop_for_reload().await;
-                while rx.try_recv().is_ok() {}
-                cfg = loaded.config;
+                let old_cfg = std::mem::replace(&mut cfg, loaded.config);
+                let carry = checking.hand_over(&old_cfg, &cfg, &mut rx).await;
                 checking = Checking::start(&cfg, opts, &tx, &carry);
+                checking.quorum_after_reload(&carry, &cfg);
                 let r = rec.set_desired(desired(&cfg, &checking.health)).await;
                 if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
                     if let Err(e) = rec.set_timeouts(t).await {
@@ -391,6 +456,22 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     stop_sync_daemons(&mut rec, &syncds).await;
     show_table(&rec, opts.dry_run);
     ExitCode::SUCCESS
+}
+
+/// The real servers of `cfg` that `table` (the kernel's at start) has live.
+fn live_in_kernel(cfg: &Config, table: &crate::ipvs::Table) -> std::collections::HashSet<RsKey> {
+    let mut out = std::collections::HashSet::new();
+    if table.services.is_empty() {
+        return out;
+    }
+    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        for (ri, rs) in vs.real_servers.iter().enumerate() {
+            if desired::rs_live_in(cfg, vi, ri, table) {
+                out.insert((crate::config::validate::format_vs(vs), rs.ip, rs.port));
+            }
+        }
+    }
+    out
 }
 
 /// The sync daemons the checker runs for `lvs_sync_daemon`.

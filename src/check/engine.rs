@@ -129,26 +129,162 @@ pub struct Planned {
     pub vs_name: String,
     /// Who gets the results.
     pub subscribers: Vec<Subscriber>,
-    /// The up state of the same checker before a reload (§6.8): it starts
-    /// there instead of at the startup state.
-    pub carried: Option<bool>,
+    /// The state its task starts in: keepalived's startup rules, or what a
+    /// reload carried over from the same checker (§6.8).
+    pub start: Start,
 }
 
-/// What identifies a checker across a reload: its virtual server, real
-/// server, position and type (keepalived matches by type and options).
-pub type CarryKey = (String, std::net::IpAddr, u16, usize, &'static str);
+/// A checker's state when its task starts; also what a reload carries
+/// from the running checker (`migrate_checkers()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    /// `is_up`, `has_run`, `retry_it`.
+    pub state: CheckerState,
+    /// HTTP: the url checked next and the one that took the checker down
+    /// (`url_it`, the failed url).
+    pub url: (usize, Option<usize>),
+    /// MISC_CHECK `misc_dynamic`: the last exit status applied.
+    pub misc_status: Option<u8>,
+    /// Its dynamic weight contribution (`cur_weight`).
+    pub cur_weight: i64,
+}
 
-/// Checker states to carry into the next configuration.
-pub type Carry = HashMap<CarryKey, bool>;
+impl Start {
+    /// keepalived's startup state (§6.2): `alpha` checkers down, the first
+    /// failure decisive.
+    pub fn initial(retry: u32, alpha: bool) -> Start {
+        Start {
+            state: CheckerState::new(retry, alpha),
+            url: (0, None),
+            misc_status: None,
+            cur_weight: 0,
+        }
+    }
+}
 
-fn carry_key(vs: &VirtualServer, rs: &RealServer, idx: usize, kind: &ProbeKind) -> CarryKey {
-    (
-        crate::config::validate::format_vs(vs),
-        rs.ip,
-        rs.port,
-        idx,
-        kind.type_name(),
-    )
+/// What identifies a checker across a reload, as keepalived matches them:
+/// its virtual server, real server, type and everything it compares
+/// (connection, urls, script...), and which of several identical ones.
+pub type CarryKey = (String, std::net::IpAddr, u16, &'static str, String, usize);
+
+/// A real server across a reload: virtual server, address, port.
+pub type RsKey = (String, std::net::IpAddr, u16);
+
+/// What the running configuration hands to the next one (a reload), or
+/// what a previous run left in the kernel (a start).
+#[derive(Debug, Clone, Default)]
+pub struct Carry {
+    /// The running checkers' states.
+    pub checkers: HashMap<CarryKey, Start>,
+    /// The running real servers and whether each was alive.
+    pub rs: HashMap<RsKey, bool>,
+    /// A reload: real servers not in [`Carry::rs`] are new
+    /// (`check_new_rs_state()`).
+    pub reload: bool,
+    /// At start: real servers found live in the kernel's table. Their
+    /// `alpha` checkers start up, so that a restart over a live table takes
+    /// no healthy server out before its first check.
+    pub live_in_kernel: std::collections::HashSet<RsKey>,
+    /// A reload: the running virtual servers' quorum states, by name.
+    pub quorum: HashMap<String, bool>,
+}
+
+impl Carry {
+    /// Nothing carried: keepalived's startup rules.
+    pub fn new() -> Carry {
+        Carry::default()
+    }
+}
+
+fn rs_key(vs: &VirtualServer, rs: &RealServer) -> RsKey {
+    (crate::config::validate::format_vs(vs), rs.ip, rs.port)
+}
+
+/// The carry keys of one real server's checkers, in order.
+fn carry_keys<'a>(
+    vs: &VirtualServer,
+    rs: &RealServer,
+    kinds: impl Iterator<Item = &'a ProbeKind>,
+) -> Vec<CarryKey> {
+    let mut seen: HashMap<(&'static str, String), usize> = HashMap::new();
+    kinds
+        .map(|k| {
+            let sig = format!("{k:?}");
+            let n = seen.entry((k.type_name(), sig.clone())).or_insert(0);
+            let key = (
+                crate::config::validate::format_vs(vs),
+                rs.ip,
+                rs.port,
+                k.type_name(),
+                sig,
+                *n,
+            );
+            *n += 1;
+            key
+        })
+        .collect()
+}
+
+/// The start states of one real server's checkers (`(retry, alpha)` each):
+/// startup rules, or a reload's migration (`migrate_checkers()`,
+/// `check_new_rs_state()`).
+fn start_states(carry: &Carry, rs: &RsKey, keys: &[CarryKey], conf: &[(u32, bool)]) -> Vec<Start> {
+    if !carry.reload {
+        let live = carry.live_in_kernel.contains(rs);
+        return conf
+            .iter()
+            .map(|&(retry, alpha)| Start::initial(retry, alpha && !live))
+            .collect();
+    }
+    let Some(&was_alive) = carry.rs.get(rs) else {
+        // A new real server: alpha checkers down; the first failure is not
+        // decisive after a reload (retry_it stays 0).
+        return conf
+            .iter()
+            .map(|&(retry, alpha)| {
+                let mut s = Start::initial(retry, alpha);
+                s.state.retry_it = 0;
+                s
+            })
+            .collect();
+    };
+    let mut out: Vec<Start> = keys
+        .iter()
+        .zip(conf)
+        .map(|(k, &(retry, _))| {
+            let mut s = Start::initial(retry, false);
+            s.state.retry_it = 0;
+            if let Some(old) = carry.checkers.get(k) {
+                if old.state.has_run {
+                    s.state.is_up = old.state.is_up;
+                }
+                s.state.has_run = old.state.has_run;
+                if old.state.retry_it > 0 && retry > 0 {
+                    s.state.retry_it = old.state.retry_it.min(retry - 1);
+                }
+                s.url = old.url;
+                s.misc_status = old.misc_status;
+                s.cur_weight = old.cur_weight;
+            }
+            s
+        })
+        .collect();
+    let failed = out
+        .iter()
+        .any(|s| s.state.has_run && !s.state.is_up);
+    let any_run = out.iter().any(|s| s.state.has_run);
+    if failed || (!was_alive && !any_run) {
+        // New checkers of a server that has failed start down until run.
+        for (s, &(retry, alpha)) in out.iter_mut().zip(conf) {
+            if !s.state.has_run {
+                if alpha {
+                    s.state.is_up = false;
+                }
+                s.state.retry_it = retry;
+            }
+        }
+    }
+    out
 }
 
 /// The checks of a configuration.
@@ -159,6 +295,8 @@ pub struct Plan {
     /// Per (vs, rs): how many checkers it has (shared ones counted for
     /// each subscriber).
     pub per_rs: HashMap<(usize, usize), usize>,
+    /// Per (vs, rs): the check of each of its checkers, in order.
+    pub by_rs: HashMap<(usize, usize), Vec<usize>>,
 }
 
 /// How [`plan`] builds checks.
@@ -302,21 +440,30 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     let mut tls = None;
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
         for (ri, rs) in vs.real_servers.iter().enumerate() {
-            let mut n = 0;
+            let mut kinds = Vec::new();
             for c in &rs.checkers {
-                let kind = match probe_kind(cfg, vs, rs, c, &mut tls) {
-                    Ok(Some(k)) => k,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        errors.push(format!(
-                            "{}: checker of real server {} in VS {}: {e}",
-                            c.common().line,
-                            format_rs(rs, vs),
-                            crate::config::validate::format_vs(vs)
-                        ));
-                        continue;
-                    }
-                };
+                match probe_kind(cfg, vs, rs, c, &mut tls) {
+                    Ok(Some(k)) => kinds.push((c, k)),
+                    Ok(None) => {}
+                    Err(e) => errors.push(format!(
+                        "{}: checker of real server {} in VS {}: {e}",
+                        c.common().line,
+                        format_rs(rs, vs),
+                        crate::config::validate::format_vs(vs)
+                    )),
+                }
+            }
+            let keys = carry_keys(vs, rs, kinds.iter().map(|(_, k)| k));
+            let conf: Vec<(u32, bool)> = kinds
+                .iter()
+                .map(|(c, _)| {
+                    let cm = c.common();
+                    (cm.retry.unwrap_or(1), cm.alpha.unwrap_or(false))
+                })
+                .collect();
+            let starts = start_states(carry, &rs_key(vs, rs), &keys, &conf);
+            let mut ids = Vec::with_capacity(kinds.len());
+            for (n, ((c, kind), start)) in kinds.into_iter().zip(starts).enumerate() {
                 let cm = c.common();
                 let delay_loop = micros(cm.delay_loop, 60_000_000);
                 let planned = Planned {
@@ -329,7 +476,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
                     name: format_rs(rs, vs),
                     vs_name: crate::config::validate::format_vs(vs),
-                    carried: carry.get(&carry_key(vs, rs, n, &kind)).copied(),
+                    start,
                     kind,
                     subscribers: Vec::new(),
                 };
@@ -338,12 +485,12 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     rs: ri,
                     checker: n,
                 };
-                n += 1;
-                // Two checks are the same when everything they do and how
-                // they are scheduled is; only then may they share a probe.
+                // Two checks are the same when everything they do, how
+                // they are scheduled and the state they start in is; only
+                // then may they share a probe.
                 let key = format!(
                     "{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
-                    planned.carried,
+                    planned.start,
                     planned.kind,
                     planned.delay_loop,
                     planned.delay_before_retry,
@@ -355,16 +502,21 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 );
                 let shared = if opts.share { seen.get(&key) } else { None };
                 match shared {
-                    Some(&i) => p.checks[i].subscribers.push(sub),
+                    Some(&i) => {
+                        p.checks[i].subscribers.push(sub);
+                        ids.push(i);
+                    }
                     None => {
                         seen.insert(key, p.checks.len());
+                        ids.push(p.checks.len());
                         let mut planned = planned;
                         planned.subscribers.push(sub);
                         p.checks.push(planned);
                     }
                 }
             }
-            p.per_rs.insert((vi, ri), n);
+            p.per_rs.insert((vi, ri), ids.len());
+            p.by_rs.insert((vi, ri), ids);
         }
     }
     (p, errors)
@@ -494,9 +646,120 @@ impl Jitter {
     }
 }
 
+/// How one check went last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastRun {
+    /// It passed.
+    pub ok: bool,
+    /// Why not, in words.
+    pub error: String,
+    /// How long the probe took.
+    pub latency: Duration,
+    /// When it ended.
+    pub at: tokio::time::Instant,
+}
+
+/// A check's live status.
+#[derive(Debug, Clone)]
+pub struct CheckStatus {
+    /// Its state now, as a reload would carry it.
+    pub now: Start,
+    /// Probes run.
+    pub runs: u64,
+    /// Consecutive passes (0 after a failure).
+    pub successes: u64,
+    /// Consecutive failures (0 after a pass).
+    pub failures: u64,
+    /// The latest result.
+    pub last: Option<LastRun>,
+    /// When it runs next.
+    pub next_run: Option<tokio::time::Instant>,
+}
+
+impl CheckStatus {
+    fn record(
+        &mut self,
+        ok: bool,
+        reason: &str,
+        latency: Duration,
+        at: tokio::time::Instant,
+        next: tokio::time::Instant,
+    ) {
+        self.runs += 1;
+        if ok {
+            self.successes += 1;
+            self.failures = 0;
+        } else {
+            self.failures += 1;
+            self.successes = 0;
+        }
+        match &mut self.last {
+            // The error string is reused: most runs pass, a failing check
+            // repeats its reason.
+            Some(l) => {
+                l.ok = ok;
+                l.error.clear();
+                l.error.push_str(reason);
+                l.latency = latency;
+                l.at = at;
+            }
+            None => {
+                self.last = Some(LastRun {
+                    ok,
+                    error: reason.to_string(),
+                    latency,
+                    at,
+                })
+            }
+        }
+        self.next_run = Some(next);
+    }
+}
+
+/// Every check's status, written by its task after each run and read by
+/// the daemon: what a reload carries (§6.8), and what operators are shown.
+#[derive(Debug)]
+pub struct Board(Vec<std::sync::Mutex<CheckStatus>>);
+
+impl Board {
+    /// Each check at its start state.
+    pub fn new(plan: &Plan) -> Board {
+        Board(
+            plan.checks
+                .iter()
+                .map(|c| {
+                    std::sync::Mutex::new(CheckStatus {
+                        now: c.start,
+                        runs: 0,
+                        successes: 0,
+                        failures: 0,
+                        last: None,
+                        next_run: None,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// Check `id`'s status now.
+    pub fn get(&self, id: usize) -> Option<CheckStatus> {
+        self.0
+            .get(id)
+            // A task that panicked holding the lock left a usable status.
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    fn update(&self, id: usize, f: impl FnOnce(&mut CheckStatus)) {
+        if let Some(m) = self.0.get(id) {
+            f(&mut m.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+}
+
 /// Running checks. Dropping it stops them (scripts are killed).
 pub struct Engine {
     tasks: JoinSet<()>,
+    board: Arc<Board>,
 }
 
 impl Engine {
@@ -509,6 +772,7 @@ impl Engine {
         mut jitter: Jitter,
     ) -> Engine {
         let mut tasks = JoinSet::new();
+        let board = Arc::new(Board::new(plan));
         let mut files = Vec::new();
         for (i, c) in plan.checks.iter().enumerate() {
             if let ProbeKind::File { .. } = c.kind {
@@ -518,14 +782,26 @@ impl Engine {
             // register_checkers_thread(): 1 s plus a random part of warmup.
             let first = Duration::from_secs(1) + jitter.upto(c.warmup);
             let check = Arc::new(c.clone());
-            tasks.spawn(run_check(i, check, prober.clone(), tx.clone(), first));
+            tasks.spawn(run_check(
+                i,
+                check,
+                prober.clone(),
+                tx.clone(),
+                board.clone(),
+                first,
+            ));
         }
         if !files.is_empty() {
             let checks: Vec<(usize, Planned)> =
                 files.iter().map(|&i| (i, plan.checks[i].clone())).collect();
             tasks.spawn(watch_files(checks, tx));
         }
-        Engine { tasks }
+        Engine { tasks, board }
+    }
+
+    /// The checks' status.
+    pub fn board(&self) -> Arc<Board> {
+        self.board.clone()
     }
 
     /// Stops every check now.
@@ -548,31 +824,30 @@ async fn run_check(
     c: Arc<Planned>,
     prober: Arc<dyn Prober>,
     tx: mpsc::UnboundedSender<Event>,
+    board: Arc<Board>,
     first: Duration,
 ) {
-    let mut st = CheckerState::new(c.retry, c.alpha);
-    if let Some(up) = c.carried {
-        // migrate_checkers(): a down checker needs a success, an up one a
-        // fresh count of failures.
-        st.is_up = up;
-        st.has_run = true;
-        st.retry_it = if up { 0 } else { c.retry + 1 };
-    }
+    let mut st = c.start.state;
     let mut urls = UrlCycle::new(match &c.kind {
         ProbeKind::Http(h) => h.urls.len(),
         _ => 1,
     });
+    // A reload may have shortened the url list.
+    if c.start.url.0 < urls.count {
+        urls.current = c.start.url.0;
+        urls.failed = c.start.url.1.filter(|&f| f < urls.count);
+    }
     let mut seq: u16 = (id as u16).wrapping_mul(7919);
-    let mut last_status: Option<u8> = None;
+    let mut last_status: Option<u8> = c.start.misc_status;
+    board.update(id, |b| b.next_run = Some(tokio::time::Instant::now() + first));
     tokio::time::sleep(first).await;
     let is_misc = matches!(c.kind, ProbeKind::Misc { .. });
     let mut cycle_start = true;
     loop {
-        // Only MISC_CHECK schedules from its start; a clock read per run
-        // is not free everywhere.
-        let started = is_misc.then(tokio::time::Instant::now);
+        let started = tokio::time::Instant::now();
         seq = seq.wrapping_add(1);
         let outcome = prober.probe(&c, urls.current, seq).await;
+        let ended = tokio::time::Instant::now();
         let (ok, status, reason) = match outcome {
             Ok(s) => (true, s, String::new()),
             Err(f) if f.is_local() => {
@@ -637,18 +912,25 @@ async fn run_check(
             }
             log::info!("{} on service {}: {reason}", c.kind.type_name(), c.name);
         }
+        let delay = delay_for(&c, d.next);
+        // MISC_CHECK schedules from the start of the run.
+        let next = if is_misc { started } else { ended } + delay;
+        // Written before the event is sent, with no await between: a
+        // reload that stops the tasks then drains the events finds the
+        // board and the events in agreement.
+        board.update(id, |b| {
+            b.now.state = st;
+            b.now.url = (urls.current, urls.failed);
+            b.now.misc_status = last_status;
+            b.record(ok, &reason, ended - started, ended, next);
+        });
         match d.changed {
             Some(true) => send(&tx, id, Change::Up, "success".into()),
             Some(false) => send(&tx, id, Change::Down, reason),
             None if d.first_down => send(&tx, id, Change::FirstDown, reason),
             None => {}
         }
-        let delay = delay_for(&c, d.next);
-        match started {
-            // MISC_CHECK schedules from the start of the run.
-            Some(t) => tokio::time::sleep_until(t + delay).await,
-            None => tokio::time::sleep(delay).await,
-        }
+        tokio::time::sleep_until(next).await;
     }
 }
 
@@ -835,18 +1117,19 @@ impl Tracker {
                 let Some(t) = rs.get_mut(&(s.vs, s.rs)) else {
                     continue;
                 };
-                let down = match (file, c.carried) {
-                    (Some(f), _) => f == FileState::Fault,
-                    (None, Some(up)) => !up,
-                    (None, None) => c.alpha,
+                let down = match file {
+                    Some(f) => f == FileState::Fault,
+                    None => !c.start.state.is_up,
                 };
                 if down {
                     t.up[s.checker] = false;
                     t.failed += 1;
                 }
-                if let Some(FileState::Weight(w)) = file {
-                    t.cur_weight[s.checker] = w;
-                }
+                t.cur_weight[s.checker] = match file {
+                    Some(FileState::Weight(w)) => w,
+                    Some(FileState::Fault) => 0,
+                    None => c.start.cur_weight,
+                };
             }
         }
         let tracker = Tracker { rs };
@@ -860,20 +1143,31 @@ impl Tracker {
         (tracker, health)
     }
 
-    /// The checker states to carry into a new configuration.
-    pub fn carry(&self, cfg: &Config, plan: &Plan) -> Carry {
-        let mut out = Carry::new();
-        for c in &plan.checks {
-            for s in &c.subscribers {
-                let (Some(vs), Some(t)) =
-                    (cfg.virtual_servers.get(s.vs), self.rs.get(&(s.vs, s.rs)))
-                else {
+    /// What a reload carries into a new configuration: each checker's
+    /// state from `board` (the tasks stopped, their events applied) and
+    /// each real server's.
+    pub fn carry(&self, cfg: &Config, plan: &Plan, board: &Board) -> Carry {
+        let mut out = Carry {
+            reload: true,
+            ..Carry::default()
+        };
+        for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+            for (ri, rs) in vs.real_servers.iter().enumerate() {
+                let Some(t) = self.rs.get(&(vi, ri)) else {
                     continue;
                 };
-                let Some(rs) = vs.real_servers.get(s.rs) else {
-                    continue;
-                };
-                out.insert(carry_key(vs, rs, s.checker, &c.kind), t.up[s.checker]);
+                out.rs.insert(rs_key(vs, rs), t.failed == 0);
+                let ids = plan.by_rs.get(&(vi, ri)).map_or(&[][..], Vec::as_slice);
+                let keys = carry_keys(vs, rs, ids.iter().map(|&i| &plan.checks[i].kind));
+                for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {
+                    let Some(st) = board.get(id) else { continue };
+                    let mut start = st.now;
+                    // The tracker holds the up state the table was built
+                    // from, and the weight per real server.
+                    start.state.is_up = t.up.get(n).copied().unwrap_or(start.state.is_up);
+                    start.cur_weight = t.cur_weight.get(n).copied().unwrap_or(0);
+                    out.checkers.insert(key, start);
+                }
             }
         }
         out
@@ -1200,7 +1494,13 @@ mod tests {
                 reason: String::new(),
             },
         );
-        let carry = t.carry(&old, &p);
+        // Its task saw the failure.
+        let board = Board::new(&p);
+        board.update(0, |b| {
+            b.now.state.is_up = false;
+            b.now.state.has_run = true;
+        });
+        let carry = t.carry(&old, &p, &board);
         // The new file adds a server; the failed one must stay out.
         let new = conf(&TCP.replace(
             " real_server 127.0.0.1 8002",
@@ -1223,6 +1523,111 @@ mod tests {
         let evs = collect(&mut rx, Duration::from_secs(6)).await;
         assert_eq!(evs.len(), 1, "{evs:?}");
         assert_eq!(evs[0].1.change, Change::Up);
+    }
+
+    /// The plan of `body` after a reload from `old`, whose checks ended in
+    /// `states` (by check index).
+    fn reloaded(old: &str, states: &[(usize, CheckerState)], body: &str) -> (Plan, Health) {
+        let old = conf(old);
+        let (p, _) = plan(&old, &PlanOptions::default());
+        let (mut t, mut h) = Tracker::start(&old, &p);
+        let board = Board::new(&p);
+        for &(id, st) in states {
+            if st.is_up != board.get(id).unwrap().now.state.is_up {
+                t.apply(
+                    &old,
+                    &p,
+                    &mut h,
+                    &Event {
+                        check: id,
+                        change: if st.is_up { Change::Up } else { Change::Down },
+                        reason: String::new(),
+                    },
+                );
+            }
+            board.update(id, |b| b.now.state = st);
+        }
+        let carry = t.carry(&old, &p, &board);
+        let new = conf(body);
+        let (p2, _) = plan_carrying(&new, &PlanOptions::default(), &carry);
+        let (_, h2) = Tracker::start(&new, &p2);
+        (p2, h2)
+    }
+
+    fn st(is_up: bool, has_run: bool, retry_it: u32, retry: u32) -> CheckerState {
+        CheckerState {
+            is_up,
+            has_run,
+            retry_it,
+            retry,
+        }
+    }
+
+    #[test]
+    fn a_reload_migrates_retry_counts_as_keepalived() {
+        // 8001: retry 2, two failures counted; 8002: retry 1, up.
+        let states = [(0, st(true, true, 2, 2)), (1, st(true, true, 0, 1))];
+        // Same retry: the count is kept below retry, so one more failure
+        // is decisive.
+        let (p, _) = reloaded(TCP, &states, TCP);
+        assert_eq!(p.checks[0].start.state, st(true, true, 1, 2));
+        assert_eq!(p.checks[1].start.state, st(true, true, 0, 1));
+        // retry 2 -> 5: the count carries.
+        let (p, _) = reloaded(TCP, &[(0, st(true, true, 1, 2))], &TCP.replace("retry 2", "retry 5"));
+        assert_eq!(p.checks[0].start.state.retry_it, 1);
+    }
+
+    #[test]
+    fn a_reload_starts_new_servers_as_keepalived() {
+        let body = TCP.replace(
+            " real_server 127.0.0.1 8002",
+            " real_server 127.0.0.1 8003 {\n TCP_CHECK {\n alpha\n }\n }\n              real_server 127.0.0.1 8004 {\n TCP_CHECK {\n }\n }\n real_server 127.0.0.1 8002",
+        );
+        let (p, h) = reloaded(TCP, &[(0, st(true, true, 0, 2)), (1, st(true, true, 0, 1))], &body);
+        // check_new_rs_state(): the alpha one down; neither's first failure
+        // is decisive after a reload.
+        assert_eq!(p.checks[1].name, "[127.0.0.1]:tcp:8003");
+        assert_eq!(p.checks[1].start.state, st(false, false, 0, 1));
+        assert_eq!(p.checks[2].start.state, st(true, false, 0, 1));
+        let alive: Vec<bool> = h.vs[0].rs.iter().map(|r| r.alive).collect();
+        assert_eq!(alive, vec![true, false, true, true]);
+    }
+
+    #[test]
+    fn a_changed_checker_on_a_failed_server_starts_afresh() {
+        // 8002 failed; its checker changes. keepalived finds no failed
+        // checker that has run and the server down with nothing run, so
+        // an alpha checker starts down and a plain one up.
+        let states = [(0, st(true, true, 0, 2)), (1, st(false, true, 0, 1))];
+        let changed = TCP.replace("TCP_CHECK {\n warmup 0\n }", "TCP_CHECK {\n warmup 0\n connect_timeout 7\n }");
+        let (p, h) = reloaded(TCP, &states, &changed);
+        assert_eq!(p.checks[1].start.state, st(true, false, 1, 1));
+        assert!(h.vs[0].rs[1].alive);
+        let alpha = changed.replace("connect_timeout 7", "connect_timeout 7\n alpha");
+        let (p, h) = reloaded(TCP, &states, &alpha);
+        assert_eq!(p.checks[1].start.state, st(false, false, 1, 1));
+        assert!(!h.vs[0].rs[1].alive);
+        // Unchanged, it stays down and needs a success.
+        let (p, h) = reloaded(TCP, &states, TCP);
+        assert_eq!(p.checks[1].start.state, st(false, true, 0, 1));
+        assert!(!h.vs[0].rs[1].alive);
+    }
+
+    #[test]
+    fn alpha_servers_live_in_the_kernel_start_up() {
+        let body = TCP.replace("warmup 0\n }\n }\n}", "warmup 0\n alpha\n }\n }\n}");
+        let cfg = conf(&body);
+        let (p, _) = plan(&cfg, &PlanOptions::default());
+        assert!(!p.checks[1].start.state.is_up);
+        let mut carry = Carry::new();
+        carry.live_in_kernel.insert((
+            "[10.0.0.1]:tcp:80".to_string(),
+            "127.0.0.1".parse().unwrap(),
+            8002,
+        ));
+        let (p, _) = plan_carrying(&cfg, &PlanOptions::default(), &carry);
+        // Up, and the first failure decisive: out at the first failed check.
+        assert_eq!(p.checks[1].start.state, st(true, false, 1, 1));
     }
 
     #[test]

@@ -11,7 +11,8 @@ use super::engine::{format_rs, script_identity, Effect};
 use super::health::Transition;
 use super::misc::{ScriptSpec, Scripts};
 use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
-use crate::config::model::{Config, Fifo, Script, VirtualServer};
+use crate::config::model::{Config, Fifo, Script, VirtualServer, VsAddress};
+use std::collections::HashMap;
 use crate::config::validate::format_vs;
 use crate::lvs::desired::Health;
 use std::io::Write;
@@ -36,14 +37,21 @@ pub fn quorum_down_figures(vs: &VirtualServer, weight_sum: u64) -> String {
     format!("{q}-{h}={} > {weight_sum}", q - h)
 }
 
-/// keepalived's startup lines: quorum state per virtual server and one
-/// "Activating healthchecker" per checked real server.
-pub fn log_startup(cfg: &Config, checked: impl Fn(usize, usize) -> bool, health: &Health) {
+/// keepalived's startup lines: quorum state per virtual server (not for
+/// those a reload `kept`, whose quorum carries on) and one "Activating
+/// healthchecker" per checked real server.
+pub fn log_startup(
+    cfg: &Config,
+    checked: impl Fn(usize, usize) -> bool,
+    health: &Health,
+    kept: impl Fn(&VirtualServer) -> bool,
+) {
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
         let w = health.vs[vi].live_weight();
-        if health.vs[vi].quorum_up {
+        let fresh = !kept(vs);
+        if fresh && health.vs[vi].quorum_up {
             log::info!("{} for VS {}", gained_quorum(vs, w), format_vs(vs));
-        } else if vs.sorry_server.is_some() {
+        } else if fresh && vs.sorry_server.is_some() {
             log::info!(
                 "Starting with quorum down {} for VS {}",
                 quorum_down_figures(vs, w),
@@ -293,6 +301,50 @@ impl Notifier {
                         format_vs(v)
                     );
                 }
+            }
+        }
+    }
+
+    /// A reload removed virtual or real servers (§6.8, `clear_service_vs()`,
+    /// `clear_service_rs(..., false)`): the live ones get their down
+    /// notifications whatever `omega` says, as the servers still exist.
+    pub fn removed_by_reload(&mut self, old: &Config, health: &Health, new: &Config) {
+        let new_vs: HashMap<String, &VirtualServer> = new
+            .virtual_servers
+            .iter()
+            .map(|v| (format_vs(v), v))
+            .collect();
+        for (vi, v) in old.virtual_servers.iter().enumerate() {
+            let Some(h) = health.vs.get(vi) else { continue };
+            let name = format_vs(v);
+            let kept = new_vs.get(&name);
+            if kept.is_none() {
+                match &v.address {
+                    VsAddress::Group { name } => {
+                        log::info!("Removing Virtual Server Group [{name}]")
+                    }
+                    _ => log::info!("Removing Virtual Server {name}"),
+                }
+            }
+            for (ri, rs) in v.real_servers.iter().enumerate() {
+                let still = kept.is_some_and(|k| {
+                    k.real_servers
+                        .iter()
+                        .any(|r| r.ip == rs.ip && r.port == rs.port)
+                });
+                if still {
+                    continue;
+                }
+                if kept.is_some() {
+                    log::info!("service {} no longer exist", format_rs(rs, v));
+                }
+                if h.rs.get(ri).is_some_and(|r| r.alive) {
+                    log::info!("Removing service {} from VS {name}", format_rs(rs, v));
+                    self.rs_notify(old, v, ri, false, SCRIPT_LIMIT);
+                }
+            }
+            if kept.is_none() && h.quorum_up {
+                self.vs_notify(old, v, false, SCRIPT_LIMIT);
             }
         }
     }

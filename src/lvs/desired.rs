@@ -446,3 +446,30 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
     }
     t
 }
+
+/// Whether real server `ri` of virtual server `vi` is in `table` with a
+/// non-zero weight in every service of the virtual server: it was live
+/// when a previous run left the table (adoption at start, §6.2 for a
+/// restart).
+pub fn rs_live_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> bool {
+    let Some(vs) = cfg.virtual_servers.get(vi) else {
+        return false;
+    };
+    let Some(rs) = vs.real_servers.get(ri) else {
+        return false;
+    };
+    let af = vs_family(vs, cfg);
+    let method = rs
+        .lvs_method
+        .unwrap_or(vs.lvs_method.unwrap_or(Forwarding::Nat));
+    let slots = slots(vs, cfg, af);
+    !slots.is_empty()
+        && slots.iter().all(|slot| {
+            let key = dest(rs.ip, rs.port, method, slot, 0, 0, 0).key();
+            table
+                .services
+                .get(&slot.key)
+                .and_then(|s| s.dests.get(&key))
+                .is_some_and(|d| d.weight > 0)
+        })
+}

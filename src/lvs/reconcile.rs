@@ -34,6 +34,8 @@ pub struct Reconciler<B: Backend> {
     expected: Table,
     owned: Owned,
     saved_timeouts: Option<Timeouts>,
+    /// The table [`Self::read_kernel`] read, for [`Self::start`].
+    read: Option<Table>,
 }
 
 impl<B: Backend> Reconciler<B> {
@@ -45,6 +47,7 @@ impl<B: Backend> Reconciler<B> {
             expected: Table::default(),
             owned: Owned::default(),
             saved_timeouts: None,
+            read: None,
         }
     }
 
@@ -77,7 +80,10 @@ impl<B: Backend> Reconciler<B> {
             self.set_timeouts(t).await?;
         }
         let t0 = std::time::Instant::now();
-        self.expected = self.backend.dump().await?;
+        self.expected = match self.read.take() {
+            Some(t) if !lvs_flush => t,
+            _ => self.backend.dump().await?,
+        };
         log::debug!(
             "IPVS: kernel table read in {:.3} s",
             t0.elapsed().as_secs_f64()
@@ -95,6 +101,14 @@ impl<B: Backend> Reconciler<B> {
         report.sent += more.sent;
         report.errors.extend(more.errors);
         Ok(report)
+    }
+
+    /// Reads the kernel's table before [`Self::start`] (which then uses it
+    /// unless it flushes): what a previous run left.
+    pub async fn read_kernel(&mut self) -> Result<Table, IpvsError> {
+        let t = self.backend.dump().await?;
+        self.read = Some(t.clone());
+        Ok(t)
     }
 
     /// `lvs_timeouts`: the kernel's values are saved once, to be restored at

@@ -1,8 +1,10 @@
 #!/bin/bash
 # Benchmark: cold start of SERVICES x DESTS destinations (no checkers, so only
 # IPVS programming is timed) for keepalived 2.2.7 and keepalived-rs in the
-# same guest, then one weight change by SIGHUP on that table. Prints the
-# figures side by side and the ratio. Needs root (guest); builds --release.
+# same guest, then one weight change by SIGHUP on that table: the time until
+# the kernel has it and the IPVS requests the daemon sent for it (captured
+# with nlmon). Prints the figures side by side and the ratio. Needs root
+# (guest, tcpdump); builds --release.
 #   compat-tests/bench-ipvs.sh [SERVICES [DESTS]]     (default 200 100)
 #   BENCH_ONLY=ours|keepalived runs one side only (for quick iterations).
 set -euo pipefail
@@ -11,6 +13,7 @@ ROOT=$(dirname "$HERE")
 SERVICES=${1:-200}
 DESTS=${2:-100}
 cd "$ROOT"
+command -v tcpdump >/dev/null || apt-get install -y -q tcpdump
 cargo build --release --quiet
 SHIP=$(mktemp -d)
 PAYLOAD=$(mktemp)
@@ -40,7 +43,13 @@ cat > "$PAYLOAD" <<G
 TOTAL=$TOTAL
 now() { cut -d' ' -f1 /proc/uptime; }
 count() { grep -c -- '->' /proc/net/ip_vs; }
-weight7() { ipvsadm -L -n -t 10.20.0.1:80 | grep -q '127.1.0.1:80 *Masq *7 '; }
+# From /proc, not ipvsadm: the capture must hold the daemon's requests only.
+weight7() {
+    awk '/^TCP  0A140001:0050/ { f = 1; next }
+         f && /^  ->/ { if (\$2 == "7F010001:0050" && \$4 == 7) w = 1; next }
+         f { exit }
+         END { exit !w }' /proc/net/ip_vs
+}
 run() { # impl, command...
     impl=\$1; shift
     ipvsadm -C
@@ -54,12 +63,26 @@ run() { # impl, command...
     t1=\$(now)
     echo "@@COLD \$impl \$t0 \$t1 \$tf"
     sleep 2
+    ip link add nlmon0 type nlmon 2>/dev/null
+    ip link set nlmon0 up
+    rm -f /tmp/td.err
+    tcpdump -i nlmon0 -s 0 -U -Z root -w /tmp/hup.pcap >/dev/null 2>/tmp/td.err &
+    tp=\$!
+    w=0
+    while ! grep -q listening /tmp/td.err 2>/dev/null && [ \$w -lt 100 ]; do sleep 0.2; w=\$((w + 1)); done
     cp /work/bench-w7.conf /tmp/cur.conf
     t0=\$(now)
     kill -HUP \$pid
     while ! weight7; do sleep 0.05; done
     t1=\$(now)
     echo "@@HUP \$impl \$t0 \$t1"
+    # Whatever else the reload sends (keepalived re-adds, ours nothing).
+    sleep 3
+    kill -INT \$tp
+    wait \$tp
+    echo "@@PCAP \$impl"
+    od -An -tx1 -v /tmp/hup.pcap | tr -d ' \n'
+    echo
     sleep 1
     kill -TERM \$pid
     wait \$pid
@@ -76,9 +99,45 @@ OUT=""
 for impl in ${BENCH_ONLY:-keepalived ours}; do
     echo "$impl" > "$SHIP/impl"
     OUT="$OUT
-$(GUEST_TIMEOUT=1800 GUEST_MEM=2048 "$HERE/guest.sh" target/release/keepalived "$PAYLOAD" "$SHIP")"
+$(GUEST_EXTRA_BINS=/usr/bin/tcpdump GUEST_TIMEOUT=1800 GUEST_MEM=2048 "$HERE/guest.sh" target/release/keepalived "$PAYLOAD" "$SHIP")"
 done
 echo "$OUT" | grep '^@@LOG' | sed 's/^@@LOG /  /'
+# IPVS requests in each capture, by command (nlctrl family lookups and
+# the kernel's replies left out).
+echo "$OUT" | python3 -c '
+import sys, struct
+cmds = {1: "NEW_SERVICE", 2: "SET_SERVICE", 3: "DEL_SERVICE", 4: "GET_SERVICE",
+        5: "NEW_DEST", 6: "SET_DEST", 7: "DEL_DEST", 8: "GET_DEST", 9: "NEW_DAEMON",
+        10: "DEL_DAEMON", 11: "GET_DAEMON", 12: "SET_CONFIG", 13: "GET_CONFIG",
+        14: "SET_INFO", 15: "GET_INFO", 16: "ZERO", 17: "FLUSH"}
+lines = sys.stdin.read().splitlines()
+print("IPVS requests sent for that reload (nlmon capture):")
+for i, l in enumerate(lines):
+    if not l.startswith("@@PCAP "):
+        continue
+    impl, data = l.split()[1], bytes.fromhex(lines[i + 1].strip())
+    off, count, dgrams = 24, {}, 0
+    while off + 16 <= len(data):
+        incl = struct.unpack("<I", data[off + 8:off + 12])[0]
+        pkt = data[off + 16:off + 16 + incl]
+        off += 16 + incl
+        if struct.unpack(">H", pkt[14:16])[0] != 16:
+            continue
+        pkt, sent = pkt[16:], False
+        while len(pkt) >= 20:
+            ln, ty, flags = struct.unpack("<IHH", pkt[:8])
+            if ln < 16:
+                break
+            if ty != 0x10 and flags & 1:
+                c = cmds.get(pkt[16], str(pkt[16]))
+                count[c] = count.get(c, 0) + 1
+                sent = True
+            pkt = pkt[(ln + 3) & ~3:]
+        dgrams += sent
+    total = sum(count.values())
+    detail = ", ".join("%s %d" % kv for kv in sorted(count.items()))
+    print("  %-17s %6d request(s) in %d datagram(s)%s" % (impl + ":", total, dgrams, " (" + detail + ")" if detail else ""))
+'
 echo "$OUT" | awk -v total="$TOTAL" -v svcs="$SERVICES" '
 /^@@COLD/ { cold[$2] = $4 - $3; prog[$2] = $4 - $5 }
 /^@@HUP/  { hup[$2] = $4 - $3 }

@@ -7,14 +7,15 @@
 //! wake-up. The full process behaviour (forking, pid files, syslog) is
 //! issue 5.
 
-use crate::check::health::Transition;
 use crate::check::engine::{
     self, Carry, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, RsKey,
     Tracker,
 };
+use crate::check::health::Transition;
 use crate::check::misc::{self, Scripts};
 use crate::check::notify::{self, Notifier};
 use crate::check::ping::PingGroupRange;
+use crate::check::print;
 use crate::cli::Options;
 use crate::config::model::{Config, LvsTimeouts};
 use crate::config::{self, LoadOptions, Loaded};
@@ -60,6 +61,38 @@ fn timeouts(t: Option<LvsTimeouts>) -> Option<Timeouts> {
         tcp_fin: t.tcpfin.unwrap_or(0),
         udp: t.udp.unwrap_or(0),
     })
+}
+
+/// The errors of a load, without their positions: what a reload compares
+/// with the running configuration's.
+fn error_set(loaded: &Loaded) -> BTreeSet<String> {
+    loaded
+        .diagnostics
+        .items()
+        .iter()
+        .filter(|d| d.severity == config::diag::Severity::Error)
+        .map(|d| d.message.clone())
+        .collect()
+}
+
+/// Whether a reload may apply `loaded`: it must load (no missing
+/// parameter, no fatal include) and bring no error the running
+/// configuration did not already have. Errors the daemon started with were
+/// accepted then (keepalived runs with them); a new one means the file is
+/// not what the operator meant, so the running configuration stays.
+fn reload_refusal(loaded: &Loaded, accepted: &BTreeSet<String>) -> Option<String> {
+    if loaded.diagnostics.missing_parameter || loaded.diagnostics.fatal_include {
+        return Some("it cannot be loaded".into());
+    }
+    let new: Vec<String> = error_set(loaded)
+        .into_iter()
+        .filter(|e| !accepted.contains(e))
+        .collect();
+    if new.is_empty() {
+        None
+    } else {
+        Some(format!("{} new error(s): {}", new.len(), new.join("; ")))
+    }
 }
 
 fn log_diagnostics(loaded: &Loaded) {
@@ -134,7 +167,7 @@ async fn run_async(opts: &Options, loaded: Loaded) -> ExitCode {
     }
     if opts.dry_run {
         log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
-        serve(DryRun::new(), loaded.config, opts, &path).await
+        serve(DryRun::new(), loaded, opts, &path).await
     } else {
         match IpvsHandle::open().await {
             Ok(h) => {
@@ -143,7 +176,7 @@ async fn run_async(opts: &Options, loaded: Loaded) -> ExitCode {
                     "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
                     h.conn_tab_size
                 );
-                serve(h, loaded.config, opts, &path).await
+                serve(h, loaded, opts, &path).await
             }
             Err(e) => {
                 log::error!("{e}");
@@ -214,7 +247,11 @@ impl Checking {
             cfg,
             |vs, rs| plan.per_rs.get(&(vs, rs)).is_some_and(|&n| n > 0),
             &health,
-            |vs| carry.quorum.contains_key(&crate::config::validate::format_vs(vs)),
+            |vs| {
+                carry
+                    .quorum
+                    .contains_key(&crate::config::validate::format_vs(vs))
+            },
         );
         let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
         let mut notifier = Notifier::new(cfg, scripts.clone());
@@ -313,6 +350,21 @@ impl Checking {
         self.notifier.effects(new, &self.health, &effects);
     }
 
+    /// SIGUSR1: keepalived's `keepalived_check.data`.
+    fn print_data(&self, cfg: &Config) {
+        let board = self.engine.board();
+        let live = print::Live {
+            plan: &self.plan,
+            tracker: &self.tracker,
+            health: &self.health,
+            board: &board,
+        };
+        match print::write(cfg, &live) {
+            Ok(p) => log::info!("Printing checker data to {}", p.display()),
+            Err(e) => log::error!("cannot write {}: {e}", print::data_path().display()),
+        }
+    }
+
     async fn stop(self, cfg: &Config) {
         self.engine.stop().await;
         let mut n = self.notifier;
@@ -321,18 +373,38 @@ impl Checking {
     }
 }
 
-async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path) -> ExitCode {
+async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Path) -> ExitCode {
+    let mut accepted = error_set(&loaded);
+    let cfg = loaded.config;
     let mut signals = match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined1()),
     ) {
-        (Ok(h), Ok(t), Ok(i)) => (h, t, i),
+        (Ok(h), Ok(t), Ok(i), Ok(u)) => (h, t, i, u),
         _ => {
             log::error!("cannot install signal handlers");
             return ExitCode::from(1);
         }
     };
+    // keepalived's parent forwards these to its VRRP process only; they
+    // must not kill a daemon that has none yet.
+    let [mut usr2, mut stats_clear, mut json] = [
+        ("SIGUSR2 (STATS)", SignalKind::user_defined2()),
+        (
+            "STATS_CLEAR",
+            SignalKind::from_raw(nix::libc::SIGRTMAX() - 1),
+        ),
+        ("JSON", SignalKind::from_raw(nix::libc::SIGRTMIN() + 2)),
+    ]
+    .map(|(name, kind)| match signal(kind) {
+        Ok(s) => Some((name, s)),
+        Err(e) => {
+            log::warn!("cannot handle {name}: {e}");
+            None
+        }
+    });
     let mut cfg = cfg;
     let mut rec = Reconciler::new(backend);
     let started = std::time::Instant::now();
@@ -406,13 +478,14 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
                 notify.reloading();
                 let loaded = config::load(path, &load_options(opts));
                 log_diagnostics(&loaded);
-                if loaded.config_test_exit_code() != 0 || loaded.diagnostics.missing_parameter {
+                if let Some(why) = reload_refusal(&loaded, &accepted) {
                     log::error!(
-                        "the new configuration has errors; keeping the running one"
+                        "the new configuration has errors ({why}); keeping the running one"
                     );
                     notify.ready();
                     continue;
                 }
+                accepted = error_set(&loaded);
                 let old_cfg = std::mem::replace(&mut cfg, loaded.config);
                 let carry = checking.hand_over(&old_cfg, &cfg, &mut rx).await;
                 checking = Checking::start(&cfg, opts, &tx, &carry);
@@ -435,6 +508,10 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
             }
             _ = signals.1.recv() => break,
             _ = signals.2.recv() => break,
+            _ = signals.3.recv() => checking.print_data(&cfg),
+            name = recv_named(&mut usr2) => vrrp_signal(name),
+            name = recv_named(&mut stats_clear) => vrrp_signal(name),
+            name = recv_named(&mut json) => vrrp_signal(name),
             _ = drift.tick() => {
                 if let Err(e) = rec.check_drift().await {
                     log::warn!("{e}");
@@ -456,6 +533,21 @@ async fn serve<B: Backend>(backend: B, cfg: Config, opts: &Options, path: &Path)
     stop_sync_daemons(&mut rec, &syncds).await;
     show_table(&rec, opts.dry_run);
     ExitCode::SUCCESS
+}
+
+/// Waits for a signal that may not have been installed.
+async fn recv_named(s: &mut Option<(&'static str, tokio::signal::unix::Signal)>) -> &'static str {
+    match s {
+        Some((name, sig)) => {
+            sig.recv().await;
+            name
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn vrrp_signal(name: &str) {
+    log::info!("{name}: VRRP data is not available (keepalived-rs has no VRRP yet)");
 }
 
 /// The real servers of `cfg` that `table` (the kernel's at start) has live.

@@ -17,9 +17,14 @@ struct Daemon {
 
 impl Daemon {
     fn start(conf: &std::path::Path) -> Daemon {
+        Daemon::start_env(conf, &[])
+    }
+
+    fn start_env(conf: &std::path::Path, env: &[(&str, &std::path::Path)]) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
             .args(["--dry-run", "-n", "-l", "-f"])
             .arg(conf)
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -219,5 +224,110 @@ fn a_storm_of_sighups_then_sigterm_during_a_reload() {
     );
     let status = d.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigusr1_writes_the_data_file_and_vrrp_signals_do_no_harm() {
+    let dir = std::env::temp_dir().join(format!("karsd-usr1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let up = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (up_port, down_port) = (
+        up.local_addr().unwrap().port(),
+        down.local_addr().unwrap().port(),
+    );
+    drop(down);
+    let conf = dir.join("keepalived.conf");
+    let check = "TCP_CHECK {\n connect_timeout 1\n warmup 0\n }";
+    std::fs::write(
+        &conf,
+        format!(
+            "virtual_server 192.0.2.1 80 {{\n delay_loop 1\n lvs_sched rr\n protocol TCP\n \
+             real_server 127.0.0.1 {up_port} {{\n weight 3\n {check}\n }}\n \
+             real_server 127.0.0.1 {down_port} {{\n {check}\n }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::start_env(&conf, &[("TMPDIR", &dir)]);
+    assert_eq!(d.table().len(), 3);
+    d.stderr_until("Removing service");
+    // keepalived's parent passes these to VRRP only: they must not kill us.
+    for sig in [
+        nix::libc::SIGUSR2,
+        nix::libc::SIGRTMIN() + 2,
+        nix::libc::SIGRTMAX() - 1,
+    ] {
+        // SAFETY: kill(2) on our own child with a valid signal number.
+        let rc = unsafe { nix::libc::kill(d.child.id() as i32, sig) };
+        assert_eq!(rc, 0);
+    }
+    d.stderr_until("VRRP data is not available");
+    d.signal(Signal::SIGUSR1);
+    d.stderr_until("Printing checker data");
+    let path = dir.join("keepalived_check.data");
+    let text = std::fs::read_to_string(&path).expect("data file");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    for want in [
+        "------< LVS Topology >------".to_string(),
+        " VS VIP = 192.0.2.1, VPORT = 80".to_string(),
+        format!("   RIP = 127.0.0.1, RPORT = {up_port}, WEIGHT = 3 EFF WEIGHT = 3"),
+        "   num failed checkers = 1".to_string(),
+        "------< Health checkers >------".to_string(),
+        format!(" [192.0.2.1]:tcp:80 -> [127.0.0.1]:tcp:{down_port}"),
+        "   Up = no".to_string(),
+        "   Keepalive method = TCP_CHECK".to_string(),
+    ] {
+        assert!(text.lines().any(|l| l == want), "{want:?} not in:\n{text}");
+    }
+    assert!(d.child.try_wait().unwrap().is_none(), "still running");
+    d.signal(Signal::SIGTERM);
+    assert!(d.child.wait().unwrap().success());
+    drop(up);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_reload_notifies_removed_live_servers() {
+    let dir = std::env::temp_dir().join(format!("karsd-rm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("keepalived.conf");
+    let mark = dir.join("removed");
+    let with = format!(
+        "global_defs {{\n script_user root\n enable_script_security\n}}\n\
+         virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n protocol TCP\n \
+         real_server 127.0.0.1 8081 {{\n }}\n \
+         real_server 127.0.0.1 8082 {{\n notify_down \"/usr/bin/touch {}\"\n }}\n}}\n",
+        mark.display()
+    );
+    std::fs::write(&conf, &with).unwrap();
+    let mut d = Daemon::start(&conf);
+    assert_eq!(d.table().len(), 3);
+    let without = with.replace(
+        &format!(
+            " real_server 127.0.0.1 8082 {{\n notify_down \"/usr/bin/touch {}\"\n }}\n",
+            mark.display()
+        ),
+        "",
+    );
+    assert_ne!(with, without);
+    let log = d.reload(&conf, &without, "reload:");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("service [127.0.0.1]:tcp:8082 no longer exist")),
+        "{log:#?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !mark.exists() {
+        assert!(Instant::now() < deadline, "notify_down did not run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(d.table().len(), 2);
+    d.signal(Signal::SIGTERM);
+    assert!(d.child.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -112,7 +112,9 @@ fn crash_property(dir: &Path, name: &str, snaps: &Snapshots) -> Vec<String> {
             .filter(|h| !lines.iter().any(|l| l == **h))
             .collect();
         if !missing.is_empty() {
-            problems.push(format!("{phase}: healthy entries left the table: {missing:?}"));
+            problems.push(format!(
+                "{phase}: healthy entries left the table: {missing:?}"
+            ));
         }
     }
     problems

@@ -269,9 +269,7 @@ fn start_states(carry: &Carry, rs: &RsKey, keys: &[CarryKey], conf: &[(u32, bool
             s
         })
         .collect();
-    let failed = out
-        .iter()
-        .any(|s| s.state.has_run && !s.state.is_up);
+    let failed = out.iter().any(|s| s.state.has_run && !s.state.is_up);
     let any_run = out.iter().any(|s| s.state.has_run);
     if failed || (!was_alive && !any_run) {
         // New checkers of a server that has failed start down until run.
@@ -839,7 +837,9 @@ async fn run_check(
     }
     let mut seq: u16 = (id as u16).wrapping_mul(7919);
     let mut last_status: Option<u8> = c.start.misc_status;
-    board.update(id, |b| b.next_run = Some(tokio::time::Instant::now() + first));
+    board.update(id, |b| {
+        b.next_run = Some(tokio::time::Instant::now() + first)
+    });
     tokio::time::sleep(first).await;
     let is_misc = matches!(c.kind, ProbeKind::Misc { .. });
     let mut cycle_start = true;
@@ -1171,6 +1171,29 @@ impl Tracker {
             }
         }
         out
+    }
+
+    /// How many of a real server's checkers are down.
+    pub fn failed(&self, vs: usize, rs: usize) -> usize {
+        self.rs.get(&(vs, rs)).map_or(0, |t| t.failed)
+    }
+
+    /// Whether a subscriber's checker is up.
+    pub fn checker_up(&self, s: &Subscriber) -> bool {
+        self.rs
+            .get(&(s.vs, s.rs))
+            .and_then(|t| t.up.get(s.checker))
+            .copied()
+            .unwrap_or(true)
+    }
+
+    /// A subscriber's checker's dynamic weight (`cur_weight`).
+    pub fn checker_weight(&self, s: &Subscriber) -> i64 {
+        self.rs
+            .get(&(s.vs, s.rs))
+            .and_then(|t| t.cur_weight.get(s.checker))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Applies one event to `health`; returns what it did.
@@ -1573,7 +1596,11 @@ mod tests {
         assert_eq!(p.checks[0].start.state, st(true, true, 1, 2));
         assert_eq!(p.checks[1].start.state, st(true, true, 0, 1));
         // retry 2 -> 5: the count carries.
-        let (p, _) = reloaded(TCP, &[(0, st(true, true, 1, 2))], &TCP.replace("retry 2", "retry 5"));
+        let (p, _) = reloaded(
+            TCP,
+            &[(0, st(true, true, 1, 2))],
+            &TCP.replace("retry 2", "retry 5"),
+        );
         assert_eq!(p.checks[0].start.state.retry_it, 1);
     }
 
@@ -1583,7 +1610,11 @@ mod tests {
             " real_server 127.0.0.1 8002",
             " real_server 127.0.0.1 8003 {\n TCP_CHECK {\n alpha\n }\n }\n              real_server 127.0.0.1 8004 {\n TCP_CHECK {\n }\n }\n real_server 127.0.0.1 8002",
         );
-        let (p, h) = reloaded(TCP, &[(0, st(true, true, 0, 2)), (1, st(true, true, 0, 1))], &body);
+        let (p, h) = reloaded(
+            TCP,
+            &[(0, st(true, true, 0, 2)), (1, st(true, true, 0, 1))],
+            &body,
+        );
         // check_new_rs_state(): the alpha one down; neither's first failure
         // is decisive after a reload.
         assert_eq!(p.checks[1].name, "[127.0.0.1]:tcp:8003");
@@ -1599,7 +1630,10 @@ mod tests {
         // checker that has run and the server down with nothing run, so
         // an alpha checker starts down and a plain one up.
         let states = [(0, st(true, true, 0, 2)), (1, st(false, true, 0, 1))];
-        let changed = TCP.replace("TCP_CHECK {\n warmup 0\n }", "TCP_CHECK {\n warmup 0\n connect_timeout 7\n }");
+        let changed = TCP.replace(
+            "TCP_CHECK {\n warmup 0\n }",
+            "TCP_CHECK {\n warmup 0\n connect_timeout 7\n }",
+        );
         let (p, h) = reloaded(TCP, &states, &changed);
         assert_eq!(p.checks[1].start.state, st(true, false, 1, 1));
         assert!(h.vs[0].rs[1].alive);

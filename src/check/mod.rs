@@ -6,7 +6,8 @@
 //! [`http`] for HTTP_GET and SSL_GET, [`misc`], [`udp`], [`ping`], [`dns`],
 //! [`smtp`], [`file`]) over the shared socket options of [`conn`]; the
 //! [`engine`] runs them on tokio and reports state changes to the daemon,
-//! which turns them into IPVS changes and [`notify`] calls.
+//! which turns them into IPVS changes and [`notify`] calls. [`print`]
+//! writes the data file operators ask for with SIGUSR1.
 
 pub mod conn;
 pub mod dns;
@@ -17,6 +18,7 @@ pub mod http;
 pub mod misc;
 pub mod notify;
 pub mod ping;
+pub mod print;
 pub mod smtp;
 pub mod smtp_alert;
 pub mod state;

@@ -475,8 +475,10 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
             }
             _ = signals.0.recv() => {
                 log::info!("Reloading configuration from {}", path.display());
+                let reload_started = std::time::Instant::now();
                 notify.reloading();
                 let loaded = config::load(path, &load_options(opts));
+                log::debug!("reload: configuration read in {:.3} s", reload_started.elapsed().as_secs_f64());
                 log_diagnostics(&loaded);
                 if let Some(why) = reload_refusal(&loaded, &accepted) {
                     log::error!(
@@ -488,8 +490,10 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
                 accepted = error_set(&loaded);
                 let old_cfg = std::mem::replace(&mut cfg, loaded.config);
                 let carry = checking.hand_over(&old_cfg, &cfg, &mut rx).await;
+                log::debug!("reload: checkers stopped in {:.3} s", reload_started.elapsed().as_secs_f64());
                 checking = Checking::start(&cfg, opts, &tx, &carry);
                 checking.quorum_after_reload(&carry, &cfg);
+                log::debug!("reload: checkers started in {:.3} s", reload_started.elapsed().as_secs_f64());
                 let r = rec.set_desired(desired(&cfg, &checking.health)).await;
                 if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
                     if let Err(e) = rec.set_timeouts(t).await {
@@ -502,7 +506,12 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
                     start_sync_daemons(&mut rec, &new_syncds).await;
                     syncds = new_syncds;
                 }
-                log::info!("reload: {} IPVS operation(s), {} error(s)", r.sent, r.errors.len());
+                log::info!(
+                    "reload: {} IPVS operation(s), {} error(s), {:.3} s",
+                    r.sent,
+                    r.errors.len(),
+                    reload_started.elapsed().as_secs_f64()
+                );
                 show_table(&rec, opts.dry_run);
                 notify.ready();
             }

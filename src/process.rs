@@ -259,10 +259,12 @@ pub fn init_logging(opts: &Options, ident: &str) {
         log::LevelFilter::Info
     };
     let console = opts.log_console.then(|| {
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-            .format_timestamp(None)
-            .format_target(false)
-            .build()
+        env_logger::Builder::from_env(
+            env_logger::Env::default().default_filter_or(level.as_str().to_lowercase()),
+        )
+        .format_timestamp(None)
+        .format_target(false)
+        .build()
     });
     let syslog = if opts.no_syslog {
         None

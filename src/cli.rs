@@ -58,6 +58,10 @@ const OPTIONS: &[(Option<char>, &str, Arg)] = &[
     (None, "no-shared-checks", Arg::None),
     (None, "checker-threads", Arg::Required),
     (None, "ipvs-save", Arg::None),
+    (None, "status", Arg::None),
+    (None, "json", Arg::None),
+    (None, "plan", Arg::None),
+    (None, "status-socket", Arg::Required),
 ];
 
 /// The parsed command line. Field names follow keepalived's long options.
@@ -148,6 +152,16 @@ pub struct Options {
     /// `--ipvs-save` (extension): print the kernel's IPVS table as
     /// `ipvsadm -S -n` does, read through our own netlink code.
     pub ipvs_save: bool,
+    /// `--status` (extension): print the running daemon's status.
+    pub status: bool,
+    /// `--json` (extension): `--status`/`--plan` print JSON.
+    pub json: bool,
+    /// `--plan` (extension): print the IPVS changes a reload of `-f FILE`
+    /// would make.
+    pub plan: bool,
+    /// `--status-socket PATH` (extension): the status socket, over the
+    /// configuration's `status_socket`.
+    pub status_socket: Option<String>,
     /// Positional arguments (keepalived prints and ignores them).
     pub extra: Vec<String>,
 }
@@ -216,6 +230,10 @@ fn set(o: &mut Options, long: &str, val: Option<String>) {
         "no-shared-checks" => o.no_shared_checks = true,
         "checker-threads" => o.checker_threads = Some(v()),
         "ipvs-save" => o.ipvs_save = true,
+        "status" => o.status = true,
+        "json" => o.json = true,
+        "plan" => o.plan = true,
+        "status-socket" => o.status_socket = Some(v()),
         _ => {}
     }
 }
@@ -359,6 +377,9 @@ pub fn usage(prog: &str) -> String {
       --no-shared-checks       Run identical checks of several virtual servers separately (keepalived-rs extension)\n\
       --checker-threads=N      Threads for checks; 0 = one below 5,000 checks/s, else one per core (keepalived-rs extension)\n\
       --ipvs-save              Print the kernel's IPVS table as ipvsadm -S -n does (keepalived-rs extension)\n\
+      --status                 Print the running daemon's status; --json for JSON (keepalived-rs extension)\n\
+      --plan                   Print the IPVS changes a reload of -f FILE would make (keepalived-rs extension)\n\
+      --status-socket=PATH     The status socket (default: status_socket, else /run/keepalived/status.sock) (keepalived-rs extension)\n\
   -v, --version                Display the version number\n\
   -h, --help                   Display this help message\n"
     )

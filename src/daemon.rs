@@ -8,8 +8,8 @@
 //! issue 5.
 
 use crate::check::engine::{
-    self, Carry, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind, RsKey,
-    Tracker,
+    self, Carry, Change, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind,
+    RsKey, Tracker,
 };
 use crate::check::health::Transition;
 use crate::check::misc::{self, Scripts};
@@ -19,12 +19,15 @@ use crate::check::print;
 use crate::cli::Options;
 use crate::config::model::{Config, LvsTimeouts};
 use crate::config::{self, LoadOptions, Loaded};
+use crate::control::{self, Query, Request};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon, Timeouts};
 use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Health, Reconciler};
+use crate::metrics;
 use crate::process::Notify;
+use crate::status::{self, Counters, TransitionRecord};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -278,14 +281,154 @@ impl Checking {
 
     /// Applies a checker report: state, logs and notifications. Returns the
     /// virtual servers whose IPVS services may have to change.
-    fn apply(&mut self, cfg: &Config, ev: &Event) -> BTreeSet<usize> {
+    fn apply(&mut self, cfg: &Config, ev: &Event, counters: &mut Counters) -> BTreeSet<usize> {
         let effects = self.tracker.apply(cfg, &self.plan, &mut self.health, ev);
         self.notifier.effects(cfg, &self.health, &effects);
+        self.record(cfg, ev, &effects, counters);
         effects
             .iter()
             .filter_map(Effect::table_vs)
             .flat_map(|vs| self.sharing[vs].iter().copied())
             .collect()
+    }
+
+    /// The structured transition lines and counters for a report.
+    fn record(&self, cfg: &Config, ev: &Event, effects: &[Effect], counters: &mut Counters) {
+        for e in effects {
+            match e {
+                Effect::Transition(Transition::RsUp { .. }) => counters.rs_up += 1,
+                Effect::Transition(Transition::RsDown { .. }) => counters.rs_down += 1,
+                _ => {}
+            }
+        }
+        let Some(c) = self.plan.checks.get(ev.check) else {
+            return;
+        };
+        let st = self.engine.board().get(ev.check);
+        let (from, to) = match ev.change {
+            Change::Up => (
+                match st.as_ref() {
+                    Some(s) if s.runs <= 1 => "initialising",
+                    Some(s) if s.successes > 1 => "recovering",
+                    _ => "unhealthy",
+                },
+                "healthy",
+            ),
+            Change::Down => (
+                match st.as_ref() {
+                    Some(s) if s.runs <= 1 => "initialising",
+                    Some(s) if s.failures > 1 => "retrying",
+                    _ => "healthy",
+                },
+                "unhealthy",
+            ),
+            Change::FirstDown => ("initialising", "unhealthy"),
+            Change::MiscStatus(_) | Change::FileWeight(_) => return,
+        };
+        let at = status::unix_now();
+        for sub in &c.subscribers {
+            let Some(vs) = cfg.virtual_servers.get(sub.vs) else {
+                continue;
+            };
+            counters.transition(TransitionRecord {
+                at,
+                vs: crate::config::validate::format_vs(vs),
+                rs: c.name.clone(),
+                checker: c.kind.type_name(),
+                from,
+                to,
+                reason: ev.reason.clone(),
+            });
+        }
+    }
+
+    /// Answers a status-socket or metrics query.
+    fn answer<B: Backend>(
+        &self,
+        q: &Query,
+        cfg: &Config,
+        rec: &Reconciler<B>,
+        counters: &Counters,
+        opts: &Options,
+        path: &Path,
+    ) -> String {
+        let board = self.engine.board();
+        let file = path.display().to_string();
+        let view = status::View {
+            cfg,
+            plan: &self.plan,
+            tracker: &self.tracker,
+            health: &self.health,
+            board: &board,
+            kernel: rec.expected(),
+            counters,
+            now: tokio::time::Instant::now(),
+            config_file: &file,
+            dry_run: opts.dry_run,
+        };
+        match q {
+            Query::Status => status::document(&view).to_string() + "\n",
+            Query::Metrics => metrics::render(&view),
+            Query::Plan(p) => self.preview_reload(cfg, rec, opts, p, &board),
+        }
+    }
+
+    /// `--plan`: what a reload of `file` would send to the kernel now,
+    /// computed as the reload computes it (carried states, startup rules
+    /// for new servers), and sent nowhere.
+    fn preview_reload<B: Backend>(
+        &self,
+        cfg: &Config,
+        rec: &Reconciler<B>,
+        opts: &Options,
+        file: &Path,
+        board: &engine::Board,
+    ) -> String {
+        let loaded = config::load(file, &load_options(opts));
+        let problems: Vec<String> = loaded
+            .diagnostics
+            .items()
+            .iter()
+            .filter(|d| d.severity == config::diag::Severity::Error)
+            .map(|d| d.to_string())
+            .collect();
+        if loaded.diagnostics.missing_parameter || loaded.diagnostics.fatal_include {
+            return format!(
+                "error: {} cannot be loaded:\n{}\n",
+                file.display(),
+                problems.join("\n")
+            );
+        }
+        let mut carry = self.tracker.carry(cfg, &self.plan, board);
+        carry.quorum = cfg
+            .virtual_servers
+            .iter()
+            .zip(&self.health.vs)
+            .map(|(v, h)| (crate::config::validate::format_vs(v), h.quorum_up))
+            .collect();
+        let (plan, _) = engine::plan_carrying(
+            &loaded.config,
+            &PlanOptions {
+                share: !opts.no_shared_checks,
+            },
+            &carry,
+        );
+        let (_, health) = Tracker::start(&loaded.config, &plan);
+        let ops = rec.preview(&desired(&loaded.config, &health));
+        let mut out = format!(
+            "# a reload of {} would make {} IPVS operation(s)\n",
+            file.display(),
+            ops.len()
+        );
+        for p in &problems {
+            out.push_str(&format!(
+                "# error (a reload is refused unless the running configuration has it too): {p}\n"
+            ));
+        }
+        for op in ops {
+            out.push_str(&format!("ipvsadm {op}\n"));
+        }
+        out
     }
 
     /// Hands over to a reload (§6.8): stops the checks, applies what they
@@ -427,7 +570,7 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
         "desired table computed in {:.3} s",
         started.elapsed().as_secs_f64()
     );
-    match rec
+    let first = match rec
         .start(
             table,
             cfg.global_defs.lvs_flush,
@@ -435,19 +578,57 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
         )
         .await
     {
-        Ok(r) => log::info!(
-            "IPVS: table programmed: {} operation(s), {} error(s), {:.3} s",
-            r.sent,
-            r.errors.len(),
-            started.elapsed().as_secs_f64()
-        ),
+        Ok(r) => {
+            log::info!(
+                "IPVS: table programmed: {} operation(s), {} error(s), {:.3} s",
+                r.sent,
+                r.errors.len(),
+                started.elapsed().as_secs_f64()
+            );
+            r
+        }
         Err(e) => {
             log::error!("{e}");
             checking.stop(&cfg).await;
             return ExitCode::from(1);
         }
-    }
+    };
     show_table(&rec, opts.dry_run);
+    let mut counters = Counters {
+        started: status::unix_now(),
+        heartbeat: status::unix_now(),
+        ..Counters::default()
+    };
+    counters.ipvs(&first);
+    let (qtx, mut qrx) = mpsc::unbounded_channel::<Request>();
+    let sock_path = control::socket_path(
+        opts.status_socket.as_deref(),
+        cfg.global_defs.status_socket.as_deref(),
+    );
+    let _status_socket = match control::serve_status(&sock_path, qtx.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::warn!(
+                "status socket {}: {e} (keepalived --status will not reach this daemon)",
+                sock_path.display()
+            );
+            None
+        }
+    };
+    let _metrics = match cfg.global_defs.metrics_listen {
+        Some(addr) => match control::serve_metrics(addr, qtx.clone()).await {
+            Ok(t) => {
+                log::info!("metrics: http://{addr}/metrics");
+                Some(t)
+            }
+            Err(e) => {
+                log::error!("metrics_listen {addr}: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
     let notify = Notify::from_env();
     log::info!("Startup complete");
     notify.ready();
@@ -460,13 +641,14 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
             Some(ev) = rx.recv() => {
                 // Take every pending report, then program once, only the
                 // services of the virtual servers that changed.
-                let mut touched = checking.apply(&cfg, &ev);
+                let mut touched = checking.apply(&cfg, &ev, &mut counters);
                 while let Ok(ev) = rx.try_recv() {
-                    touched.extend(checking.apply(&cfg, &ev));
+                    touched.extend(checking.apply(&cfg, &ev, &mut counters));
                 }
                 if !touched.is_empty() {
                     let partial = desired::desired_for(&cfg, &checking.health, &touched);
                     let r = rec.set_services(partial).await;
+                    counters.ipvs(&r);
                     if r.sent > 0 || !r.errors.is_empty() {
                         log::debug!("IPVS: {} operation(s), {} error(s)", r.sent, r.errors.len());
                     }
@@ -484,6 +666,7 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
                     log::error!(
                         "the new configuration has errors ({why}); keeping the running one"
                     );
+                    counters.reloads_refused += 1;
                     notify.ready();
                     continue;
                 }
@@ -495,6 +678,7 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
                 checking.quorum_after_reload(&carry, &cfg);
                 log::debug!("reload: checkers started in {:.3} s", reload_started.elapsed().as_secs_f64());
                 let r = rec.set_desired(desired(&cfg, &checking.health)).await;
+                counters.ipvs(&r);
                 if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
                     if let Err(e) = rec.set_timeouts(t).await {
                         log::warn!("{e}");
@@ -512,6 +696,9 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
                     r.errors.len(),
                     reload_started.elapsed().as_secs_f64()
                 );
+                counters.reloads += 1;
+                counters.last_reload_seconds = reload_started.elapsed().as_secs_f64();
+                counters.reload_seconds_total += counters.last_reload_seconds;
                 show_table(&rec, opts.dry_run);
                 notify.ready();
             }
@@ -521,6 +708,11 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
             name = recv_named(&mut usr2) => vrrp_signal(name),
             name = recv_named(&mut stats_clear) => vrrp_signal(name),
             name = recv_named(&mut json) => vrrp_signal(name),
+            Some(req) = qrx.recv() => {
+                let a = checking.answer(&req.query, &cfg, &rec, &counters, opts, path);
+                let _ = req.reply.send(a);
+            }
+            _ = heartbeat.tick() => counters.heartbeat = status::unix_now(),
             _ = drift.tick() => {
                 if let Err(e) = rec.check_drift().await {
                     log::warn!("{e}");
@@ -645,5 +837,46 @@ pub fn ipvs_save() -> ExitCode {
                 ExitCode::from(1)
             }
         }
+    })
+}
+
+/// `--plan` without a daemon: what starting on `loaded` would change in
+/// the kernel's table (servers start as at startup; entries it does not
+/// configure are left alone, as at startup).
+pub fn plan_against_kernel(loaded: &Loaded) -> ExitCode {
+    if loaded.diagnostics.missing_parameter || loaded.diagnostics.fatal_include {
+        eprintln!("the configuration cannot be loaded");
+        return ExitCode::from(1);
+    }
+    let rt = match small_runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let mut h = match IpvsHandle::open().await {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        };
+        let current = match h.table().await {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        };
+        let cfg = &loaded.config;
+        let want = desired(cfg, &Health::initial(cfg));
+        let ops = crate::ipvs::diff(&current, &want, &crate::ipvs::Owned::all_of(&want));
+        println!(
+            "# starting on this file would make {} IPVS operation(s)",
+            ops.len()
+        );
+        for op in ops {
+            println!("ipvsadm {op}");
+        }
+        ExitCode::SUCCESS
     })
 }

@@ -10,6 +10,8 @@
 //! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
 //!   and the backends (kernel, dry run).
 //! - [`daemon`]: the daemon's loop: signals, timers, the backend.
+//! - [`status`], [`metrics`]: what the checker sees, as JSON, a table and
+//!   Prometheus text; [`control`] serves them (status socket, metrics port).
 //! - [`process`]: pid files, daemonising, systemd notify, logs.
 //! - [`cli`]: keepalived 2.2.7's command line.
 //! - [`genhash`]: the digest tool on the checker's HTTP reader.
@@ -17,8 +19,11 @@
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod genhash;
 pub mod ipvs;
 pub mod lvs;
+pub mod metrics;
 pub mod process;
+pub mod status;

@@ -84,7 +84,13 @@ fn main() -> ExitCode {
         all_config: opts.all_config,
         config_test: opts.config_test.is_some(),
     };
+    if opts.status {
+        return status(&opts, &path, &load_opts);
+    }
     let loaded = config::load(&path, &load_opts);
+    if opts.plan {
+        return plan(&opts, &path, loaded);
+    }
 
     if let Some(log) = &opts.config_test {
         let mut out: Box<dyn Write> = if log.is_empty() {
@@ -131,6 +137,88 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     start_daemon(&opts, loaded)
+}
+
+/// `--status`: ask the running daemon, print a table (or `--json`).
+fn status(opts: &cli::Options, path: &std::path::Path, load_opts: &LoadOptions) -> ExitCode {
+    use keepalived::control;
+    // The configuration names the socket, if it can be read.
+    let configured = path
+        .exists()
+        .then(|| {
+            config::load(path, load_opts)
+                .config
+                .global_defs
+                .status_socket
+        })
+        .flatten();
+    let sock = control::socket_path(opts.status_socket.as_deref(), configured.as_deref());
+    let answer = match control::client(&sock, "status") {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!(
+                "cannot reach the daemon's status socket {}: {e}",
+                sock.display()
+            );
+            return ExitCode::from(1);
+        }
+    };
+    if answer.starts_with("error:") {
+        eprint!("{answer}");
+        return ExitCode::from(1);
+    }
+    if opts.json {
+        print!("{answer}");
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::from_str::<serde_json::Value>(&answer) {
+        Ok(doc) => {
+            print!("{}", keepalived::status::table(&doc));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("the daemon's answer is not JSON ({e}): {answer}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--plan -f NEW.conf`: the IPVS changes a reload of NEW.conf would make,
+/// from the running daemon (through its status socket), else from the
+/// kernel's table.
+fn plan(opts: &cli::Options, path: &std::path::Path, loaded: config::Loaded) -> ExitCode {
+    use keepalived::control;
+    for d in loaded.diagnostics.items() {
+        eprintln!("{d}");
+    }
+    let abs = match std::fs::canonicalize(path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let sock = control::socket_path(
+        opts.status_socket.as_deref(),
+        loaded.config.global_defs.status_socket.as_deref(),
+    );
+    match control::client(&sock, &format!("plan {}", abs.display())) {
+        Ok(a) if a.starts_with("error:") => {
+            eprint!("{a}");
+            ExitCode::from(1)
+        }
+        Ok(a) => {
+            print!("{a}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "no daemon answers on {} ({e}); comparing with the kernel's table",
+                sock.display()
+            );
+            keepalived::daemon::plan_against_kernel(&loaded)
+        }
+    }
 }
 
 /// The daemon: pid files locked (keepalived's "already running"), then

@@ -122,6 +122,19 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// A short word for the kind of failure (metrics label, status).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Socket(_) => "socket",
+            Failure::Connect(e) if e.kind() == io::ErrorKind::ConnectionRefused => "refused",
+            Failure::Connect(_) => "connect_error",
+            Failure::ConnectTimeout => "connect_timeout",
+            Failure::Timeout(_) => "timeout",
+            Failure::Io(..) => "io_error",
+            Failure::Protocol(_) => "bad_response",
+        }
+    }
+
     /// keepalived does not count socket creation errors as failures.
     pub fn is_local(&self) -> bool {
         matches!(self, Failure::Socket(_))

@@ -657,6 +657,12 @@ pub struct LastRun {
     pub at: tokio::time::Instant,
 }
 
+/// Upper bounds (seconds) of the probe latency histogram's buckets; the
+/// last bucket is everything above.
+pub const LATENCY_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
 /// A check's live status.
 #[derive(Debug, Clone)]
 pub struct CheckStatus {
@@ -672,6 +678,13 @@ pub struct CheckStatus {
     pub last: Option<LastRun>,
     /// When it runs next.
     pub next_run: Option<tokio::time::Instant>,
+    /// Probe latencies: counts per [`LATENCY_BUCKETS`] bucket (and one
+    /// above), and their sum in seconds.
+    pub latency_counts: [u64; LATENCY_BUCKETS.len() + 1],
+    /// Sum of the latencies, seconds.
+    pub latency_sum: f64,
+    /// Failures by kind ([`super::conn::Failure::kind`]).
+    pub errors: Vec<(&'static str, u64)>,
 }
 
 impl CheckStatus {
@@ -679,11 +692,26 @@ impl CheckStatus {
         &mut self,
         ok: bool,
         reason: &str,
+        kind: &'static str,
         latency: Duration,
         at: tokio::time::Instant,
         next: tokio::time::Instant,
     ) {
         self.runs += 1;
+        let secs = latency.as_secs_f64();
+        let bucket = LATENCY_BUCKETS
+            .iter()
+            .position(|&b| secs <= b)
+            .unwrap_or(LATENCY_BUCKETS.len());
+        self.latency_counts[bucket] += 1;
+        self.latency_sum += secs;
+        if !ok {
+            let kind = if kind.is_empty() { "failed" } else { kind };
+            match self.errors.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, n)) => *n += 1,
+                None => self.errors.push((kind, 1)),
+            }
+        }
         if ok {
             self.successes += 1;
             self.failures = 0;
@@ -733,6 +761,9 @@ impl Board {
                         failures: 0,
                         last: None,
                         next_run: None,
+                        latency_counts: [0; LATENCY_BUCKETS.len() + 1],
+                        latency_sum: 0.0,
+                        errors: Vec::new(),
                     })
                 })
                 .collect(),
@@ -845,6 +876,7 @@ async fn run_check(
     let mut cycle_start = true;
     loop {
         let started = tokio::time::Instant::now();
+        let mut error_kind = "";
         seq = seq.wrapping_add(1);
         let outcome = prober.probe(&c, urls.current, seq).await;
         let ended = tokio::time::Instant::now();
@@ -856,7 +888,10 @@ async fn run_check(
                 tokio::time::sleep(c.delay_loop).await;
                 continue;
             }
-            Err(f) => (false, None, f.to_string()),
+            Err(f) => {
+                error_kind = f.kind();
+                (false, None, f.to_string())
+            }
         };
         let (was_up, had_run, retry_it) = (st.is_up, st.has_run, st.retry_it);
         if !ok && c.log_all_failures {
@@ -922,7 +957,7 @@ async fn run_check(
             b.now.state = st;
             b.now.url = (urls.current, urls.failed);
             b.now.misc_status = last_status;
-            b.record(ok, &reason, ended - started, ended, next);
+            b.record(ok, &reason, error_kind, ended - started, ended, next);
         });
         match d.changed {
             Some(true) => send(&tx, id, Change::Up, "success".into()),

@@ -222,6 +222,45 @@ pub fn reload_check_config(p: P, w: &[Word]) -> HandlerResult {
     );
     Ok(())
 }
+/// `status_socket PATH`: an extension of ours.
+pub fn status_socket(p: P, w: &[Word]) -> HandlerResult {
+    match w.get(1) {
+        Some(x) if x.text.starts_with('/') => {
+            p.cfg.global_defs.status_socket = Some(x.text.clone())
+        }
+        Some(x) => p.err_hint(
+            ErrClass::GeneralError,
+            format!(
+                "status_socket {} is not an absolute path - ignoring",
+                x.text
+            ),
+            "give the socket's full path, e.g. /run/keepalived/status.sock",
+        ),
+        None => p.err(
+            ErrClass::GeneralError,
+            "status_socket path missing - ignoring",
+        ),
+    }
+    Ok(())
+}
+/// `metrics_listen ADDR PORT`: an extension of ours.
+pub fn metrics_listen(p: P, w: &[Word]) -> HandlerResult {
+    let addr = w
+        .get(1)
+        .and_then(|a| a.text.parse::<std::net::IpAddr>().ok());
+    let port = w.get(2).and_then(|a| a.text.parse::<u16>().ok());
+    match (addr, port) {
+        (Some(a), Some(port)) => {
+            p.cfg.global_defs.metrics_listen = Some(std::net::SocketAddr::new(a, port))
+        }
+        _ => p.err_hint(
+            ErrClass::GeneralError,
+            "metrics_listen needs an address and a port - ignoring",
+            "e.g. metrics_listen 127.0.0.1 9650",
+        ),
+    }
+    Ok(())
+}
 pub fn include_check(p: P, w: &[Word]) -> HandlerResult {
     if w.len() == 1 {
         p.r.set_include_check(IncludeCheck::ALL);

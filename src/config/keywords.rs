@@ -429,6 +429,9 @@ fn global_defs() -> Vec<Kw> {
         kw("checker_process_name", h::checker_process_name),
         kw("random_seed", h::random_seed),
         kw("reload_check_config", h::reload_check_config),
+        // keepalived-rs extensions (grammar/keywords.md).
+        kw("status_socket", h::status_socket),
+        kw("metrics_listen", h::metrics_listen),
         kw("include_check", h::include_check),
     ];
     v.extend(GLOBAL_DEFS_OTHER.iter().map(|n| kw(n, global_other)));

@@ -159,6 +159,11 @@ pub struct GlobalDefs {
     pub random_seed: Option<u32>,
     /// `reload_check_config [LOGFILE]`.
     pub reload_check_config: Option<String>,
+    /// `status_socket PATH` (keepalived-rs extension): the status socket.
+    pub status_socket: Option<String>,
+    /// `metrics_listen ADDR PORT` (keepalived-rs extension): where
+    /// Prometheus metrics are served; none by default.
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Every other `global_defs` keyword, checked and kept as written.
     pub other: Vec<Setting>,
 }
@@ -190,6 +195,8 @@ impl Default for GlobalDefs {
             checker_process_name: None,
             random_seed: None,
             reload_check_config: None,
+            status_socket: None,
+            metrics_listen: None,
             other: Vec::new(),
         }
     }

@@ -447,29 +447,37 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
     t
 }
 
-/// Whether real server `ri` of virtual server `vi` is in `table` with a
-/// non-zero weight in every service of the virtual server: it was live
-/// when a previous run left the table (adoption at start, §6.2 for a
-/// restart).
-pub fn rs_live_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> bool {
+/// The weights real server `ri` of virtual server `vi` has in `table`, one
+/// per service of the virtual server (`None` where it is absent).
+pub fn rs_weights_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> Vec<Option<u32>> {
     let Some(vs) = cfg.virtual_servers.get(vi) else {
-        return false;
+        return Vec::new();
     };
     let Some(rs) = vs.real_servers.get(ri) else {
-        return false;
+        return Vec::new();
     };
     let af = vs_family(vs, cfg);
     let method = rs
         .lvs_method
         .unwrap_or(vs.lvs_method.unwrap_or(Forwarding::Nat));
-    let slots = slots(vs, cfg, af);
-    !slots.is_empty()
-        && slots.iter().all(|slot| {
+    slots(vs, cfg, af)
+        .iter()
+        .map(|slot| {
             let key = dest(rs.ip, rs.port, method, slot, 0, 0, 0).key();
             table
                 .services
                 .get(&slot.key)
                 .and_then(|s| s.dests.get(&key))
-                .is_some_and(|d| d.weight > 0)
+                .map(|d| d.weight)
         })
+        .collect()
+}
+
+/// Whether real server `ri` of virtual server `vi` is in `table` with a
+/// non-zero weight in every service of the virtual server: it was live
+/// when a previous run left the table (adoption at start, §6.2 for a
+/// restart).
+pub fn rs_live_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> bool {
+    let w = rs_weights_in(cfg, vi, ri, table);
+    !w.is_empty() && w.iter().all(|w| w.is_some_and(|w| w > 0))
 }

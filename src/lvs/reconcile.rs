@@ -138,6 +138,14 @@ impl<B: Backend> Reconciler<B> {
         }
     }
 
+    /// The operations [`Self::set_desired`] would send for `desired`, sent
+    /// nowhere (`--plan`).
+    pub fn preview(&self, desired: &Table) -> Vec<crate::ipvs::Op> {
+        let mut owned = self.owned.clone();
+        owned.extend(desired);
+        crate::ipvs::diff(&self.expected, desired, &owned)
+    }
+
     /// Moves the kernel to `desired` (a health change or a reload). Entries
     /// this reconciler owned and that are no longer desired are deleted.
     pub async fn set_desired(&mut self, desired: Table) -> Report {

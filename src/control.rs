@@ -1,0 +1,218 @@
+//! The daemon's control surfaces: the status socket (`keepalived --status`,
+//! `--plan`) and the Prometheus listener (`metrics_listen`).
+//!
+//! I/O shell beside the event loop: connections are read here, and each
+//! request goes to the loop as a [`Request`], which answers from its own
+//! state ([`crate::status`], [`crate::metrics`], a reload preview). A slow
+//! or hostile client holds only its own task, cut after [`CLIENT_TIMEOUT`].
+//!
+//! The socket is made mode 0600 (root only, as the daemon runs as root),
+//! and a peer whose uid is neither root nor ours is refused even if the
+//! mode was widened by hand.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+/// The status socket unless configured otherwise.
+pub const DEFAULT_STATUS_SOCKET: &str = "/run/keepalived/status.sock";
+
+/// How long a client may take to send its request.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a client asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// The status document (JSON).
+    Status,
+    /// The metrics text.
+    Metrics,
+    /// The IPVS changes a reload of this file would make.
+    Plan(PathBuf),
+}
+
+/// A query and where its answer goes.
+#[derive(Debug)]
+pub struct Request {
+    /// The question.
+    pub query: Query,
+    /// The answer.
+    pub reply: oneshot::Sender<String>,
+}
+
+/// The status socket for `configured` (the `status_socket` keyword) and
+/// `cli` (`--status-socket`).
+pub fn socket_path(cli: Option<&str>, configured: Option<&str>) -> PathBuf {
+    PathBuf::from(cli.or(configured).unwrap_or(DEFAULT_STATUS_SOCKET))
+}
+
+/// Parses a status-socket request line: `status` or `plan PATH`.
+pub fn parse_request(line: &str) -> Result<Query, String> {
+    let line = line.trim();
+    match line.split_once(' ') {
+        None if line == "status" || line.is_empty() => Ok(Query::Status),
+        None if line == "metrics" => Ok(Query::Metrics),
+        Some(("plan", p)) if p.trim().starts_with('/') => Ok(Query::Plan(PathBuf::from(p.trim()))),
+        Some(("plan", _)) => Err("plan needs an absolute path".into()),
+        _ => Err(format!(
+            "unknown request {line:?}; ask `status` or `plan PATH`"
+        )),
+    }
+}
+
+async fn ask(tx: &mpsc::UnboundedSender<Request>, query: Query) -> Option<String> {
+    let (reply, rx) = oneshot::channel();
+    tx.send(Request { query, reply }).ok()?;
+    rx.await.ok()
+}
+
+/// A bound status socket; the file is removed when dropped.
+pub struct StatusSocket {
+    path: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for StatusSocket {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn is_socket(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// Binds the status socket at `path` (mode 0600) and serves it.
+pub fn serve_status(path: &Path, tx: mpsc::UnboundedSender<Request>) -> io::Result<StatusSocket> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // A socket left by a daemon killed with -9; anything else is not ours
+    // to remove.
+    if is_socket(path) {
+        std::fs::remove_file(path)?;
+    }
+    let listener = tokio::net::UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let allowed = stream
+                    .peer_cred()
+                    .is_ok_and(|c| c.uid() == 0 || c.uid() == me);
+                let (r, mut w) = stream.into_split();
+                if !allowed {
+                    let _ = w.write_all(b"error: permission denied\n").await;
+                    return;
+                }
+                let mut line = String::new();
+                let mut r = BufReader::new(r.take(4096));
+                let read = tokio::time::timeout(CLIENT_TIMEOUT, r.read_line(&mut line)).await;
+                let answer = match read {
+                    Ok(Ok(_)) => match parse_request(&line) {
+                        Ok(q) => ask(&tx, q)
+                            .await
+                            .unwrap_or_else(|| "error: the daemon is stopping\n".into()),
+                        Err(e) => format!("error: {e}\n"),
+                    },
+                    _ => return,
+                };
+                let _ = w.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    Ok(StatusSocket {
+        path: path.to_path_buf(),
+        task,
+    })
+}
+
+/// Serves `GET /metrics` on `addr`.
+pub async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    tx: mpsc::UnboundedSender<Request>,
+) -> io::Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    Ok(tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::with_capacity(1024);
+                let head = tokio::time::timeout(CLIENT_TIMEOUT, async {
+                    let mut chunk = [0u8; 1024];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 8192 {
+                        let n = stream.read(&mut chunk).await?;
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    Ok::<_, io::Error>(())
+                })
+                .await;
+                if !matches!(head, Ok(Ok(()))) {
+                    return;
+                }
+                let first = buf.split(|&b| b == b'\n').next().unwrap_or_default();
+                let first = String::from_utf8_lossy(first);
+                let mut parts = first.split_whitespace();
+                let (method, target) = (parts.next(), parts.next());
+                let (status, ctype, body) = match (method, target) {
+                    (Some("GET"), Some("/metrics")) => match ask(&tx, Query::Metrics).await {
+                        Some(b) => ("200 OK", "text/plain; version=0.0.4", b),
+                        None => ("503 Service Unavailable", "text/plain", "stopping\n".into()),
+                    },
+                    _ => ("404 Not Found", "text/plain", "try /metrics\n".into()),
+                };
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(resp.as_bytes()).await;
+            });
+        }
+    }))
+}
+
+/// Client side: sends `request` to the status socket and returns the
+/// answer.
+pub fn client(path: &Path, request: &str) -> io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(path)?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    s.write_all(request.as_bytes())?;
+    s.write_all(b"\n")?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests() {
+        assert_eq!(parse_request("status\n"), Ok(Query::Status));
+        assert_eq!(parse_request(""), Ok(Query::Status));
+        assert_eq!(
+            parse_request("plan /etc/keepalived/new.conf\n"),
+            Ok(Query::Plan(PathBuf::from("/etc/keepalived/new.conf")))
+        );
+        assert!(parse_request("plan relative.conf").is_err());
+        assert!(parse_request("shutdown").is_err());
+    }
+}

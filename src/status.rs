@@ -1,0 +1,375 @@
+//! What the checker sees, for operators: the status document served on the
+//! status socket (`keepalived --status`), its table for humans, and the
+//! transition records behind the structured log line.
+//!
+//! Beside the pipeline, read-only: built from the configuration, the live
+//! health, each check's status (the engine's [`Board`]) and the table the
+//! reconciler believes the kernel holds. Pure: the daemon passes the
+//! state in and serves the text ([`crate::control`] does the I/O).
+//!
+//! States use words operators know from cloud load balancers:
+//! `initialising` (no result yet), `healthy`, `retrying` (failing, still in
+//! the pool), `unhealthy`, `recovering` (passing, not yet back),
+//! `not checked` (no checker: always in). `disabled` (ha_suspend) needs
+//! address monitoring, which is not built yet.
+
+use crate::check::engine::{Board, CheckStatus, Plan, Tracker};
+use crate::config::model::Config;
+use crate::config::validate::format_vs;
+use crate::ipvs::Table;
+use crate::lvs::desired::{real_weight, rs_weights_in, Health};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How many transitions the status document keeps.
+pub const TRANSITIONS_KEPT: usize = 200;
+
+/// One checker transition.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransitionRecord {
+    /// Unix time, seconds.
+    pub at: f64,
+    /// Virtual server, as keepalived names it.
+    pub vs: String,
+    /// Real server, as keepalived names it.
+    pub rs: String,
+    /// Checker type.
+    pub checker: &'static str,
+    /// State before.
+    pub from: &'static str,
+    /// State after.
+    pub to: &'static str,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl TransitionRecord {
+    /// The structured log line: `transition {json}`.
+    pub fn log_line(&self) -> String {
+        format!(
+            "transition {}",
+            serde_json::to_string(self).unwrap_or_default()
+        )
+    }
+}
+
+/// Counters of the daemon's life, kept across reloads.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    /// When the daemon started (Unix seconds).
+    pub started: f64,
+    /// Real-server transitions to up.
+    pub rs_up: u64,
+    /// Real-server transitions to down.
+    pub rs_down: u64,
+    /// IPVS operations the kernel accepted.
+    pub ipvs_ok: u64,
+    /// IPVS operations the kernel refused.
+    pub ipvs_errors: u64,
+    /// Reloads applied.
+    pub reloads: u64,
+    /// Reloads refused (the new file had errors).
+    pub reloads_refused: u64,
+    /// Duration of the last reload, seconds.
+    pub last_reload_seconds: f64,
+    /// Sum of the reloads' durations, seconds.
+    pub reload_seconds_total: f64,
+    /// Last time the event loop went round (Unix seconds): a stalled loop
+    /// shows as a timestamp that stops moving.
+    pub heartbeat: f64,
+    /// The latest transitions, oldest first.
+    pub transitions: VecDeque<TransitionRecord>,
+}
+
+impl Counters {
+    /// Counts a programming's operations.
+    pub fn ipvs(&mut self, r: &crate::lvs::reconcile::Report) {
+        let errors = r.errors.len() as u64;
+        self.ipvs_ok += (r.sent as u64).saturating_sub(errors);
+        self.ipvs_errors += errors;
+    }
+
+    /// Records a transition and logs its structured line.
+    pub fn transition(&mut self, t: TransitionRecord) {
+        log::info!("{}", t.log_line());
+        if self.transitions.len() == TRANSITIONS_KEPT {
+            self.transitions.pop_front();
+        }
+        self.transitions.push_back(t);
+    }
+}
+
+/// Unix time now, seconds.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Everything the document is made of.
+pub struct View<'a> {
+    /// The running configuration.
+    pub cfg: &'a Config,
+    /// Its checks.
+    pub plan: &'a Plan,
+    /// Checker states per real server.
+    pub tracker: &'a Tracker,
+    /// Alive, weights, quorum.
+    pub health: &'a Health,
+    /// Each check's status.
+    pub board: &'a Board,
+    /// The table the kernel holds (as last programmed and checked).
+    pub kernel: &'a Table,
+    /// Daemon counters.
+    pub counters: &'a Counters,
+    /// The clock the checks' `next_run` is on.
+    pub now: tokio::time::Instant,
+    /// The configuration file.
+    pub config_file: &'a str,
+    /// A dry run (no kernel).
+    pub dry_run: bool,
+}
+
+/// A checker's state word.
+pub fn checker_state(up: bool, st: &CheckStatus) -> &'static str {
+    if !st.now.state.has_run && st.last.is_none() {
+        return "initialising";
+    }
+    match (up, st.failures > 0, st.successes > 0) {
+        (true, true, _) => "retrying",
+        (true, false, _) => "healthy",
+        (false, _, true) => "recovering",
+        (false, _, false) => "unhealthy",
+    }
+}
+
+/// A real server's state word from its checkers'.
+pub fn rs_state(alive: bool, checkers: &[&'static str]) -> &'static str {
+    if checkers.is_empty() {
+        return "not checked";
+    }
+    let any = |w: &str| checkers.contains(&w);
+    if !alive {
+        if any("recovering") {
+            "recovering"
+        } else if any("initialising") && !any("unhealthy") {
+            "initialising"
+        } else {
+            "unhealthy"
+        }
+    } else if any("retrying") {
+        "retrying"
+    } else if any("initialising") {
+        "initialising"
+    } else {
+        "healthy"
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// The status document.
+pub fn document(v: &View) -> Value {
+    let mut vss = Vec::new();
+    for (vi, vs) in v.cfg.virtual_servers.iter().enumerate() {
+        let Some(h) = v.health.vs.get(vi) else {
+            continue;
+        };
+        let mut rss = Vec::new();
+        for (ri, rs) in vs.real_servers.iter().enumerate() {
+            let Some(r) = h.rs.get(ri) else { continue };
+            let ids = v.plan.by_rs.get(&(vi, ri)).map_or(&[][..], Vec::as_slice);
+            let mut words = Vec::new();
+            let mut checkers = Vec::new();
+            for (n, &id) in ids.iter().enumerate() {
+                let (Some(c), Some(st)) = (v.plan.checks.get(id), v.board.get(id)) else {
+                    continue;
+                };
+                let sub = crate::check::engine::Subscriber {
+                    vs: vi,
+                    rs: ri,
+                    checker: n,
+                };
+                let up = v.tracker.checker_up(&sub);
+                let word = checker_state(up, &st);
+                words.push(word);
+                let last = st.last.as_ref();
+                checkers.push(json!({
+                    "type": c.kind.type_name(),
+                    "state": word,
+                    "up": up,
+                    "consecutive_successes": st.successes,
+                    "consecutive_failures": st.failures,
+                    "runs": st.runs,
+                    "retry": c.retry,
+                    "retries_counted": st.now.state.retry_it,
+                    "last_result": last.map(|l| if l.ok { "success" } else { "failure" }),
+                    "last_error": last.filter(|l| !l.ok).map(|l| l.error.clone()),
+                    "last_latency_ms": last.map(|l| ms(l.latency)),
+                    "last_run_ago_s": last.map(|l| v.now.saturating_duration_since(l.at).as_secs_f64()),
+                    "next_run_in_s": st.next_run.map(|t| t.saturating_duration_since(v.now).as_secs_f64()),
+                    "dynamic_weight": v.tracker.checker_weight(&sub),
+                }));
+            }
+            let kernel = rs_weights_in(v.cfg, vi, ri, v.kernel);
+            rss.push(json!({
+                "name": crate::check::engine::format_rs(rs, vs),
+                "address": rs.ip.to_string(),
+                "port": rs.port,
+                "state": rs_state(r.alive, &words),
+                "alive": r.alive,
+                "weight": rs.weight.unwrap_or(vs.weight),
+                "effective_weight": real_weight(r.effective_weight),
+                "kernel_weight": kernel.first().copied().flatten(),
+                "checkers": checkers,
+            }));
+        }
+        let sorry_in_use = vs.sorry_server.is_some() && !h.quorum_up;
+        vss.push(json!({
+            "name": format_vs(vs),
+            "quorum": if h.quorum_up { "up" } else { "down" },
+            "quorum_threshold": vs.quorum,
+            "hysteresis": vs.hysteresis,
+            "live_weight": h.live_weight(),
+            "sorry_server": vs.sorry_server.as_ref().map(|s| format!("[{}]:{}", s.ip, s.port)),
+            "sorry_server_in_use": sorry_in_use,
+            "real_servers": rss,
+        }));
+    }
+    let c = v.counters;
+    json!({
+        "daemon": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "config_file": v.config_file,
+            "dry_run": v.dry_run,
+            "uptime_s": (unix_now() - c.started).max(0.0),
+            "reloads": c.reloads,
+            "reloads_refused": c.reloads_refused,
+            "checks": v.plan.checks.len(),
+        },
+        "virtual_servers": vss,
+        "transitions": c.transitions.iter().collect::<Vec<_>>(),
+    })
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The document as a table for humans (`keepalived --status`).
+pub fn table(doc: &Value) -> String {
+    let mut o = String::new();
+    let d = &doc["daemon"];
+    let _ = writeln!(
+        o,
+        "keepalived-rs {} pid {}, {}{}, up {:.0} s, {} reload(s)",
+        s(d, "version"),
+        d["pid"],
+        s(d, "config_file"),
+        if d["dry_run"].as_bool() == Some(true) {
+            " (dry run)"
+        } else {
+            ""
+        },
+        d["uptime_s"].as_f64().unwrap_or(0.0),
+        d["reloads"]
+    );
+    for vs in doc["virtual_servers"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            o,
+            "\nVS {}  quorum {} (live weight {}, needs {}){}",
+            s(vs, "name"),
+            s(vs, "quorum"),
+            vs["live_weight"],
+            vs["quorum_threshold"],
+            if vs["sorry_server_in_use"].as_bool() == Some(true) {
+                format!(", sorry server {} in use", s(vs, "sorry_server"))
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            o,
+            "  {:<28} {:<13} {:>6} {:>6}  CHECKER       STATE        OK/FAIL  LATENCY  NEXT   LAST ERROR",
+            "REAL SERVER", "STATE", "WEIGHT", "KERNEL"
+        );
+        for rs in vs["real_servers"].as_array().into_iter().flatten() {
+            let kernel = rs["kernel_weight"]
+                .as_u64()
+                .map_or("-".to_string(), |w| w.to_string());
+            let head = format!(
+                "  {:<28} {:<13} {:>6} {:>6}",
+                s(rs, "name"),
+                s(rs, "state"),
+                rs["effective_weight"].to_string(),
+                kernel
+            );
+            let checkers = rs["checkers"].as_array().cloned().unwrap_or_default();
+            if checkers.is_empty() {
+                let _ = writeln!(o, "{head}");
+            }
+            for (i, c) in checkers.iter().enumerate() {
+                let lead = if i == 0 {
+                    head.clone()
+                } else {
+                    " ".repeat(head.len())
+                };
+                let _ = writeln!(
+                    o,
+                    "{lead}  {:<13} {:<12} {:>3}/{:<4} {:>7} {:>5}  {}",
+                    s(c, "type"),
+                    s(c, "state"),
+                    c["consecutive_successes"].to_string(),
+                    c["consecutive_failures"].to_string(),
+                    c["last_latency_ms"]
+                        .as_f64()
+                        .map_or("-".to_string(), |m| format!("{m:.1}ms")),
+                    c["next_run_in_s"]
+                        .as_f64()
+                        .map_or("-".to_string(), |n| format!("{n:.1}s")),
+                    s(c, "last_error")
+                );
+            }
+        }
+    }
+    let ts = doc["transitions"].as_array().cloned().unwrap_or_default();
+    if !ts.is_empty() {
+        let _ = writeln!(o, "\nRecent transitions (oldest first):");
+        for t in ts.iter().rev().take(20).rev() {
+            let _ = writeln!(
+                o,
+                "  {:.3}  {} {}  {}: {} -> {}  {}",
+                t["at"].as_f64().unwrap_or(0.0),
+                s(t, "vs"),
+                s(t, "rs"),
+                s(t, "checker"),
+                s(t, "from"),
+                s(t, "to"),
+                s(t, "reason")
+            );
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_server_words_follow_their_checkers() {
+        assert_eq!(rs_state(true, &[]), "not checked");
+        assert_eq!(rs_state(true, &["healthy", "retrying"]), "retrying");
+        assert_eq!(rs_state(false, &["healthy", "unhealthy"]), "unhealthy");
+        assert_eq!(rs_state(false, &["recovering"]), "recovering");
+        assert_eq!(rs_state(false, &["initialising"]), "initialising");
+        assert_eq!(rs_state(true, &["initialising", "healthy"]), "initialising");
+    }
+}

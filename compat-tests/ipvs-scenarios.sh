@@ -20,7 +20,14 @@
 #                                               $DAEMON_PID is the daemon)
 #               reload FILE                     FILE (in the scenario) becomes
 #                                               keepalived.conf, then SIGHUP;
-#                                               waits until the table settles
+#                                               waits until the table settles,
+#                                               snapshot reloaded-FILE
+#               plan FILE                       snapshot plan-FILE-before; for
+#                                               ours also `--plan -f FILE` as
+#                                               phase plan-FILE (its ipvsadm
+#                                               lines), run before `reload FILE`
+#               status NAME                     ours: `--status --json` as
+#                                               phase status-NAME
 #               crash NAME                      kill -9 the daemon (all its
 #                                               processes) and start it again
 #                                               over the live table; phases
@@ -136,8 +143,28 @@ run_events() { # dir name impl
                 kill -HUP "$pid"
                 sleep 1
                 settle_table
+                echo "@@BEGIN $2 $3 reloaded-$a"
+                ipvsadm -S -n | sort
+                echo "@@END"
                 ;;
             crash) crash "$1" "$2" "$3" "$a" ;;
+            plan)
+                echo "@@BEGIN $2 $3 plan-$a-before"
+                ipvsadm -S -n | sort
+                echo "@@END"
+                if [ "$3" = ours ]; then
+                    echo "@@BEGIN $2 $3 plan-$a"
+                    /usr/sbin/keepalived-rs --plan -f "$1/$a" 2>&1 | sed -n 's/^ipvsadm //p' | sort
+                    echo "@@END"
+                fi
+                ;;
+            status)
+                if [ "$3" = ours ]; then
+                    echo "@@BEGIN $2 $3 status-$a"
+                    /usr/sbin/keepalived-rs --status --json 2>&1
+                    echo "@@END"
+                fi
+                ;;
             "") ;;
             *) echo "unknown event $what" ;;
         esac

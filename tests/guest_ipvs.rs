@@ -90,6 +90,129 @@ fn compare_phase(dir: &Path, phase: &str, ka: &[String], ours: &[String]) -> Vec
     problems
 }
 
+/// Applies `--plan` output (ipvsadm commands, as `Op` prints them) to a
+/// `-S -n` snapshot.
+fn apply_plan(before: &[String], ops: &[String]) -> Vec<String> {
+    // "-t 10.0.0.1:80" / "-f 5": a service key is the two words after the
+    // command; a destination adds "-r ADDR".
+    fn svc(words: &[&str]) -> String {
+        words.get(1..3).map(|w| w.join(" ")).unwrap_or_default()
+    }
+    fn dest(words: &[&str]) -> String {
+        words.get(1..5).map(|w| w.join(" ")).unwrap_or_default()
+    }
+    let mut lines: Vec<String> = before.to_vec();
+    for op in ops {
+        let w: Vec<&str> = op.split_whitespace().collect();
+        let rest = w.get(1..).map(|r| r.join(" ")).unwrap_or_default();
+        let is_svc = |l: &String, key: &str| {
+            l.starts_with(&format!("-A {key} ")) || *l == format!("-A {key}")
+        };
+        let of_svc = |l: &String, key: &str| l.starts_with(&format!("-a {key} "));
+        let is_dest = |l: &String, key: &str| {
+            l.starts_with(&format!("-a {key} ")) || *l == format!("-a {key}")
+        };
+        match w.first().copied() {
+            Some("-A") | Some("-a") => lines.push(op.clone()),
+            Some("-E") => {
+                let k = svc(&w);
+                lines.retain(|l| !is_svc(l, &k));
+                lines.push(format!("-A {rest}"));
+            }
+            Some("-D") => {
+                let k = svc(&w);
+                lines.retain(|l| !is_svc(l, &k) && !of_svc(l, &k));
+            }
+            Some("-e") => {
+                let k = dest(&w);
+                lines.retain(|l| !is_dest(l, &k));
+                lines.push(format!("-a {rest}"));
+            }
+            Some("-d") => {
+                let k = dest(&w);
+                lines.retain(|l| !is_dest(l, &k));
+            }
+            _ => lines.push(format!("unparsed plan line: {op}")),
+        }
+    }
+    lines.sort();
+    lines
+}
+
+/// A `plan FILE` event: ours's `--plan` applied to the table before must
+/// give the table the following `reload FILE` made.
+fn plan_property(name: &str, snaps: &Snapshots) -> Vec<String> {
+    let mut problems = Vec::new();
+    for ((n, i, p), ops) in snaps {
+        if n != name || i != "ours" || !p.starts_with("plan-") || p.ends_with("-before") {
+            continue;
+        }
+        let file = &p["plan-".len()..];
+        let key = |phase: String| (name.to_string(), "ours".to_string(), phase);
+        let (Some(before), Some(after)) = (
+            snaps.get(&key(format!("plan-{file}-before"))),
+            snaps.get(&key(format!("reloaded-{file}"))),
+        ) else {
+            problems.push(format!("{p}: snapshots before/after the reload missing"));
+            continue;
+        };
+        if ops.is_empty() {
+            problems.push(format!("{p}: --plan predicted nothing"));
+        }
+        let predicted = apply_plan(before, ops);
+        let after = sorted(after.clone());
+        if predicted != after {
+            problems.push(format!(
+                "{p}: --plan {ops:?} predicts\n  {predicted:?}\nbut the reload made\n  {after:?}"
+            ));
+        }
+    }
+    problems
+}
+
+/// `status NAME` events: ours's `--status --json` must show every real
+/// server in the state the scenario's `status-NAME.expect` gives (lines
+/// `RS_NAME STATE`), and the transitions must name a reason.
+fn status_property(dir: &Path, name: &str, snaps: &Snapshots) -> Vec<String> {
+    let mut problems = Vec::new();
+    for ((n, i, p), lines) in snaps {
+        if n != name || i != "ours" || !p.starts_with("status-") {
+            continue;
+        }
+        let doc: serde_json::Value = match serde_json::from_str(&lines.join("\n")) {
+            Ok(d) => d,
+            Err(e) => {
+                problems.push(format!("{p}: not JSON ({e}): {lines:?}"));
+                continue;
+            }
+        };
+        let Ok(expect) = std::fs::read_to_string(dir.join(format!("{p}.expect"))) else {
+            problems.push(format!("{p}: no {p}.expect in the scenario"));
+            continue;
+        };
+        for l in expect.lines().filter(|l| !l.trim().is_empty()) {
+            let (rs, state) = l.rsplit_once(' ').unwrap_or((l, ""));
+            let found = doc["virtual_servers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|v| v["real_servers"].as_array().cloned().unwrap_or_default())
+                .find(|r| r["name"] == rs);
+            match found {
+                Some(r) if r["state"] == state => {}
+                Some(r) => problems.push(format!("{p}: {rs} is {} not {state}", r["state"])),
+                None => problems.push(format!("{p}: {rs} not in the status")),
+            }
+        }
+        for t in doc["transitions"].as_array().into_iter().flatten() {
+            if t["reason"].as_str().is_none_or(str::is_empty) {
+                problems.push(format!("{p}: transition without a reason: {t}"));
+            }
+        }
+    }
+    problems
+}
+
 /// A `crash` event: every snapshot ours took while it restarted over the
 /// live table must hold every line of the scenario's `crash-healthy`.
 fn crash_property(dir: &Path, name: &str, snaps: &Snapshots) -> Vec<String> {
@@ -175,7 +298,11 @@ fn ipvs_tables_match_keepalived_in_a_real_kernel() {
         let mut phases: Vec<String> = snaps
             .keys()
             .filter(|(n, i, p)| {
-                n == name && i == "keepalived" && p != "log" && !p.starts_with("crash-")
+                n == name
+                    && i == "keepalived"
+                    && p != "log"
+                    && !p.starts_with("crash-")
+                    && !p.starts_with("status-")
             })
             .map(|(_, _, p)| p.clone())
             .collect();
@@ -186,6 +313,8 @@ fn ipvs_tables_match_keepalived_in_a_real_kernel() {
             problems.extend(compare_phase(&scen_dir.join(name), phase, &ka, &ours));
         }
         problems.extend(crash_property(&scen_dir.join(name), name, &snaps));
+        problems.extend(plan_property(name, &snaps));
+        problems.extend(status_property(&scen_dir.join(name), name, &snaps));
         if ka_run.is_empty() && !pinned.exists() {
             problems.push("keepalived programmed nothing: the scenario tests nothing".into());
         }

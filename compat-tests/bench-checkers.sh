@@ -19,6 +19,9 @@
 #   BENCH_WINDOW=seconds measured (default 20), BENCH_SKIP_GUEST=1,
 #   BENCH_SKIP_HOST=1, GUEST_TCP, GUEST_HTTP, GUEST_IMPLS (default
 #   "keepalived ours"; "oursN" runs ours with --checker-threads N).
+#   BENCH_METRICS=1 measures instead the cost of the metrics: the host load
+#   of step 1 without `metrics_listen`, then with it and /metrics scraped
+#   every second, twice each, alternating.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -146,18 +149,29 @@ for line in sys.argv[1:]:
 PY
 }
 
-run_host() { # name delay ntcp nhttp
-    gen "$3" "$4" "$2" > "$WORK/bench.conf"
+run_host() { # name delay ntcp nhttp [metrics-port]
+    {
+        if [ -n "${5:-}" ]; then
+            printf 'global_defs {\n    metrics_listen 127.0.0.1 %s\n}\n' "$5"
+        fi
+        gen "$3" "$4" "$2"
+    } > "$WORK/bench.conf"
     # The measuring functions are plain sh, shared with the guest.
     set +u
     # shellcheck disable=SC1091
     . "$WORK/measure.sh"
     BLOGS=""
     backends "$WORK/list.tcp" "$WORK/list.http"
-    "$OURS" --dry-run -n -l -f "$WORK/bench.conf" > "$WORK/ours.log" 2>&1 &
+    "$OURS" --dry-run -n -l -f "$WORK/bench.conf" --status-socket "$WORK/status.sock" > "$WORK/ours.log" 2>&1 &
     local pid=$!
-    local m
+    local m scraper=""
+    if [ -n "${5:-}" ]; then
+        # Outside the daemon's process tree: its CPU is not counted.
+        (while sleep 1; do curl -s "http://127.0.0.1:$5/metrics" > "$WORK/metrics.txt"; done) &
+        scraper=$!
+    fi
     m=$(measure "$1" "$pid" 8 "$WINDOW")
+    [ -n "$scraper" ] && kill "$scraper"
     kill -INT "$pid"
     wait "$pid" || true
     # shellcheck disable=SC2086
@@ -166,6 +180,16 @@ run_host() { # name delay ntcp nhttp
     set -u
     echo "$m"
 }
+
+if [ "${BENCH_METRICS:-0}" = 1 ]; then
+    echo "== host: metrics cost, $NTCP TCP_CHECK + $NHTTP HTTP_GET, delay_loop 1, ${WINDOW} s windows"
+    for round in 1 2; do
+        report "$(run_host "round$round-no-metrics" 1 "$NTCP" "$NHTTP")"
+        report "$(run_host "round$round-metrics-scraped-1s" 1 "$NTCP" "$NHTTP" 19651)"
+    done
+    echo "last scrape: $(wc -l < "$WORK/metrics.txt") lines, $(wc -c < "$WORK/metrics.txt") bytes"
+    exit 0
+fi
 
 if [ "${BENCH_SKIP_HOST:-0}" != 1 ]; then
     echo "== host: keepalived-rs (dry run), $NTCP TCP_CHECK + $NHTTP HTTP_GET, delay_loop 1, ${WINDOW} s window"

@@ -99,6 +99,16 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                 continue;
             }
         }
+        // keepalived's address checks (protocol, OPS) apply to a virtual
+        // server given by address, or by a group with address entries; a
+        // group of fwmarks only is a fwmark service.
+        let by_address = match &vs.address {
+            VsAddress::Addr { .. } => true,
+            VsAddress::Fwmark { .. } => false,
+            VsAddress::Group { name } => cfg.virtual_server_groups.iter().any(|g| {
+                &g.name == name && g.entries.iter().any(|e| matches!(e, VsgEntry::Range { .. }))
+            }),
+        };
         match vs.address {
             VsAddress::Fwmark { .. } => {
                 if vs.protocol.is_some() {
@@ -113,7 +123,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     vs.protocol = None;
                 }
             }
-            _ => {
+            _ if by_address => {
                 if vs.protocol.is_none() {
                     diags.report(
                         &none,
@@ -126,6 +136,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     vs.protocol = Some(Protocol::Udp);
                 }
             }
+            _ => {}
         }
         if vs.lvs_method.is_none() {
             diags.report(
@@ -149,9 +160,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             );
             vs.lvs_sched = Some("wlc".into());
         }
-        if vs.ops
-            && !matches!(vs.address, VsAddress::Fwmark { .. })
-            && vs.protocol != Some(Protocol::Udp)
+        if vs.ops && by_address && vs.protocol != Some(Protocol::Udp)
         {
             diags.report(
                 &none,

@@ -92,9 +92,16 @@ pub fn serve_status(path: &Path, tx: mpsc::UnboundedSender<Request>) -> io::Resu
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    // A socket left by a daemon killed with -9; anything else is not ours
-    // to remove.
+    // A socket left by a daemon killed with -9 is removed; one a live
+    // daemon answers on (a dry run beside production) is not taken over,
+    // and anything else is not ours to remove.
     if is_socket(path) {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "another daemon answers on it (use --status-socket)",
+            ));
+        }
         std::fs::remove_file(path)?;
     }
     let listener = tokio::net::UnixListener::bind(path)?;

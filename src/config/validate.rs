@@ -106,7 +106,10 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             VsAddress::Addr { .. } => true,
             VsAddress::Fwmark { .. } => false,
             VsAddress::Group { name } => cfg.virtual_server_groups.iter().any(|g| {
-                &g.name == name && g.entries.iter().any(|e| matches!(e, VsgEntry::Range { .. }))
+                &g.name == name
+                    && g.entries
+                        .iter()
+                        .any(|e| matches!(e, VsgEntry::Range { .. }))
             }),
         };
         match vs.address {
@@ -160,8 +163,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             );
             vs.lvs_sched = Some("wlc".into());
         }
-        if vs.ops && by_address && vs.protocol != Some(Protocol::Udp)
-        {
+        if vs.ops && by_address && vs.protocol != Some(Protocol::Udp) {
             diags.report(
                 &none,
                 ErrClass::GeneralError,

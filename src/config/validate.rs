@@ -112,34 +112,26 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                         .any(|e| matches!(e, VsgEntry::Range { .. }))
             }),
         };
-        match vs.address {
-            VsAddress::Fwmark { .. } => {
-                if vs.protocol.is_some() {
-                    diags.report(
-                        &none,
-                        ErrClass::Warning,
-                        format!(
-                            "Warning: Virtual server {}: protocol specified for fwmark - protocol will be ignored",
-                            format_vs(&vs)
-                        ),
-                    );
-                    vs.protocol = None;
-                }
-            }
-            _ if by_address => {
-                if vs.protocol.is_none() {
-                    diags.report(
-                        &none,
-                        ErrClass::GeneralError,
-                        format!(
-                            "Virtual server {}: no protocol set - defaulting to UDP",
-                            format_vs(&vs)
-                        ),
-                    );
-                    vs.protocol = Some(Protocol::Udp);
-                }
-            }
-            _ => {}
+        if matches!(vs.address, VsAddress::Fwmark { .. }) && vs.protocol.is_some() {
+            diags.report(
+                &none,
+                ErrClass::Warning,
+                format!(
+                    "Warning: Virtual server {}: protocol specified for fwmark - protocol will be ignored",
+                    format_vs(&vs)
+                ),
+            );
+            vs.protocol = None;
+        } else if by_address && vs.protocol.is_none() {
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!(
+                    "Virtual server {}: no protocol set - defaulting to UDP",
+                    format_vs(&vs)
+                ),
+            );
+            vs.protocol = Some(Protocol::Udp);
         }
         if vs.lvs_method.is_none() {
             diags.report(

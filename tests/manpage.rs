@@ -40,7 +40,7 @@ fn cells(line: &str) -> Vec<String> {
 }
 
 /// The table rows (cells) after the header line starting with `header`.
-fn table<'a>(md: &'a str, header: &str) -> Vec<Vec<String>> {
+fn table(md: &str, header: &str) -> Vec<Vec<String>> {
     let mut lines = md.lines().skip_while(|l| !l.starts_with(header));
     lines.next();
     lines.next();

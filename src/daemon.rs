@@ -813,30 +813,31 @@ pub fn small_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
-/// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.
-pub fn ipvs_save() -> ExitCode {
+/// Runs `f` on the kernel's IPVS table, read once (commands that do not
+/// run the daemon).
+fn with_kernel_table(f: impl FnOnce(crate::ipvs::Table) -> ExitCode) -> ExitCode {
     let rt = match small_runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    rt.block_on(async {
-        let mut h = match IpvsHandle::open().await {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(1);
-            }
-        };
-        match h.table().await {
-            Ok(t) => {
-                print!("{}", t.save());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(1)
-            }
+    let table = rt.block_on(async {
+        let mut h = IpvsHandle::open().await?;
+        h.table().await
+    });
+    match table {
+        Ok(t) => f(t),
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
         }
+    }
+}
+
+/// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.
+pub fn ipvs_save() -> ExitCode {
+    with_kernel_table(|t| {
+        print!("{}", t.save());
+        ExitCode::SUCCESS
     })
 }
 
@@ -848,25 +849,7 @@ pub fn plan_against_kernel(loaded: &Loaded) -> ExitCode {
         eprintln!("the configuration cannot be loaded");
         return ExitCode::from(1);
     }
-    let rt = match small_runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let mut h = match IpvsHandle::open().await {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(1);
-            }
-        };
-        let current = match h.table().await {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(1);
-            }
-        };
+    with_kernel_table(|current| {
         let cfg = &loaded.config;
         let want = desired(cfg, &Health::initial(cfg));
         let ops = crate::ipvs::diff(&current, &want, &crate::ipvs::Owned::all_of(&want));

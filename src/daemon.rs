@@ -435,27 +435,26 @@ impl Checking {
     /// reported meanwhile, notifies what `new` removes, and returns the
     /// state to carry. Nothing of the shutdown path runs.
     async fn hand_over(
-        self,
+        mut self,
         cfg: &Config,
         new: &Config,
         rx: &mut mpsc::UnboundedReceiver<Event>,
+        counters: &mut Counters,
     ) -> Carry {
-        let Checking {
-            plan,
-            mut tracker,
-            mut health,
-            engine,
-            mut notifier,
-            ..
-        } = self;
-        let board = engine.board();
-        engine.stop().await;
+        let board = self.engine.board();
+        self.engine.halt().await;
         // A task writes its board entry before it sends, so with the tasks
         // stopped and their events applied the two agree.
         while let Ok(ev) = rx.try_recv() {
-            let effects = tracker.apply(cfg, &plan, &mut health, &ev);
-            notifier.effects(cfg, &health, &effects);
+            self.apply(cfg, &ev, counters);
         }
+        let Checking {
+            plan,
+            tracker,
+            health,
+            mut notifier,
+            ..
+        } = self;
         let mut carry = tracker.carry(cfg, &plan, &board);
         carry.quorum = cfg
             .virtual_servers
@@ -672,7 +671,7 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
                 }
                 accepted = error_set(&loaded);
                 let old_cfg = std::mem::replace(&mut cfg, loaded.config);
-                let carry = checking.hand_over(&old_cfg, &cfg, &mut rx).await;
+                let carry = checking.hand_over(&old_cfg, &cfg, &mut rx, &mut counters).await;
                 log::debug!("reload: checkers stopped in {:.3} s", reload_started.elapsed().as_secs_f64());
                 checking = Checking::start(&cfg, opts, &tx, &carry);
                 checking.quorum_after_reload(&carry, &cfg);

@@ -835,6 +835,11 @@ impl Engine {
 
     /// Stops every check now.
     pub async fn stop(mut self) {
+        self.halt().await;
+    }
+
+    /// Stops every check now, keeping the board readable.
+    pub async fn halt(&mut self) {
         self.tasks.shutdown().await;
     }
 }

@@ -2,11 +2,12 @@
 //! changed file, SIGHUP with a broken file, SIGTERM. What it prints is the
 //! table it holds, so each step is checked on it.
 
+mod common;
+
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::Child;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 struct Daemon {
@@ -21,28 +22,7 @@ impl Daemon {
     }
 
     fn start_env(conf: &std::path::Path, env: &[(&str, &std::path::Path)]) -> Daemon {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
-            .args(["--dry-run", "-n", "-l", "-f"])
-            .arg(conf)
-            .envs(env.iter().map(|(k, v)| (*k, *v)))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start keepalived");
-        let (tx, out) = channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        let (tx, err) = channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
+        let (child, out, err) = common::spawn_dry_run(conf, env);
         Daemon { child, out, err }
     }
 
@@ -78,18 +58,7 @@ impl Daemon {
     }
 
     fn stderr_until(&self, needle: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut seen = Vec::new();
-        while Instant::now() < deadline {
-            if let Ok(l) = self.err.recv_timeout(Duration::from_millis(100)) {
-                let hit = l.contains(needle);
-                seen.push(l);
-                if hit {
-                    return seen;
-                }
-            }
-        }
-        panic!("never logged {needle:?}; log: {seen:#?}");
+        common::until(&self.err, needle)
     }
 
     /// Writes `conf`, sends SIGHUP and returns the reload's log line.

@@ -2,14 +2,16 @@
 //! `--plan`, against a running daemon (dry run) whose backend fails and
 //! recovers.
 
+mod common;
+
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::{Child, Command};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_keepalived");
@@ -21,36 +23,12 @@ struct Daemon {
 
 impl Daemon {
     fn start(conf: &Path) -> Daemon {
-        let mut child = Command::new(BIN)
-            .args(["--dry-run", "-n", "-l", "-f"])
-            .arg(conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start keepalived");
-        let (tx, err) = channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
+        let (child, _out, err) = common::spawn_dry_run(conf, &[]);
         Daemon { child, err }
     }
 
     fn log_until(&self, needle: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut seen = Vec::new();
-        while Instant::now() < deadline {
-            if let Ok(l) = self.err.recv_timeout(Duration::from_millis(100)) {
-                let hit = l.contains(needle);
-                seen.push(l);
-                if hit {
-                    return seen;
-                }
-            }
-        }
-        panic!("never logged {needle:?}; log: {seen:#?}");
+        common::until(&self.err, needle)
     }
 }
 

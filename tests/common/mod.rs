@@ -1,0 +1,55 @@
+//! Shared by the tests that run the daemon as a process (dry run): its
+//! output read line by line on threads, and waiting for a log line.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// Lines of `r`, as they come.
+pub fn lines_of(r: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    rx
+}
+
+/// `keepalived --dry-run -n -l -f CONF` with `env`; its stdout and stderr
+/// as line receivers.
+pub fn spawn_dry_run(
+    conf: &Path,
+    env: &[(&str, &Path)],
+) -> (Child, Receiver<String>, Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--dry-run", "-n", "-l", "-f"])
+        .arg(conf)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start keepalived");
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    (child, out, err)
+}
+
+/// The lines up to and including the first that contains `needle`
+/// (20 s at most).
+pub fn until(rx: &Receiver<String>, needle: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+            let hit = l.contains(needle);
+            seen.push(l);
+            if hit {
+                return seen;
+            }
+        }
+    }
+    panic!("never logged {needle:?}; log: {seen:#?}");
+}

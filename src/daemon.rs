@@ -207,6 +207,17 @@ fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
     }
 }
 
+/// The running configuration, as queries see it.
+#[derive(Clone, Copy)]
+struct Running<'a> {
+    cfg: &'a Config,
+    opts: &'a Options,
+    /// Its file.
+    path: &'a Path,
+    /// The errors it was accepted with (a reload's refusal rule).
+    accepted: &'a BTreeSet<String>,
+}
+
 /// The running checkers of one configuration.
 struct Checking {
     plan: Plan,
@@ -346,12 +357,16 @@ impl Checking {
     fn answer<B: Backend>(
         &self,
         q: &Query,
-        cfg: &Config,
+        run: &Running,
         rec: &Reconciler<B>,
         counters: &Counters,
-        opts: &Options,
-        path: &Path,
     ) -> String {
+        let Running {
+            cfg,
+            opts,
+            path,
+            accepted,
+        } = *run;
         let board = self.engine.board();
         let file = path.display().to_string();
         let view = status::View {
@@ -369,7 +384,7 @@ impl Checking {
         match q {
             Query::Status => status::document(&view).to_string() + "\n",
             Query::Metrics => metrics::render(&view),
-            Query::Plan(p) => self.preview_reload(cfg, rec, opts, p, &board),
+            Query::Plan(p) => self.preview_reload(cfg, rec, opts, p, &board, accepted),
         }
     }
 
@@ -383,29 +398,17 @@ impl Checking {
         opts: &Options,
         file: &Path,
         board: &engine::Board,
+        accepted: &BTreeSet<String>,
     ) -> String {
         let loaded = config::load(file, &load_options(opts));
-        let problems: Vec<String> = loaded
-            .diagnostics
-            .items()
-            .iter()
-            .filter(|d| d.severity == config::diag::Severity::Error)
-            .map(|d| d.to_string())
-            .collect();
-        if loaded.diagnostics.missing_parameter || loaded.diagnostics.fatal_include {
+        // The reload's own rule: a file it would refuse is reported so.
+        if let Some(why) = reload_refusal(&loaded, accepted) {
             return format!(
-                "error: {} cannot be loaded:\n{}\n",
-                file.display(),
-                problems.join("\n")
+                "error: a reload of {} would be refused, the running configuration kept: {why}\n",
+                file.display()
             );
         }
-        let mut carry = self.tracker.carry(cfg, &self.plan, board);
-        carry.quorum = cfg
-            .virtual_servers
-            .iter()
-            .zip(&self.health.vs)
-            .map(|(v, h)| (crate::config::validate::format_vs(v), h.quorum_up))
-            .collect();
+        let carry = self.tracker.carry(cfg, &self.plan, board, &self.health);
         let (plan, _) = engine::plan_carrying(
             &loaded.config,
             &PlanOptions {
@@ -420,11 +423,6 @@ impl Checking {
             file.display(),
             ops.len()
         );
-        for p in &problems {
-            out.push_str(&format!(
-                "# error (a reload is refused unless the running configuration has it too): {p}\n"
-            ));
-        }
         for op in ops {
             out.push_str(&format!("ipvsadm {op}\n"));
         }
@@ -455,13 +453,7 @@ impl Checking {
             mut notifier,
             ..
         } = self;
-        let mut carry = tracker.carry(cfg, &plan, &board);
-        carry.quorum = cfg
-            .virtual_servers
-            .iter()
-            .zip(&health.vs)
-            .map(|(v, h)| (crate::config::validate::format_vs(v), h.quorum_up))
-            .collect();
+        let carry = tracker.carry(cfg, &plan, &board, &health);
         notifier.removed_by_reload(cfg, &health, new);
         notifier.close().await;
         carry
@@ -708,7 +700,13 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
             name = recv_named(&mut stats_clear) => vrrp_signal(name),
             name = recv_named(&mut json) => vrrp_signal(name),
             Some(req) = qrx.recv() => {
-                let a = checking.answer(&req.query, &cfg, &rec, &counters, opts, path);
+                let run = Running {
+                    cfg: &cfg,
+                    opts,
+                    path,
+                    accepted: &accepted,
+                };
+                let a = checking.answer(&req.query, &run, &rec, &counters);
                 let _ = req.reply.send(a);
             }
             _ = heartbeat.tick() => counters.heartbeat = status::unix_now(),

@@ -331,6 +331,26 @@ fn plan_predicts_what_the_following_sighup_does() {
         ],
         "{text}"
     );
+    // A file the reload would refuse is reported as such, not planned.
+    let broken = dir.join("broken.conf");
+    std::fs::write(
+        &broken,
+        conf_text(&sock, mport, &[pa], 7).replace("127.0.0.1 ", "127.0.0.300 "),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["--plan", "--status-socket"])
+        .arg(&sock)
+        .arg("-f")
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("would be refused"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The reload does exactly that.
     while d.err.try_recv().is_ok() {}
     std::fs::copy(&new, &conf).unwrap();

@@ -1184,11 +1184,17 @@ impl Tracker {
     }
 
     /// What a reload carries into a new configuration: each checker's
-    /// state from `board` (the tasks stopped, their events applied) and
-    /// each real server's.
-    pub fn carry(&self, cfg: &Config, plan: &Plan, board: &Board) -> Carry {
+    /// state from `board` (the tasks stopped, their events applied), each
+    /// real server's, and each virtual server's quorum from `health`.
+    pub fn carry(&self, cfg: &Config, plan: &Plan, board: &Board, health: &Health) -> Carry {
         let mut out = Carry {
             reload: true,
+            quorum: cfg
+                .virtual_servers
+                .iter()
+                .zip(&health.vs)
+                .map(|(v, h)| (crate::config::validate::format_vs(v), h.quorum_up))
+                .collect(),
             ..Carry::default()
         };
         for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
@@ -1563,7 +1569,7 @@ mod tests {
             b.now.state.is_up = false;
             b.now.state.has_run = true;
         });
-        let carry = t.carry(&old, &p, &board);
+        let carry = t.carry(&old, &p, &board, &h);
         // The new file adds a server; the failed one must stay out.
         let new = conf(&TCP.replace(
             " real_server 127.0.0.1 8002",
@@ -1610,7 +1616,7 @@ mod tests {
             }
             board.update(id, |b| b.now.state = st);
         }
-        let carry = t.carry(&old, &p, &board);
+        let carry = t.carry(&old, &p, &board, &h);
         let new = conf(body);
         let (p2, _) = plan_carrying(&new, &PlanOptions::default(), &carry);
         let (_, h2) = Tracker::start(&new, &p2);

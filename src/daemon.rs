@@ -485,13 +485,14 @@ impl Checking {
     }
 
     /// SIGUSR1: keepalived's `keepalived_check.data`.
-    fn print_data(&self, cfg: &Config) {
+    fn print_data(&self, cfg: &Config, kernel: &crate::ipvs::Table) {
         let board = self.engine.board();
         let live = print::Live {
             plan: &self.plan,
             tracker: &self.tracker,
             health: &self.health,
             board: &board,
+            kernel,
         };
         match print::write(cfg, &live) {
             Ok(p) => log::info!("Printing checker data to {}", p.display()),
@@ -548,7 +549,7 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
     let mut carry = Carry::new();
     if !cfg.global_defs.lvs_flush {
         match rec.read_kernel().await {
-            Ok(t) => carry.live_in_kernel = live_in_kernel(&cfg, &t),
+            Ok(t) => carry.live_in_kernel = live_in_kernel(&cfg, t),
             Err(e) => {
                 log::error!("{e}");
                 return ExitCode::from(1);
@@ -695,7 +696,7 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
             }
             _ = signals.1.recv() => break,
             _ = signals.2.recv() => break,
-            _ = signals.3.recv() => checking.print_data(&cfg),
+            _ = signals.3.recv() => checking.print_data(&cfg, rec.expected()),
             name = recv_named(&mut usr2) => vrrp_signal(name),
             name = recv_named(&mut stats_clear) => vrrp_signal(name),
             name = recv_named(&mut json) => vrrp_signal(name),

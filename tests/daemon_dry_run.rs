@@ -246,6 +246,9 @@ fn sigusr1_writes_the_data_file_and_vrrp_signals_do_no_harm() {
         " VS VIP = 192.0.2.1, VPORT = 80".to_string(),
         format!("   RIP = 127.0.0.1, RPORT = {up_port}, WEIGHT = 3 EFF WEIGHT = 3"),
         "   num failed checkers = 1".to_string(),
+        // The live one is in the table, the failed one is not.
+        "   RS set = 1".to_string(),
+        "   RS set = 0".to_string(),
         "------< Health checkers >------".to_string(),
         format!(" [192.0.2.1]:tcp:80 -> [127.0.0.1]:tcp:{down_port}"),
         "   Up = no".to_string(),

@@ -9,7 +9,7 @@
 use super::engine::{Board, Plan, ProbeKind, Tracker};
 use crate::config::model::{Config, Forwarding, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
-use crate::lvs::desired::Health;
+use crate::lvs::desired::{rs_weights_in, Health};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,6 +62,8 @@ pub struct Live<'a> {
     pub health: &'a Health,
     /// Each check's status.
     pub board: &'a Board,
+    /// The table the kernel holds (as last programmed and checked).
+    pub kernel: &'a crate::ipvs::Table,
 }
 
 fn vs_header(out: &mut String, vs: &VirtualServer) {
@@ -120,7 +122,6 @@ pub fn render(cfg: &Config, live: &Live) -> String {
             "   default forwarding method = {}",
             method(vs.lvs_method.unwrap_or(Forwarding::Nat))
         );
-        let sorry_in_use = vs.sorry_server.is_some() && !h.quorum_up;
         if let Some(s) = &vs.sorry_server {
             let _ = writeln!(o, "   sorry server = [{}]:{}", s.ip, s.port);
         }
@@ -151,7 +152,10 @@ pub fn render(cfg: &Config, live: &Live) -> String {
                 "   num failed checkers = {}",
                 live.tracker.failed(vi, ri)
             );
-            let set = (r.alive && !sorry_in_use) || inhibit;
+            // `rs->set`: the destination is in the kernel's table.
+            let set = rs_weights_in(cfg, vi, ri, live.kernel)
+                .first()
+                .is_some_and(Option::is_some);
             let _ = writeln!(o, "   RS set = {}", u8::from(set));
         }
     }

@@ -105,10 +105,9 @@ impl<B: Backend> Reconciler<B> {
 
     /// Reads the kernel's table before [`Self::start`] (which then uses it
     /// unless it flushes): what a previous run left.
-    pub async fn read_kernel(&mut self) -> Result<Table, IpvsError> {
+    pub async fn read_kernel(&mut self) -> Result<&Table, IpvsError> {
         let t = self.backend.dump().await?;
-        self.read = Some(t.clone());
-        Ok(t)
+        Ok(self.read.insert(t))
     }
 
     /// `lvs_timeouts`: the kernel's values are saved once, to be restored at

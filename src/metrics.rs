@@ -8,7 +8,7 @@
 
 use crate::check::engine::{format_rs, LATENCY_BUCKETS};
 use crate::config::validate::format_vs;
-use crate::lvs::desired::{real_weight, rs_weights_in};
+use crate::lvs::desired::{kernel_weights, real_weight};
 use crate::status::View;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,6 +43,7 @@ pub fn render(v: &View) -> String {
             continue;
         };
         let vn = esc(&format_vs(vs));
+        let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
             let labels = format!("vs=\"{vn}\",rs=\"{}\"", esc(&format_rs(rs, vs)));
@@ -52,11 +53,7 @@ pub fn render(v: &View) -> String {
                 "{p}_real_server_weight{{{labels}}} {}",
                 real_weight(r.effective_weight)
             );
-            if let Some(w) = rs_weights_in(v.cfg, vi, ri, v.kernel)
-                .first()
-                .copied()
-                .flatten()
-            {
+            if let Some(w) = in_kernel.get(ri).copied().flatten() {
                 let _ = writeln!(kernel, "{p}_real_server_kernel_weight{{{labels}}} {w}");
             }
         }

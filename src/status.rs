@@ -17,7 +17,7 @@ use crate::check::engine::{Board, CheckStatus, Plan, Tracker};
 use crate::config::model::Config;
 use crate::config::validate::format_vs;
 use crate::ipvs::Table;
-use crate::lvs::desired::{real_weight, rs_weights_in, Health};
+use crate::lvs::desired::{kernel_weights, real_weight, Health};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -182,6 +182,7 @@ pub fn document(v: &View) -> Value {
             continue;
         };
         let mut rss = Vec::new();
+        let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
             let ids = v.plan.by_rs.get(&(vi, ri)).map_or(&[][..], Vec::as_slice);
@@ -217,7 +218,7 @@ pub fn document(v: &View) -> Value {
                     "dynamic_weight": v.tracker.checker_weight(&sub),
                 }));
             }
-            let kernel = rs_weights_in(v.cfg, vi, ri, v.kernel);
+
             rss.push(json!({
                 "name": crate::check::engine::format_rs(rs, vs),
                 "address": rs.ip.to_string(),
@@ -226,7 +227,7 @@ pub fn document(v: &View) -> Value {
                 "alive": r.alive,
                 "weight": rs.weight.unwrap_or(vs.weight),
                 "effective_weight": real_weight(r.effective_weight),
-                "kernel_weight": kernel.first().copied().flatten(),
+                "kernel_weight": in_kernel.get(ri).copied().flatten(),
                 "checkers": checkers,
             }));
         }

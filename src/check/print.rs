@@ -9,7 +9,7 @@
 use super::engine::{Board, Plan, ProbeKind, Tracker};
 use crate::config::model::{Config, Forwarding, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
-use crate::lvs::desired::{rs_weights_in, Health};
+use crate::lvs::desired::{kernel_weights, Health};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -128,6 +128,7 @@ pub fn render(cfg: &Config, live: &Live) -> String {
         let alive_rs = h.rs.iter().filter(|r| r.alive).count();
         let _ = writeln!(o, "   alive = {}", u8::from(alive_rs > 0));
         let _ = writeln!(o, "   quorum_state_up = {}", u8::from(h.quorum_up));
+        let in_kernel = kernel_weights(cfg, vi, live.kernel);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
             let iweight = rs.weight.unwrap_or(vs.weight);
@@ -153,9 +154,7 @@ pub fn render(cfg: &Config, live: &Live) -> String {
                 live.tracker.failed(vi, ri)
             );
             // `rs->set`: the destination is in the kernel's table.
-            let set = rs_weights_in(cfg, vi, ri, live.kernel)
-                .first()
-                .is_some_and(Option::is_some);
+            let set = in_kernel.get(ri).is_some_and(Option::is_some);
             let _ = writeln!(o, "   RS set = {}", u8::from(set));
         }
     }

@@ -456,21 +456,41 @@ pub fn rs_weights_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> Vec<O
     let Some(rs) = vs.real_servers.get(ri) else {
         return Vec::new();
     };
-    let af = vs_family(vs, cfg);
+    slots(vs, cfg, vs_family(vs, cfg))
+        .iter()
+        .map(|slot| dest_weight(vs, rs, slot, table))
+        .collect()
+}
+
+/// Per real server of virtual server `vi`, its weight in the virtual
+/// server's first service in `table` (`None` where it is absent): what
+/// status views show as the in-kernel weight. The services are expanded
+/// once for all the real servers.
+pub fn kernel_weights(cfg: &Config, vi: usize, table: &Table) -> Vec<Option<u32>> {
+    let Some(vs) = cfg.virtual_servers.get(vi) else {
+        return Vec::new();
+    };
+    let slots = slots(vs, cfg, vs_family(vs, cfg));
+    vs.real_servers
+        .iter()
+        .map(|rs| {
+            slots
+                .first()
+                .and_then(|slot| dest_weight(vs, rs, slot, table))
+        })
+        .collect()
+}
+
+fn dest_weight(vs: &VirtualServer, rs: &RealServer, slot: &Slot, table: &Table) -> Option<u32> {
     let method = rs
         .lvs_method
         .unwrap_or(vs.lvs_method.unwrap_or(Forwarding::Nat));
-    slots(vs, cfg, af)
-        .iter()
-        .map(|slot| {
-            let key = dest(rs.ip, rs.port, method, slot, 0, 0, 0).key();
-            table
-                .services
-                .get(&slot.key)
-                .and_then(|s| s.dests.get(&key))
-                .map(|d| d.weight)
-        })
-        .collect()
+    let key = dest(rs.ip, rs.port, method, slot, 0, 0, 0).key();
+    table
+        .services
+        .get(&slot.key)
+        .and_then(|s| s.dests.get(&key))
+        .map(|d| d.weight)
 }
 
 /// Whether real server `ri` of virtual server `vi` is in `table` with a

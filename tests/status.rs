@@ -115,6 +115,25 @@ fn conf_text(sock: &Path, metrics_port: u16, ports: &[u16], weight: u32) -> Stri
     s
 }
 
+fn last_transition(doc: &Value) -> Value {
+    doc["transitions"]
+        .as_array()
+        .and_then(|t| t.last())
+        .cloned()
+        .unwrap_or_else(|| panic!("no transition: {doc:#}"))
+}
+
+/// `keepalived --plan -f FILE` against the daemon on `sock`.
+fn plan(sock: &Path, file: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["--plan", "--status-socket"])
+        .arg(sock)
+        .arg("-f")
+        .arg(file)
+        .output()
+        .expect("run --plan")
+}
+
 fn rs(doc: &Value, port: u16) -> &Value {
     doc["virtual_servers"][0]["real_servers"]
         .as_array()
@@ -157,12 +176,7 @@ fn status_and_metrics_follow_a_backend_that_fails_and_recovers() {
         .as_str()
         .unwrap()
         .contains("refused"));
-    let t = doc["transitions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let t = last_transition(&doc);
     assert_eq!(t["from"], "retrying", "{t}");
     assert_eq!(t["to"], "unhealthy");
     assert_eq!(t["checker"], "TCP_CHECK");
@@ -210,12 +224,7 @@ fn status_and_metrics_follow_a_backend_that_fails_and_recovers() {
     // Back: healthy again, the transition says why.
     let backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
     let doc = wait_status(&sock, "recovered", |d| rs(d, port)["state"] == "healthy");
-    let t = doc["transitions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let t = last_transition(&doc);
     assert_eq!(
         (t["from"].as_str(), t["to"].as_str()),
         (Some("unhealthy"), Some("healthy"))
@@ -304,13 +313,7 @@ fn plan_predicts_what_the_following_sighup_does() {
     let pc = free_port();
     let new = dir.join("new.conf");
     std::fs::write(&new, conf_text(&sock, mport, &[pa, pb, pc], 7)).unwrap();
-    let out = Command::new(BIN)
-        .args(["--plan", "--status-socket"])
-        .arg(&sock)
-        .arg("-f")
-        .arg(&new)
-        .output()
-        .unwrap();
+    let out = plan(&sock, &new);
     assert!(
         out.status.success(),
         "{}",
@@ -338,13 +341,7 @@ fn plan_predicts_what_the_following_sighup_does() {
         conf_text(&sock, mport, &[pa], 7).replace("127.0.0.1 ", "127.0.0.300 "),
     )
     .unwrap();
-    let out = Command::new(BIN)
-        .args(["--plan", "--status-socket"])
-        .arg(&sock)
-        .arg("-f")
-        .arg(&broken)
-        .output()
-        .unwrap();
+    let out = plan(&sock, &broken);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("would be refused"),

@@ -756,9 +756,10 @@ fn live_in_kernel(cfg: &Config, table: &crate::ipvs::Table) -> std::collections:
         return out;
     }
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        let name = crate::config::validate::format_vs(vs);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             if desired::rs_live_in(cfg, vi, ri, table) {
-                out.insert((crate::config::validate::format_vs(vs), rs.ip, rs.port));
+                out.insert((name.clone(), rs.ip, rs.port));
             }
         }
     }

@@ -196,29 +196,22 @@ impl Carry {
     }
 }
 
-fn rs_key(vs: &VirtualServer, rs: &RealServer) -> RsKey {
-    (crate::config::validate::format_vs(vs), rs.ip, rs.port)
+fn rs_key(vs_name: &str, rs: &RealServer) -> RsKey {
+    (vs_name.to_string(), rs.ip, rs.port)
 }
 
-/// The carry keys of one real server's checkers, in order.
+/// The carry keys of one real server's checkers, in order, from each
+/// checker's type and signature (its resolved probe, as `{:?}`).
 fn carry_keys<'a>(
-    vs: &VirtualServer,
+    vs_name: &str,
     rs: &RealServer,
-    kinds: impl Iterator<Item = &'a ProbeKind>,
+    checkers: impl Iterator<Item = (&'static str, &'a str)>,
 ) -> Vec<CarryKey> {
-    let mut seen: HashMap<(&'static str, String), usize> = HashMap::new();
-    kinds
-        .map(|k| {
-            let sig = format!("{k:?}");
-            let n = seen.entry((k.type_name(), sig.clone())).or_insert(0);
-            let key = (
-                crate::config::validate::format_vs(vs),
-                rs.ip,
-                rs.port,
-                k.type_name(),
-                sig,
-                *n,
-            );
+    let mut seen: HashMap<(&'static str, &str), usize> = HashMap::new();
+    checkers
+        .map(|(ty, sig)| {
+            let n = seen.entry((ty, sig)).or_insert(0);
+            let key = (vs_name.to_string(), rs.ip, rs.port, ty, sig.to_string(), *n);
             *n += 1;
             key
         })
@@ -437,6 +430,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut tls = None;
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        let vs_name = crate::config::validate::format_vs(vs);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let mut kinds = Vec::new();
             for c in &rs.checkers {
@@ -451,7 +445,21 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     )),
                 }
             }
-            let keys = carry_keys(vs, rs, kinds.iter().map(|(_, k)| k));
+            // A checker's signature serves both the reload's matching and
+            // the sharing of identical checks.
+            let sigs: Vec<String> = kinds.iter().map(|(_, k)| format!("{k:?}")).collect();
+            let keys = if carry.reload {
+                carry_keys(
+                    &vs_name,
+                    rs,
+                    kinds
+                        .iter()
+                        .zip(&sigs)
+                        .map(|((_, k), s)| (k.type_name(), s.as_str())),
+                )
+            } else {
+                Vec::new()
+            };
             let conf: Vec<(u32, bool)> = kinds
                 .iter()
                 .map(|(c, _)| {
@@ -459,9 +467,11 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     (cm.retry.unwrap_or(1), cm.alpha.unwrap_or(false))
                 })
                 .collect();
-            let starts = start_states(carry, &rs_key(vs, rs), &keys, &conf);
+            let starts = start_states(carry, &rs_key(&vs_name, rs), &keys, &conf);
             let mut ids = Vec::with_capacity(kinds.len());
-            for (n, ((c, kind), start)) in kinds.into_iter().zip(starts).enumerate() {
+            for (n, (((c, kind), start), sig)) in
+                kinds.into_iter().zip(starts).zip(&sigs).enumerate()
+            {
                 let cm = c.common();
                 let delay_loop = micros(cm.delay_loop, 60_000_000);
                 let planned = Planned {
@@ -487,9 +497,8 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 // they are scheduled and the state they start in is; only
                 // then may they share a probe.
                 let key = format!(
-                    "{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
+                    "{:?}|{sig}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
                     planned.start,
-                    planned.kind,
                     planned.delay_loop,
                     planned.delay_before_retry,
                     planned.warmup,
@@ -1198,13 +1207,24 @@ impl Tracker {
             ..Carry::default()
         };
         for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+            let vs_name = crate::config::validate::format_vs(vs);
             for (ri, rs) in vs.real_servers.iter().enumerate() {
                 let Some(t) = self.rs.get(&(vi, ri)) else {
                     continue;
                 };
-                out.rs.insert(rs_key(vs, rs), t.failed == 0);
+                out.rs.insert(rs_key(&vs_name, rs), t.failed == 0);
                 let ids = plan.by_rs.get(&(vi, ri)).map_or(&[][..], Vec::as_slice);
-                let keys = carry_keys(vs, rs, ids.iter().map(|&i| &plan.checks[i].kind));
+                let sigs: Vec<String> = ids
+                    .iter()
+                    .map(|&i| format!("{:?}", plan.checks[i].kind))
+                    .collect();
+                let keys = carry_keys(
+                    &vs_name,
+                    rs,
+                    ids.iter()
+                        .zip(&sigs)
+                        .map(|(&i, s)| (plan.checks[i].kind.type_name(), s.as_str())),
+                );
                 for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {
                     let Some(st) = board.get(id) else { continue };
                     let mut start = st.now;

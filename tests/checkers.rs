@@ -643,6 +643,10 @@ async fn tcp_check_closes_with_a_reset() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root (SO_MARK): cargo test --features root"
+)]
 async fn fwmark_and_bind_if_are_applied() {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
@@ -652,6 +656,19 @@ async fn fwmark_and_bind_if_are_applied() {
     );
     let (o, _) = tokio::join!(probe(&c, 0), l.accept());
     assert!(o.is_ok(), "{o:?}");
+    // The probe's socket carries both, as the kernel reads them back (a
+    // mark or device silently dropped would still connect on loopback).
+    let keepalived::check::engine::ProbeKind::Tcp(conn) = &c.kind else {
+        panic!("a TCP probe: {:?}", c.kind);
+    };
+    let s = conn
+        .socket(socket2::Type::STREAM, Some(socket2::Protocol::TCP))
+        .expect("socket");
+    assert_eq!(s.mark().expect("SO_MARK"), 7);
+    assert_eq!(
+        s.device().expect("SO_BINDTODEVICE").as_deref(),
+        Some(&b"lo"[..])
+    );
     // A device that does not exist fails locally: no verdict, as keepalived.
     let c = planned(
         "TCP_CHECK {\n connect_timeout 1\n bind_if nosuchdev0\n }",

@@ -40,6 +40,10 @@ fn run(bin: &str, args: &[String]) -> (String, String, Option<i32>) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "reference"),
+    ignore = "needs keepalived 2.2.7 installed: cargo test --features reference"
+)]
 fn genhash_matches_keepalived_s() {
     let theirs = "/usr/bin/genhash";
     // Like the other side-by-side tests: no reference, no verdict.

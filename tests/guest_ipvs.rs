@@ -7,8 +7,8 @@
 //! scenario may pin ours to `expected-ours.running` where we differ from
 //! keepalived on purpose (`docs/compat.md`).
 //!
-//! The guest needs root (apt-get, qemu). Without it the test fails; setting
-//! `KEEPALIVED_RS_SKIP_GUEST=1` skips it with a message, never under `CI=true`.
+//! The guest needs root (apt-get, qemu): it runs with `--features guest`
+//! (`scripts/test.sh` turns it on), and there it never skips.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,16 +37,6 @@ fn parse(out: &str) -> Snapshots {
         }
     }
     snaps
-}
-
-fn skip_allowed(reason: &str) -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let skip = std::env::var("KEEPALIVED_RS_SKIP_GUEST").is_ok_and(|v| v == "1");
-    if skip && !ci {
-        eprintln!("guest IPVS scenarios SKIPPED (KEEPALIVED_RS_SKIP_GUEST=1): {reason}");
-        return true;
-    }
-    false
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -244,15 +234,17 @@ fn crash_property(dir: &Path, name: &str, snaps: &Snapshots) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "guest"),
+    ignore = "needs root, qemu and keepalived for the IPVS guest: cargo test --features guest"
+)]
 fn ipvs_tables_match_keepalived_in_a_real_kernel() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let scen_dir = root.join("compat-tests/scenarios");
-    if !nix::unistd::Uid::effective().is_root() {
-        if skip_allowed("not root") {
-            return;
-        }
-        panic!("the guest IPVS scenarios need root (apt-get, qemu); set KEEPALIVED_RS_SKIP_GUEST=1 to skip outside CI");
-    }
+    assert!(
+        nix::unistd::Uid::effective().is_root(),
+        "the guest IPVS scenarios need root (apt-get, qemu)"
+    );
     let out = Command::new(root.join("compat-tests/guest.sh"))
         .arg(env!("CARGO_BIN_EXE_keepalived"))
         .arg(root.join("compat-tests/ipvs-scenarios.sh"))
@@ -261,12 +253,11 @@ fn ipvs_tables_match_keepalived_in_a_real_kernel() {
         .expect("run compat-tests/guest.sh");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(3) {
-        if skip_allowed(&stderr) {
-            return;
-        }
-        panic!("the guest did not start:\n{stderr}\n{stdout}");
-    }
+    assert_ne!(
+        out.status.code(),
+        Some(3),
+        "the guest did not start:\n{stderr}\n{stdout}"
+    );
     assert!(
         out.status.success(),
         "guest payload failed:\n{stderr}\n{stdout}"

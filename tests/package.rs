@@ -50,6 +50,10 @@ fn chroot(root: &Path, args: &[&str]) -> Output {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "package"),
+    ignore = "needs root, debhelper, lintian and debootstrap with a mirror: cargo test --features package"
+)]
 fn the_debian_package_builds_passes_lintian_installs_and_removes_cleanly() {
     assert!(
         nix::unistd::Uid::effective().is_root(),

@@ -261,6 +261,10 @@ fn status_and_metrics_follow_a_backend_that_fails_and_recovers() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root: cargo test --features root"
+)]
 fn the_status_socket_is_for_root_only() {
     assert!(
         nix::unistd::Uid::effective().is_root(),

@@ -42,6 +42,10 @@ fn tmpdir() -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "reference"),
+    ignore = "needs Debian's keepalived.service (keepalived installed): cargo test --features reference"
+)]
 fn debian_unit_lines_with_notify_socket() {
     let unit = std::fs::read_to_string(DEBIAN_UNIT).unwrap_or_else(|e| {
         panic!("{DEBIAN_UNIT}: {e} (apt-get install keepalived; .ci/run does)")

@@ -7,28 +7,25 @@
 //! wake-up. The full process behaviour (forking, pid files, syslog) is
 //! issue 5.
 
-use crate::check::engine::{
-    self, Carry, Change, Effect, Engine, Event, Jitter, NetProber, Plan, PlanOptions, ProbeKind,
-    RsKey, Tracker,
-};
-use crate::check::health::Transition;
+use crate::check::engine::{self, Carry, Engine, Jitter, NetProber, Plan, PlanOptions, ProbeKind};
 use crate::check::misc::{self, Scripts};
 use crate::check::notify::{self, Notifier};
 use crate::check::ping::PingGroupRange;
-use crate::check::print;
 use crate::cli::Options;
 use crate::config::model::{Config, LvsTimeouts};
 use crate::config::{self, LoadOptions, Loaded};
 use crate::control::{self, Query, Request};
+use crate::health::{Change, Effect, Event, Health, RsKey, Tracker, Transition};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon, Timeouts};
 use crate::lvs::syncd::SyncdConfig;
-use crate::lvs::{desired, Health, Reconciler};
+use crate::lvs::{desired, Reconciler};
 use crate::metrics;
+use crate::print;
 use crate::process::Notify;
 use crate::status::{self, Counters, TransitionRecord};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -241,22 +238,12 @@ impl Checking {
         for tf in &cfg.track_files {
             crate::check::file::init_file(tf);
         }
-        let (plan, errors) = engine::plan_carrying(
-            cfg,
-            &PlanOptions {
-                share: !opts.no_shared_checks,
-            },
-            carry,
-        );
-        for e in errors {
-            log::error!("{e}");
-        }
+        let (plan, tracker, health) = plan_start(cfg, opts, carry, HashMap::new());
         let ping = plan
             .checks
             .iter()
             .any(|c| matches!(c.kind, ProbeKind::Ping(_)))
             .then(PingGroupRange::ensure);
-        let (tracker, health) = Tracker::start(cfg, &plan);
         notify::log_startup(
             cfg,
             |vs, rs| plan.per_rs.get(&(vs, rs)).is_some_and(|&n| n > 0),
@@ -408,15 +395,13 @@ impl Checking {
                 file.display()
             );
         }
-        let carry = self.tracker.carry(cfg, &self.plan, board, &self.health);
-        let (plan, _) = engine::plan_carrying(
-            &loaded.config,
-            &PlanOptions {
-                share: !opts.no_shared_checks,
-            },
-            &carry,
+        let carry = self.tracker.carry(
+            cfg,
+            &self.plan,
+            |id| board.get(id).map(|s| s.now),
+            &self.health,
         );
-        let (_, health) = Tracker::start(&loaded.config, &plan);
+        let (_, _, health) = plan_start(&loaded.config, opts, &carry, HashMap::new());
         let ops = rec.preview(&desired(&loaded.config, &health));
         let mut out = format!(
             "# a reload of {} would make {} IPVS operation(s)\n",
@@ -453,7 +438,7 @@ impl Checking {
             mut notifier,
             ..
         } = self;
-        let carry = tracker.carry(cfg, &plan, &board, &health);
+        let carry = tracker.carry(cfg, &plan, |id| board.get(id).map(|s| s.now), &health);
         notifier.removed_by_reload(cfg, &health, new);
         notifier.close().await;
         carry
@@ -544,18 +529,13 @@ async fn serve<B: Backend>(backend: B, loaded: Loaded, opts: &Options, path: &Pa
     let mut rec = Reconciler::new(backend);
     let started = std::time::Instant::now();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    // A restart over a table a previous run left (kill -9, -I): servers
-    // live there stay in until their first check says otherwise.
-    let mut carry = Carry::new();
-    if !cfg.global_defs.lvs_flush {
-        match rec.read_kernel().await {
-            Ok(t) => carry.live_in_kernel = live_in_kernel(&cfg, t),
-            Err(e) => {
-                log::error!("{e}");
-                return ExitCode::from(1);
-            }
+    let carry = match start_carry(&cfg, &mut rec).await {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::from(1);
         }
-    }
+    };
     let mut checking = Checking::start(&cfg, opts, &tx, &carry);
     let table = desired(&cfg, &checking.health);
     log::debug!(
@@ -759,7 +739,7 @@ fn live_in_kernel(cfg: &Config, table: &crate::ipvs::Table) -> std::collections:
         let name = crate::config::validate::format_vs(vs);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             if desired::rs_live_in(cfg, vi, ri, table) {
-                out.insert((name.clone(), rs.ip, rs.port));
+                out.insert(RsKey::of(&name, rs));
             }
         }
     }
@@ -840,25 +820,151 @@ pub fn ipvs_save() -> ExitCode {
     })
 }
 
-/// `--plan` without a daemon: what starting on `loaded` would change in
-/// the kernel's table (servers start as at startup; entries it does not
-/// configure are left alone, as at startup).
-pub fn plan_against_kernel(loaded: &Loaded) -> ExitCode {
+/// `--plan` without a daemon: what starting on `loaded` would send to the
+/// kernel (or, with `--dry-run`, to the dry run's empty table), computed
+/// by the start's own steps over a dry run seeded with that table.
+pub fn plan_offline(opts: &Options, loaded: &Loaded) -> ExitCode {
     if loaded.diagnostics.missing_parameter || loaded.diagnostics.fatal_include {
         eprintln!("the configuration cannot be loaded");
         return ExitCode::from(1);
     }
-    with_kernel_table(|current| {
-        let cfg = &loaded.config;
-        let want = desired(cfg, &Health::initial(cfg));
-        let ops = crate::ipvs::diff(&current, &want, &crate::ipvs::Owned::all_of(&want));
-        println!(
-            "# starting on this file would make {} IPVS operation(s)",
-            ops.len()
-        );
-        for op in ops {
-            println!("ipvsadm {op}");
+    let print = |current: crate::ipvs::Table| {
+        let rt = match small_runtime() {
+            Ok(rt) => rt,
+            Err(code) => return code,
+        };
+        match rt.block_on(first_programming(opts, &loaded.config, current)) {
+            Ok(ops) => {
+                println!(
+                    "# starting on this file would make {} IPVS operation(s)",
+                    ops.len()
+                );
+                for op in ops {
+                    println!("ipvsadm {op}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
         }
-        ExitCode::SUCCESS
-    })
+    };
+    if opts.dry_run {
+        print(crate::ipvs::Table::default())
+    } else {
+        with_kernel_table(print)
+    }
+}
+
+/// The operations a start on `cfg` sends to a kernel holding `current`:
+/// the carry from the live table, the one startup rule, the first
+/// programming (`lvs_flush`, adoption, timeouts), with `init_file`'s
+/// values predicted instead of written.
+pub async fn first_programming(
+    opts: &Options,
+    cfg: &Config,
+    current: crate::ipvs::Table,
+) -> Result<Vec<crate::ipvs::Op>, crate::ipvs::IpvsError> {
+    let mut rec = Reconciler::new(DryRun::recording(current));
+    let carry = start_carry(cfg, &mut rec).await?;
+    let preset = cfg
+        .track_files
+        .iter()
+        .filter_map(crate::check::file::init_value)
+        .map(|(p, v)| (PathBuf::from(p), crate::config::reader::strtol0(&v)))
+        .collect();
+    let (_, _, health) = plan_start(cfg, opts, &carry, preset);
+    rec.start(
+        desired(cfg, &health),
+        cfg.global_defs.lvs_flush,
+        timeouts(cfg.global_defs.lvs_timeouts),
+    )
+    .await?;
+    Ok(rec.backend_mut().take_recorded())
+}
+
+/// What a start carries from the kernel's table: a restart over a table a
+/// previous run left (kill -9, -I) keeps the servers live there in until
+/// their first check says otherwise. `lvs_flush` clears it, so nothing.
+async fn start_carry<B: Backend>(
+    cfg: &Config,
+    rec: &mut Reconciler<B>,
+) -> Result<Carry, crate::ipvs::IpvsError> {
+    let mut carry = Carry::new();
+    if !cfg.global_defs.lvs_flush {
+        let t = rec.read_kernel().await?;
+        carry.live_in_kernel = live_in_kernel(cfg, t);
+    }
+    Ok(carry)
+}
+
+/// The one startup rule, for a start, a reload and an offline `--plan`:
+/// the checks planned with what `carry` holds, and the tracker and health
+/// they start with. Checkers that cannot run are logged.
+fn plan_start(
+    cfg: &Config,
+    opts: &Options,
+    carry: &Carry,
+    preset_files: HashMap<PathBuf, i64>,
+) -> (Plan, Tracker, Health) {
+    let (plan, errors) = engine::plan_carrying(
+        cfg,
+        &PlanOptions {
+            share: !opts.no_shared_checks,
+            preset_files,
+        },
+        carry,
+    );
+    for e in errors {
+        log::error!("{e}");
+    }
+    let (tracker, health) = Tracker::start(cfg, &plan);
+    (plan, tracker, health)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+
+    const ALPHA: &str = "virtual_server 192.0.2.1 80 {\n lvs_sched rr\n lvs_method NAT\n \
+        protocol TCP\n real_server 127.0.0.1 8081 {\n TCP_CHECK {\n alpha\n }\n }\n \
+        real_server 127.0.0.1 8082 {\n TCP_CHECK {\n }\n }\n}\n";
+
+    fn ops(text: &str, kernel: crate::ipvs::Table) -> Vec<String> {
+        let cfg = load_str(text).config;
+        let rt = small_runtime().unwrap();
+        rt.block_on(first_programming(&Options::default(), &cfg, kernel))
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_start_over_a_live_table_keeps_its_alpha_servers() {
+        let cfg = load_str(ALPHA).config;
+        let live = desired(&cfg, &Health::all_alive(&cfg));
+        // Empty kernel: the alpha server waits for its first check.
+        let fresh = ops(ALPHA, crate::ipvs::Table::default());
+        assert_eq!(fresh.len(), 2, "{fresh:?}");
+        assert!(
+            fresh.iter().all(|o| !o.contains("127.0.0.1:8081")),
+            "{fresh:?}"
+        );
+        // Both live in the kernel (a restart after kill -9): nothing to do.
+        assert_eq!(ops(ALPHA, live.clone()), Vec::<String>::new());
+        // lvs_flush clears the table first, so the alpha server is out.
+        let flushed = ops(&format!("global_defs {{\n lvs_flush\n}}\n{ALPHA}"), live);
+        assert_eq!(
+            flushed.first().map(String::as_str),
+            Some("-C"),
+            "{flushed:?}"
+        );
+        assert!(
+            flushed.iter().all(|o| !o.contains("127.0.0.1:8081")),
+            "{flushed:?}"
+        );
+    }
 }

@@ -3,8 +3,9 @@
 //! # Layout
 //! - [`config`]: keepalived.conf → typed model (lexer, preprocessor, block
 //!   parser, validation), with diagnostics that name file and line.
-//! - [`check`]: the health checkers, the engine that runs them, and
-//!   keepalived's decisions on their results (pure).
+//! - [`health`]: the health model and keepalived's pure rules over it
+//!   (retry families, startup, carry, quorum, dynamic weights).
+//! - [`check`]: the health checkers and the engine that runs them.
 //! - [`lvs`]: the IPVS table the config and health call for, and the
 //!   reconciler that keeps the kernel equal to it.
 //! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
@@ -22,8 +23,10 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod genhash;
+pub mod health;
 pub mod ipvs;
 pub mod lvs;
 pub mod metrics;
+pub mod print;
 pub mod process;
 pub mod status;

@@ -8,7 +8,8 @@
 
 use crate::check::engine::{format_rs, LATENCY_BUCKETS};
 use crate::config::validate::format_vs;
-use crate::lvs::desired::{kernel_weights, real_weight};
+use crate::health::real_weight;
+use crate::lvs::desired::kernel_weights;
 use crate::status::View;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

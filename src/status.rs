@@ -13,11 +13,12 @@
 //! `not checked` (no checker: always in). `disabled` (ha_suspend) needs
 //! address monitoring, which is not built yet.
 
-use crate::check::engine::{Board, CheckStatus, Plan, Tracker};
+use crate::check::engine::{Board, CheckStatus, Plan};
 use crate::config::model::Config;
 use crate::config::validate::format_vs;
+use crate::health::{real_weight, Health, Tracker};
 use crate::ipvs::Table;
-use crate::lvs::desired::{kernel_weights, real_weight, Health};
+use crate::lvs::desired::kernel_weights;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::VecDeque;

@@ -13,8 +13,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
 fn planned(checker: &str, port: u16) -> Planned {
+    // Scripts run as whoever runs the tests.
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
     let text = format!(
-        "global_defs {{\n enable_script_security\n script_user root\n}}\n\
+        "global_defs {{\n enable_script_security\n script_user {me}\n}}\n\
          virtual_server 10.0.0.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n \
          real_server 127.0.0.1 {port} {{\n {checker}\n }}\n}}\n"
     );
@@ -680,7 +685,8 @@ async fn fwmark_and_bind_if_are_applied() {
 
 #[tokio::test]
 async fn file_check_drives_the_engine() {
-    use keepalived::check::engine::{Change, Engine, Jitter, Tracker};
+    use keepalived::check::engine::{Change, Engine, Jitter};
+    use keepalived::health::Tracker;
     let d = tmpdir("file-engine");
     let f = d.join("state");
     std::fs::write(&f, "0\n").unwrap();

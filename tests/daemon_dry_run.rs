@@ -269,8 +269,13 @@ fn a_reload_notifies_removed_live_servers() {
     std::fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("keepalived.conf");
     let mark = dir.join("removed");
+    // Scripts run as whoever runs the tests.
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
     let with = format!(
-        "global_defs {{\n script_user root\n enable_script_security\n}}\n\
+        "global_defs {{\n script_user {me}\n enable_script_security\n}}\n\
          virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n protocol TCP\n \
          real_server 127.0.0.1 8081 {{\n }}\n \
          real_server 127.0.0.1 8082 {{\n notify_down \"/usr/bin/touch {}\"\n }}\n}}\n",

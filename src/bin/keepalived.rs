@@ -216,7 +216,7 @@ fn plan(opts: &cli::Options, path: &std::path::Path, loaded: config::Loaded) -> 
                 "no daemon answers on {} ({e}); comparing with the kernel's table",
                 sock.display()
             );
-            keepalived::daemon::plan_against_kernel(&loaded)
+            keepalived::daemon::plan_offline(opts, &loaded)
         }
     }
 }

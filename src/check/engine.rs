@@ -14,14 +14,15 @@
 use super::conn::{ConnOpts, Failure};
 use super::dns::DnsProbe;
 use super::file::{self, FileState};
-use super::health::Transition;
 use super::http::{HttpProbe, Tls};
 use super::misc::{self, RunAs, ScriptSpec, Scripts};
 use super::smtp::DEFAULT_HELO;
-use super::state::{CheckerState, Next, RetryFamily, UrlCycle};
 use super::udp::UdpProbe;
 use crate::config::model::{Checker, Config, RealServer, VirtualServer};
-use crate::lvs::desired::{Health, RsHealth};
+use crate::health::retry::{Next, RetryFamily, UrlCycle};
+pub use crate::health::{
+    checker_keys, start_states, Change, Event, Roster, RsKey, Start, Subscriber,
+};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -31,20 +32,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-/// Where a check's results go: a checker of a real server of a virtual
-/// server (indices in config order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Subscriber {
-    /// Virtual server.
-    pub vs: usize,
-    /// Real server.
-    pub rs: usize,
-    /// Checker within the real server.
-    pub checker: usize,
-}
-
-/// What a check does, resolved.
-#[derive(Debug, Clone)]
+/// What a check does, resolved. Equal kinds probe alike: a reload matches
+/// checkers by it, and identical checks are shared by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ProbeKind {
     /// TCP_CHECK.
     Tcp(ConnOpts),
@@ -134,150 +124,6 @@ pub struct Planned {
     pub start: Start,
 }
 
-/// A checker's state when its task starts; also what a reload carries
-/// from the running checker (`migrate_checkers()`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Start {
-    /// `is_up`, `has_run`, `retry_it`.
-    pub state: CheckerState,
-    /// HTTP: the url checked next and the one that took the checker down
-    /// (`url_it`, the failed url).
-    pub url: (usize, Option<usize>),
-    /// MISC_CHECK `misc_dynamic`: the last exit status applied.
-    pub misc_status: Option<u8>,
-    /// Its dynamic weight contribution (`cur_weight`).
-    pub cur_weight: i64,
-}
-
-impl Start {
-    /// keepalived's startup state (§6.2): `alpha` checkers down, the first
-    /// failure decisive.
-    pub fn initial(retry: u32, alpha: bool) -> Start {
-        Start {
-            state: CheckerState::new(retry, alpha),
-            url: (0, None),
-            misc_status: None,
-            cur_weight: 0,
-        }
-    }
-}
-
-/// What identifies a checker across a reload, as keepalived matches them:
-/// its virtual server, real server, type and everything it compares
-/// (connection, urls, script...), and which of several identical ones.
-pub type CarryKey = (String, std::net::IpAddr, u16, &'static str, String, usize);
-
-/// A real server across a reload: virtual server, address, port.
-pub type RsKey = (String, std::net::IpAddr, u16);
-
-/// What the running configuration hands to the next one (a reload), or
-/// what a previous run left in the kernel (a start).
-#[derive(Debug, Clone, Default)]
-pub struct Carry {
-    /// The running checkers' states.
-    pub checkers: HashMap<CarryKey, Start>,
-    /// The running real servers and whether each was alive.
-    pub rs: HashMap<RsKey, bool>,
-    /// A reload: real servers not in [`Carry::rs`] are new
-    /// (`check_new_rs_state()`).
-    pub reload: bool,
-    /// At start: real servers found live in the kernel's table. Their
-    /// `alpha` checkers start up, so that a restart over a live table takes
-    /// no healthy server out before its first check.
-    pub live_in_kernel: std::collections::HashSet<RsKey>,
-    /// A reload: the running virtual servers' quorum states, by name.
-    pub quorum: HashMap<String, bool>,
-}
-
-impl Carry {
-    /// Nothing carried: keepalived's startup rules.
-    pub fn new() -> Carry {
-        Carry::default()
-    }
-}
-
-fn rs_key(vs_name: &str, rs: &RealServer) -> RsKey {
-    (vs_name.to_string(), rs.ip, rs.port)
-}
-
-/// The carry keys of one real server's checkers, in order, from each
-/// checker's type and signature (its resolved probe, as `{:?}`).
-fn carry_keys<'a>(
-    vs_name: &str,
-    rs: &RealServer,
-    checkers: impl Iterator<Item = (&'static str, &'a str)>,
-) -> Vec<CarryKey> {
-    let mut seen: HashMap<(&'static str, &str), usize> = HashMap::new();
-    checkers
-        .map(|(ty, sig)| {
-            let n = seen.entry((ty, sig)).or_insert(0);
-            let key = (vs_name.to_string(), rs.ip, rs.port, ty, sig.to_string(), *n);
-            *n += 1;
-            key
-        })
-        .collect()
-}
-
-/// The start states of one real server's checkers (`(retry, alpha)` each):
-/// startup rules, or a reload's migration (`migrate_checkers()`,
-/// `check_new_rs_state()`).
-fn start_states(carry: &Carry, rs: &RsKey, keys: &[CarryKey], conf: &[(u32, bool)]) -> Vec<Start> {
-    if !carry.reload {
-        let live = carry.live_in_kernel.contains(rs);
-        return conf
-            .iter()
-            .map(|&(retry, alpha)| Start::initial(retry, alpha && !live))
-            .collect();
-    }
-    let Some(&was_alive) = carry.rs.get(rs) else {
-        // A new real server: alpha checkers down; the first failure is not
-        // decisive after a reload (retry_it stays 0).
-        return conf
-            .iter()
-            .map(|&(retry, alpha)| {
-                let mut s = Start::initial(retry, alpha);
-                s.state.retry_it = 0;
-                s
-            })
-            .collect();
-    };
-    let mut out: Vec<Start> = keys
-        .iter()
-        .zip(conf)
-        .map(|(k, &(retry, _))| {
-            let mut s = Start::initial(retry, false);
-            s.state.retry_it = 0;
-            if let Some(old) = carry.checkers.get(k) {
-                if old.state.has_run {
-                    s.state.is_up = old.state.is_up;
-                }
-                s.state.has_run = old.state.has_run;
-                if old.state.retry_it > 0 && retry > 0 {
-                    s.state.retry_it = old.state.retry_it.min(retry - 1);
-                }
-                s.url = old.url;
-                s.misc_status = old.misc_status;
-                s.cur_weight = old.cur_weight;
-            }
-            s
-        })
-        .collect();
-    let failed = out.iter().any(|s| s.state.has_run && !s.state.is_up);
-    let any_run = out.iter().any(|s| s.state.has_run);
-    if failed || (!was_alive && !any_run) {
-        // New checkers of a server that has failed start down until run.
-        for (s, &(retry, alpha)) in out.iter_mut().zip(conf) {
-            if !s.state.has_run {
-                if alpha {
-                    s.state.is_up = false;
-                }
-                s.state.retry_it = retry;
-            }
-        }
-    }
-    out
-}
-
 /// The checks of a configuration.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
@@ -290,17 +136,66 @@ pub struct Plan {
     pub by_rs: HashMap<(usize, usize), Vec<usize>>,
 }
 
+/// The carry of a checker's state across a reload, keyed by its probe.
+pub type Carry = crate::health::Carry<ProbeKind>;
+
+impl Roster for Plan {
+    type Probe = ProbeKind;
+
+    fn len(&self) -> usize {
+        self.checks.len()
+    }
+
+    fn subscribers(&self, check: usize) -> &[Subscriber] {
+        &self.checks[check].subscribers
+    }
+
+    fn start(&self, check: usize) -> Start {
+        self.checks[check].start
+    }
+
+    fn probe(&self, check: usize) -> ProbeKind {
+        self.checks[check].kind.clone()
+    }
+
+    fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
+        self.by_rs.get(&(vs, rs)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// What makes two planned checks one: everything they do, how they are
+/// scheduled and the state they start in.
+#[derive(PartialEq, Eq, Hash)]
+struct ShareKey {
+    kind: ProbeKind,
+    start: Start,
+    delay_loop: Duration,
+    delay_before_retry: Duration,
+    warmup: Duration,
+    retry: u32,
+    alpha: bool,
+    fast_recovery: bool,
+    name: String,
+}
+
 /// How [`plan`] builds checks.
 #[derive(Debug, Clone)]
 pub struct PlanOptions {
     /// Share identical checks between virtual servers (default); off runs
     /// one probe per configured checker, as keepalived does.
     pub share: bool,
+    /// Values tracked files are taken to hold instead of reading them: an
+    /// offline `--plan` predicts what `init_file` would write at a start
+    /// without writing it.
+    pub preset_files: HashMap<PathBuf, i64>,
 }
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { share: true }
+        PlanOptions {
+            share: true,
+            preset_files: HashMap::new(),
+        }
     }
 }
 
@@ -427,7 +322,10 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
 pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
     let mut p = Plan::default();
     let mut errors = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    // ProbeKind's Hash and Eq read only what never changes: a regex's
+    // pattern (not its match cache), not the TLS context.
+    #[allow(clippy::mutable_key_type)]
+    let mut seen: HashMap<ShareKey, usize> = HashMap::new();
     let mut tls = None;
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
         let vs_name = crate::config::validate::format_vs(vs);
@@ -438,25 +336,15 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     Ok(Some(k)) => kinds.push((c, k)),
                     Ok(None) => {}
                     Err(e) => errors.push(format!(
-                        "{}: checker of real server {} in VS {}: {e}",
+                        "{}: checker of real server {} in VS {vs_name}: {e}",
                         c.common().line,
                         format_rs(rs, vs),
-                        crate::config::validate::format_vs(vs)
                     )),
                 }
             }
-            // A checker's signature serves both the reload's matching and
-            // the sharing of identical checks.
-            let sigs: Vec<String> = kinds.iter().map(|(_, k)| format!("{k:?}")).collect();
+            let rk = RsKey::of(&vs_name, rs);
             let keys = if carry.reload {
-                carry_keys(
-                    &vs_name,
-                    rs,
-                    kinds
-                        .iter()
-                        .zip(&sigs)
-                        .map(|((_, k), s)| (k.type_name(), s.as_str())),
-                )
+                checker_keys(&rk, kinds.iter().map(|(_, k)| k.clone()))
             } else {
                 Vec::new()
             };
@@ -467,11 +355,18 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     (cm.retry.unwrap_or(1), cm.alpha.unwrap_or(false))
                 })
                 .collect();
-            let starts = start_states(carry, &rs_key(&vs_name, rs), &keys, &conf);
+            let starts = start_states(carry, &rk, &keys, &conf);
             let mut ids = Vec::with_capacity(kinds.len());
-            for (n, (((c, kind), start), sig)) in
-                kinds.into_iter().zip(starts).zip(&sigs).enumerate()
-            {
+            for (n, ((c, kind), mut start)) in kinds.into_iter().zip(starts).enumerate() {
+                // FILE_CHECK starts from the file as it reads now, at a
+                // start as at a reload.
+                if let Some(f) = file_state_with(&kind, &opts.preset_files) {
+                    start.state.is_up = f != FileState::Fault;
+                    start.cur_weight = match f {
+                        FileState::Weight(w) => w,
+                        FileState::Fault => 0,
+                    };
+                }
                 let cm = c.common();
                 let delay_loop = micros(cm.delay_loop, 60_000_000);
                 let planned = Planned {
@@ -483,7 +378,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     log_all_failures: cm.log_all_failures.unwrap_or(false),
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
                     name: format_rs(rs, vs),
-                    vs_name: crate::config::validate::format_vs(vs),
+                    vs_name: vs_name.clone(),
                     start,
                     kind,
                     subscribers: Vec::new(),
@@ -496,25 +391,34 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 // Two checks are the same when everything they do, how
                 // they are scheduled and the state they start in is; only
                 // then may they share a probe.
-                let key = format!(
-                    "{:?}|{sig}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
-                    planned.start,
-                    planned.delay_loop,
-                    planned.delay_before_retry,
-                    planned.warmup,
-                    planned.retry,
-                    planned.alpha,
-                    planned.fast_recovery,
-                    planned.name
-                );
-                let shared = if opts.share { seen.get(&key) } else { None };
+                let shared = if opts.share {
+                    let key = ShareKey {
+                        kind: planned.kind.clone(),
+                        start: planned.start,
+                        delay_loop: planned.delay_loop,
+                        delay_before_retry: planned.delay_before_retry,
+                        warmup: planned.warmup,
+                        retry: planned.retry,
+                        alpha: planned.alpha,
+                        fast_recovery: planned.fast_recovery,
+                        name: planned.name.clone(),
+                    };
+                    match seen.get(&key) {
+                        Some(&i) => Some(i),
+                        None => {
+                            seen.insert(key, p.checks.len());
+                            None
+                        }
+                    }
+                } else {
+                    None
+                };
                 match shared {
-                    Some(&i) => {
+                    Some(i) => {
                         p.checks[i].subscribers.push(sub);
                         ids.push(i);
                     }
                     None => {
-                        seen.insert(key, p.checks.len());
                         ids.push(p.checks.len());
                         let mut planned = planned;
                         planned.subscribers.push(sub);
@@ -527,32 +431,6 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
         }
     }
     (p, errors)
-}
-
-/// A change reported by a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// The checker came up.
-    Up,
-    /// The checker went down.
-    Down,
-    /// A first result confirmed an `alpha` checker down.
-    FirstDown,
-    /// MISC_CHECK with `misc_dynamic` exited with this status (0 or 2..255).
-    MiscStatus(u8),
-    /// FILE_CHECK's weight contribution.
-    FileWeight(i64),
-}
-
-/// A check's report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// Index in [`Plan::checks`].
-    pub check: usize,
-    /// What changed.
-    pub change: Change,
-    /// Why, in words (for logs).
-    pub reason: String,
 }
 
 /// The outcome of one probe run: `Ok(Some(status))` carries a MISC
@@ -1022,12 +900,20 @@ fn send(tx: &mpsc::UnboundedSender<Event>, check: usize, change: Change, reason:
 
 /// FILE_CHECK's state for a planned file check, read now.
 pub fn file_state(c: &Planned) -> Option<FileState> {
-    match &c.kind {
+    file_state_with(&c.kind, &HashMap::new())
+}
+
+fn file_state_with(kind: &ProbeKind, preset: &HashMap<PathBuf, i64>) -> Option<FileState> {
+    match kind {
         ProbeKind::File {
             path,
             weight,
             reverse,
-        } => file::read_value(path).map(|v| file::status(v, *weight, *reverse)),
+        } => preset
+            .get(path)
+            .copied()
+            .or_else(|| file::read_value(path))
+            .map(|v| file::status(v, *weight, *reverse)),
         _ => None,
     }
 }
@@ -1084,274 +970,12 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
     }
 }
 
-/// Per real server: failed checkers and dynamic weights.
-#[derive(Debug, Clone, Default)]
-struct RsTrack {
-    failed: usize,
-    up: Vec<bool>,
-    cur_weight: Vec<i64>,
-    iweight: i64,
-}
-
-/// What a checker's change did, for logs and notifications.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Real-server or quorum transitions (the IPVS table may change).
-    Transition(Transition),
-    /// A first result confirmed a real server down that started down.
-    ConfirmedDown {
-        /// Virtual server.
-        vs: usize,
-        /// Real server.
-        rs: usize,
-    },
-    /// A real server's weight changed.
-    Weight {
-        /// Virtual server.
-        vs: usize,
-        /// Real server.
-        rs: usize,
-        /// Old IPVS weight.
-        from: i64,
-        /// New IPVS weight.
-        to: i64,
-    },
-}
-
-impl Effect {
-    /// The virtual server whose IPVS services this effect may change.
-    pub fn table_vs(&self) -> Option<usize> {
-        match *self {
-            Effect::Transition(
-                Transition::RsUp { vs, .. }
-                | Transition::RsDown { vs, .. }
-                | Transition::QuorumGained { vs, .. }
-                | Transition::QuorumLost { vs, .. },
-            ) => Some(vs),
-            Effect::Weight { vs, .. } => Some(vs),
-            Effect::ConfirmedDown { .. } => None,
-        }
-    }
-}
-
-/// Real-server bookkeeping of checker states (`num_failed_checkers`,
-/// `cur_weight`), pure.
-#[derive(Debug, Clone)]
-pub struct Tracker {
-    rs: HashMap<(usize, usize), RsTrack>,
-}
-
-impl Tracker {
-    /// The state at start: `alpha` checkers and FILE_CHECKs in fault are
-    /// down (§6.2). Returns the tracker and the matching [`Health`].
-    pub fn start(cfg: &Config, plan: &Plan) -> (Tracker, Health) {
-        let mut rs: HashMap<(usize, usize), RsTrack> = HashMap::new();
-        for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-            for (ri, r) in vs.real_servers.iter().enumerate() {
-                let n = plan.per_rs.get(&(vi, ri)).copied().unwrap_or(0);
-                rs.insert(
-                    (vi, ri),
-                    RsTrack {
-                        failed: 0,
-                        up: vec![true; n],
-                        cur_weight: vec![0; n],
-                        iweight: i64::from(r.weight.unwrap_or(vs.weight)),
-                    },
-                );
-            }
-        }
-        for c in &plan.checks {
-            let file = file_state(c);
-            for s in &c.subscribers {
-                let Some(t) = rs.get_mut(&(s.vs, s.rs)) else {
-                    continue;
-                };
-                let down = match file {
-                    Some(f) => f == FileState::Fault,
-                    None => !c.start.state.is_up,
-                };
-                if down {
-                    t.up[s.checker] = false;
-                    t.failed += 1;
-                }
-                t.cur_weight[s.checker] = match file {
-                    Some(FileState::Weight(w)) => w,
-                    Some(FileState::Fault) => 0,
-                    None => c.start.cur_weight,
-                };
-            }
-        }
-        let tracker = Tracker { rs };
-        let health = Health::with_start(cfg, |vs, r| {
-            let t = &tracker.rs[&(vs, r)];
-            RsHealth {
-                alive: t.failed == 0,
-                effective_weight: t.iweight + t.cur_weight.iter().sum::<i64>(),
-            }
-        });
-        (tracker, health)
-    }
-
-    /// What a reload carries into a new configuration: each checker's
-    /// state from `board` (the tasks stopped, their events applied), each
-    /// real server's, and each virtual server's quorum from `health`.
-    pub fn carry(&self, cfg: &Config, plan: &Plan, board: &Board, health: &Health) -> Carry {
-        let mut out = Carry {
-            reload: true,
-            quorum: cfg
-                .virtual_servers
-                .iter()
-                .zip(&health.vs)
-                .map(|(v, h)| (crate::config::validate::format_vs(v), h.quorum_up))
-                .collect(),
-            ..Carry::default()
-        };
-        for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-            let vs_name = crate::config::validate::format_vs(vs);
-            for (ri, rs) in vs.real_servers.iter().enumerate() {
-                let Some(t) = self.rs.get(&(vi, ri)) else {
-                    continue;
-                };
-                out.rs.insert(rs_key(&vs_name, rs), t.failed == 0);
-                let ids = plan.by_rs.get(&(vi, ri)).map_or(&[][..], Vec::as_slice);
-                let sigs: Vec<String> = ids
-                    .iter()
-                    .map(|&i| format!("{:?}", plan.checks[i].kind))
-                    .collect();
-                let keys = carry_keys(
-                    &vs_name,
-                    rs,
-                    ids.iter()
-                        .zip(&sigs)
-                        .map(|(&i, s)| (plan.checks[i].kind.type_name(), s.as_str())),
-                );
-                for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {
-                    let Some(st) = board.get(id) else { continue };
-                    let mut start = st.now;
-                    // The tracker holds the up state the table was built
-                    // from, and the weight per real server.
-                    start.state.is_up = t.up.get(n).copied().unwrap_or(start.state.is_up);
-                    start.cur_weight = t.cur_weight.get(n).copied().unwrap_or(0);
-                    out.checkers.insert(key, start);
-                }
-            }
-        }
-        out
-    }
-
-    /// How many of a real server's checkers are down.
-    pub fn failed(&self, vs: usize, rs: usize) -> usize {
-        self.rs.get(&(vs, rs)).map_or(0, |t| t.failed)
-    }
-
-    /// Whether a subscriber's checker is up.
-    pub fn checker_up(&self, s: &Subscriber) -> bool {
-        self.rs
-            .get(&(s.vs, s.rs))
-            .and_then(|t| t.up.get(s.checker))
-            .copied()
-            .unwrap_or(true)
-    }
-
-    /// A subscriber's checker's dynamic weight (`cur_weight`).
-    pub fn checker_weight(&self, s: &Subscriber) -> i64 {
-        self.rs
-            .get(&(s.vs, s.rs))
-            .and_then(|t| t.cur_weight.get(s.checker))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// Applies one event to `health`; returns what it did.
-    pub fn apply(
-        &mut self,
-        cfg: &Config,
-        plan: &Plan,
-        health: &mut Health,
-        ev: &Event,
-    ) -> Vec<Effect> {
-        let mut out = Vec::new();
-        let Some(c) = plan.checks.get(ev.check) else {
-            return out;
-        };
-        for s in &c.subscribers {
-            let Some(t) = self.rs.get_mut(&(s.vs, s.rs)) else {
-                continue;
-            };
-            match ev.change {
-                Change::Up | Change::Down => {
-                    let up = ev.change == Change::Up;
-                    if t.up[s.checker] == up {
-                        continue;
-                    }
-                    t.up[s.checker] = up;
-                    if up {
-                        t.failed = t.failed.saturating_sub(1);
-                    } else {
-                        t.failed += 1;
-                    }
-                    let alive = t.failed == 0;
-                    out.extend(
-                        health
-                            .set_rs_alive(cfg, s.vs, s.rs, alive)
-                            .into_iter()
-                            .map(Effect::Transition),
-                    );
-                }
-                Change::FirstDown => out.push(Effect::ConfirmedDown { vs: s.vs, rs: s.rs }),
-                Change::MiscStatus(st) => {
-                    t.cur_weight[s.checker] = if st >= 2 {
-                        i64::from(st) - 2 - t.iweight
-                    } else {
-                        0
-                    };
-                    out.extend(self_weight(cfg, health, t, s));
-                }
-                Change::FileWeight(w) => {
-                    t.cur_weight[s.checker] = w;
-                    out.extend(self_weight(cfg, health, t, s));
-                }
-            }
-        }
-        out
-    }
-}
-
-fn self_weight(cfg: &Config, health: &mut Health, t: &RsTrack, s: &Subscriber) -> Vec<Effect> {
-    let new = t.iweight + t.cur_weight.iter().sum::<i64>();
-    let old = health
-        .vs
-        .get(s.vs)
-        .and_then(|v| v.rs.get(s.rs))
-        .map(|r| r.effective_weight)
-        .unwrap_or(new);
-    if old == new {
-        return Vec::new();
-    }
-    let from = i64::from(crate::lvs::desired::real_weight(old));
-    let to = i64::from(crate::lvs::desired::real_weight(new));
-    let mut out = Vec::new();
-    if from != to {
-        out.push(Effect::Weight {
-            vs: s.vs,
-            rs: s.rs,
-            from,
-            to,
-        });
-    }
-    out.extend(
-        health
-            .set_rs_weight(cfg, s.vs, s.rs, new)
-            .into_iter()
-            .map(Effect::Transition),
-    );
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::load_str;
+    use crate::health::retry::CheckerState;
+    use crate::health::{Effect, Health, Tracker, Transition};
     use std::sync::Mutex;
     use tokio::time::Instant;
 
@@ -1414,8 +1038,13 @@ mod tests {
     }
 
     fn conf(body: &str) -> Config {
+        // Scripts run as whoever runs the tests.
+        let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .unwrap()
+            .unwrap()
+            .name;
         let body = format!(
-            "global_defs {{\n enable_script_security\n script_user root\n}}\n{}",
+            "global_defs {{\n enable_script_security\n script_user {me}\n}}\n{}",
             body.replace(
                 " protocol TCP\n",
                 " protocol TCP\n lb_algo rr\n lb_kind NAT\n"
@@ -1589,7 +1218,7 @@ mod tests {
             b.now.state.is_up = false;
             b.now.state.has_run = true;
         });
-        let carry = t.carry(&old, &p, &board, &h);
+        let carry = t.carry(&old, &p, |id| board.get(id).map(|s| s.now), &h);
         // The new file adds a server; the failed one must stay out.
         let new = conf(&TCP.replace(
             " real_server 127.0.0.1 8002",
@@ -1636,7 +1265,7 @@ mod tests {
             }
             board.update(id, |b| b.now.state = st);
         }
-        let carry = t.carry(&old, &p, &board, &h);
+        let carry = t.carry(&old, &p, |id| board.get(id).map(|s| s.now), &h);
         let new = conf(body);
         let (p2, _) = plan_carrying(&new, &PlanOptions::default(), &carry);
         let (_, h2) = Tracker::start(&new, &p2);
@@ -1720,11 +1349,11 @@ mod tests {
         let (p, _) = plan(&cfg, &PlanOptions::default());
         assert!(!p.checks[1].start.state.is_up);
         let mut carry = Carry::new();
-        carry.live_in_kernel.insert((
-            "[10.0.0.1]:tcp:80".to_string(),
-            "127.0.0.1".parse().unwrap(),
-            8002,
-        ));
+        carry.live_in_kernel.insert(RsKey {
+            vs: "[10.0.0.1]:tcp:80".to_string(),
+            ip: "127.0.0.1".parse().unwrap(),
+            port: 8002,
+        });
         let (p, _) = plan_carrying(&cfg, &PlanOptions::default(), &carry);
         // Up, and the first failure decisive: out at the first failed check.
         assert_eq!(p.checks[1].start.state, st(true, false, 1, 1));
@@ -1742,7 +1371,13 @@ mod tests {
         let (p, _) = plan(&cfg, &PlanOptions::default());
         assert_eq!(p.checks.len(), 2);
         assert_eq!(p.checks[0].subscribers.len(), 2);
-        let (p, _) = plan(&cfg, &PlanOptions { share: false });
+        let (p, _) = plan(
+            &cfg,
+            &PlanOptions {
+                share: false,
+                ..PlanOptions::default()
+            },
+        );
         assert_eq!(p.checks.len(), 4);
     }
 

@@ -56,8 +56,19 @@ pub fn status(value: i64, weight: i64, reverse: bool) -> FileState {
 /// `init_file [VALUE] [overwrite]`: writes the file at start when missing,
 /// or always with `overwrite`.
 pub fn init_file(tf: &TrackFile) {
-    let (Some(path), Some(init)) = (&tf.file, &tf.init_file) else {
+    let Some((path, value)) = init_value(tf) else {
         return;
+    };
+    if let Err(e) = std::fs::write(path, format!("{value}\n")) {
+        log::warn!("track_file {}: cannot initialise {path}: {e}", tf.name);
+    }
+}
+
+/// What [`init_file`] would write now, and where: `init_file`'s value
+/// (default 0) when the file is missing or `overwrite` is given.
+pub fn init_value(tf: &TrackFile) -> Option<(&str, String)> {
+    let (Some(path), Some(init)) = (&tf.file, &tf.init_file) else {
+        return None;
     };
     let overwrite = init.iter().any(|w| w == "overwrite");
     let value = init
@@ -65,11 +76,7 @@ pub fn init_file(tf: &TrackFile) {
         .find(|w| *w != "overwrite")
         .cloned()
         .unwrap_or_else(|| "0".into());
-    if overwrite || !Path::new(path).exists() {
-        if let Err(e) = std::fs::write(path, format!("{value}\n")) {
-            log::warn!("track_file {}: cannot initialise {path}: {e}", tf.name);
-        }
-    }
+    (overwrite || !Path::new(path).exists()).then_some((path.as_str(), value))
 }
 
 /// The inotify instance, with the raw descriptor tokio's reactor needs.

@@ -21,7 +21,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// less its terminating NUL.
 pub const HEADER_LIMIT: usize = 4095;
 
-/// What the regex part of a url needs at run time.
+/// What the regex part of a url needs at run time. Two are equal when
+/// their patterns and options are.
 #[derive(Debug, Clone)]
 pub struct UrlRegex {
     /// Compiled pattern.
@@ -34,8 +35,25 @@ pub struct UrlRegex {
     pub max_offset: usize,
 }
 
+impl PartialEq for UrlRegex {
+    fn eq(&self, o: &Self) -> bool {
+        self.re.as_str() == o.re.as_str()
+            && (self.no_match, self.min_offset, self.max_offset)
+                == (o.no_match, o.min_offset, o.max_offset)
+    }
+}
+
+impl Eq for UrlRegex {}
+
+impl std::hash::Hash for UrlRegex {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.re.as_str().hash(h);
+        (self.no_match, self.min_offset, self.max_offset).hash(h);
+    }
+}
+
 /// One url, resolved.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UrlSpec {
     /// `path`.
     pub path: String,
@@ -323,15 +341,24 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// TLS settings for SSL_GET: keepalived's defaults (no verification) and
 /// the optional client certificate of the top-level `SSL` block.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Tls {
     config: Arc<rustls::ClientConfig>,
 }
 
-impl std::fmt::Debug for Tls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Tls")
+// One context serves every SSL_GET of a configuration (the SSL block is
+// global), so two checks never differ by it: SSL_GET against HTTP_GET is
+// `Option<Tls>`'s Some against None.
+impl PartialEq for Tls {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
+}
+
+impl Eq for Tls {}
+
+impl std::hash::Hash for Tls {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// keepalived never sets a verify mode: any certificate is accepted.
@@ -463,7 +490,7 @@ impl Tls {
 }
 
 /// An HTTP_GET or SSL_GET checker, resolved.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HttpProbe {
     /// Where to connect.
     pub conn: ConnOpts,

@@ -1,8 +1,7 @@
-//! The checker side: health checks and keepalived's decisions on their
-//! results.
+//! The checker side: the health checks, run on tokio.
 //!
-//! Pure core: checker decisions ([`state`]), real and virtual servers
-//! ([`health`]). I/O shell: one module per checker type ([`tcp`],
+//! Over [`crate::health`] (keepalived's decisions, pure). One module per
+//! checker type ([`tcp`],
 //! [`http`] for HTTP_GET and SSL_GET, [`misc`], [`udp`], [`ping`], [`dns`],
 //! [`smtp`], [`file`]) over the shared socket options of [`conn`]; the
 //! [`engine`] runs them on tokio and reports state changes to the daemon,
@@ -13,14 +12,11 @@ pub mod conn;
 pub mod dns;
 pub mod engine;
 pub mod file;
-pub mod health;
 pub mod http;
 pub mod misc;
 pub mod notify;
 pub mod ping;
-pub mod print;
 pub mod smtp;
 pub mod smtp_alert;
-pub mod state;
 pub mod tcp;
 pub mod udp;

@@ -7,13 +7,12 @@
 //! I/O shell after the pure [`super::engine::Tracker`]: it receives the
 //! effects of a change, after the state is updated.
 
-use super::engine::{format_rs, script_identity, Effect};
-use super::health::Transition;
+use super::engine::{format_rs, script_identity};
 use super::misc::{ScriptSpec, Scripts};
 use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
 use crate::config::model::{Config, Fifo, Script, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
-use crate::lvs::desired::Health;
+use crate::health::{Effect, Health, Transition};
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -394,8 +393,9 @@ impl Notifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::engine::{plan, Change, Event, PlanOptions, Tracker};
+    use crate::check::engine::{plan, PlanOptions};
     use crate::config::load_str;
+    use crate::health::{Change, Event, Tracker};
     use std::io::Read;
 
     fn tmp(tag: &str) -> std::path::PathBuf {
@@ -437,8 +437,13 @@ mod tests {
             script(&d, "qup"),
             script(&d, "qdown"),
         );
+        // Scripts run as whoever runs the tests.
+        let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .unwrap()
+            .unwrap()
+            .name;
         let text = format!(
-            "global_defs {{\n enable_script_security\n script_user root\n rs_init_notifies\n \
+            "global_defs {{\n enable_script_security\n script_user {me}\n rs_init_notifies\n \
              lvs_notify_fifo {fifo}\n}}\n\
              virtual_server 10.0.0.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n omega\n \
              quorum_up \"{qup} q\"\n quorum_down \"{qdown} q\"\n \

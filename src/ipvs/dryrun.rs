@@ -15,6 +15,8 @@ pub struct DryRun {
     timeouts: Timeouts,
     /// Operations applied so far (for the status output and tests).
     pub applied: usize,
+    /// The operations applied, when recording ([`DryRun::recording`]).
+    recorded: Option<Vec<Op>>,
 }
 
 impl DryRun {
@@ -28,7 +30,26 @@ impl DryRun {
                 udp: 300,
             },
             applied: 0,
+            recorded: None,
         }
+    }
+
+    /// Starts from `table` and keeps every operation applied (an offline
+    /// `--plan`: what a start would send).
+    pub fn recording(table: Table) -> DryRun {
+        DryRun {
+            table,
+            recorded: Some(Vec::new()),
+            ..DryRun::new()
+        }
+    }
+
+    /// The operations recorded so far, taken.
+    pub fn take_recorded(&mut self) -> Vec<Op> {
+        self.recorded
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Starts from a given table (a saved or adopted one).
@@ -59,6 +80,9 @@ impl Backend for DryRun {
             .map(|op| {
                 log::info!("dry-run: ipvsadm {op}");
                 self.applied += 1;
+                if let Some(r) = &mut self.recorded {
+                    r.push(op.clone());
+                }
                 apply(&mut self.table, op).map_err(|r| IpvsError::Kernel {
                     op: op.to_string(),
                     errno: r.errno(),

@@ -7,9 +7,10 @@
 //! `ipwrapper.c`/`ipvswrapper.c` (see `../shared/reference/keepalived.md` §6-§7).
 
 use crate::config::model::{
-    Checker, Config, Family, Forwarding, Protocol, RealServer, TunnelCsum, TunnelType,
-    VirtualServer, VsAddress, VsgEntry,
+    Config, Family, Forwarding, Protocol, RealServer, TunnelCsum, TunnelType, VirtualServer,
+    VsAddress, VsgEntry,
 };
+use crate::health::{real_weight, Health, RsHealth};
 use crate::ipvs::table::{
     af_of, Dest, FwdMethod, Service, ServiceKey, Table, AF_INET, AF_INET6, IPPROTO_SCTP,
     IPPROTO_TCP, IPPROTO_UDP, SVC_F_ONEPACKET, SVC_F_PERSISTENT, SVC_F_SCHED1, SVC_F_SCHED2,
@@ -17,96 +18,6 @@ use crate::ipvs::table::{
 };
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-/// Health of one real server as the state machine sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RsHealth {
-    /// All its checkers are up.
-    pub alive: bool,
-    /// `iweight` plus the checkers' dynamic weights (may be out of range;
-    /// clamped when programmed).
-    pub effective_weight: i64,
-}
-
-/// Health of one virtual server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VsHealth {
-    /// Quorum reached (if not, and there is a sorry server, it is in use).
-    pub quorum_up: bool,
-    /// Per real server, in config order.
-    pub rs: Vec<RsHealth>,
-}
-
-/// Health of every virtual server, in config order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Health {
-    /// Per virtual server.
-    pub vs: Vec<VsHealth>,
-}
-
-fn checker_alpha(c: &Checker, rs: &RealServer) -> bool {
-    c.common().alpha.or(rs.alpha).unwrap_or(false)
-}
-
-impl Health {
-    /// The state at start (§6.2): a real server is alive unless one of its
-    /// checkers is `alpha`; quorum from the live weights.
-    pub fn initial(cfg: &Config) -> Health {
-        Health::with_start(cfg, |vs, rs| {
-            let v = &cfg.virtual_servers[vs];
-            let r = &v.real_servers[rs];
-            RsHealth {
-                alive: !r.checkers.iter().any(|c| checker_alpha(c, r)),
-                effective_weight: i64::from(r.weight.unwrap_or(v.weight)),
-            }
-        })
-    }
-
-    /// The state at start with each real server's health given by
-    /// `rs_health(vs, rs)`; quorum from the live weights
-    /// (`update_quorum_state(vs, init=true)`).
-    pub fn with_start(cfg: &Config, rs_health: impl Fn(usize, usize) -> RsHealth) -> Health {
-        Health {
-            vs: cfg
-                .virtual_servers
-                .iter()
-                .enumerate()
-                .map(|(vi, vs)| {
-                    let rs: Vec<RsHealth> = (0..vs.real_servers.len())
-                        .map(|ri| rs_health(vi, ri))
-                        .collect();
-                    let mut h = VsHealth {
-                        quorum_up: false,
-                        rs,
-                    };
-                    h.quorum_up = crate::check::state::quorum_up(
-                        false,
-                        h.live_weight(),
-                        vs.quorum,
-                        vs.hysteresis,
-                    );
-                    h
-                })
-                .collect(),
-        }
-    }
-}
-
-/// `real_weight()`: the weight IPVS accepts.
-pub fn real_weight(w: i64) -> u32 {
-    w.clamp(0, i64::from(i32::MAX)) as u32
-}
-
-impl VsHealth {
-    /// `weight_sum`: the IPVS weights of the live real servers.
-    pub fn live_weight(&self) -> u64 {
-        self.rs
-            .iter()
-            .filter(|r| r.alive)
-            .map(|r| u64::from(real_weight(r.effective_weight)))
-            .sum()
-    }
-}
 
 fn protocol_num(p: Option<Protocol>) -> u16 {
     match p {

@@ -9,5 +9,5 @@ pub mod desired;
 pub mod reconcile;
 pub mod syncd;
 
-pub use desired::{desired, Health};
+pub use desired::desired;
 pub use reconcile::{Reconciler, Report};

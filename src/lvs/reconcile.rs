@@ -387,12 +387,13 @@ fn tolerated(op: &Op, e: &IpvsError) -> Tolerance {
 mod tests {
     use super::*;
     use crate::config::load_str;
+    use crate::health::Health;
     use crate::ipvs::dryrun::DryRun;
-    use crate::lvs::{desired, Health};
+    use crate::lvs::desired;
 
     fn table_of(conf: &str) -> Table {
         let cfg = load_str(conf).config;
-        desired(&cfg, &Health::initial(&cfg))
+        desired(&cfg, &Health::all_alive(&cfg))
     }
 
     const TWO: &str = "virtual_server 10.0.0.1 80 {\n protocol TCP\n lvs_sched rr\n \
@@ -410,7 +411,7 @@ mod tests {
             virtual_server 10.0.0.2 80 {\n protocol TCP\n lvs_sched rr\n \
             real_server 127.0.0.4 80 {\n inhibit_on_failure\n }\n}\n";
         let cfg = load_str(conf).config;
-        let mut health = Health::initial(&cfg);
+        let mut health = Health::all_alive(&cfg);
         let mut rec = Reconciler::new(DryRun::new());
         rec.start(desired(&cfg, &health), false, None)
             .await

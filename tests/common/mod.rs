@@ -1,6 +1,9 @@
 //! Shared by the tests that run the daemon as a process (dry run): its
 //! output read line by line on threads, and waiting for a log line.
 
+// Each test binary uses some of these.
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -52,4 +55,24 @@ pub fn until(rx: &Receiver<String>, needle: &str) -> Vec<String> {
         }
     }
     panic!("never logged {needle:?}; log: {seen:#?}");
+}
+
+/// [`spawn_dry_run`] with more arguments: `args` then `path`.
+pub fn spawn_dry_run_args(
+    conf: &Path,
+    args: &[&str],
+    path: &Path,
+) -> (Child, Receiver<String>, Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--dry-run", "-n", "-l", "-f"])
+        .arg(conf)
+        .args(args)
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start keepalived");
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    (child, out, err)
 }

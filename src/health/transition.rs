@@ -1,15 +1,13 @@
-//! Real-server liveness and virtual-server quorum as keepalived's
-//! `ipwrapper.c` keeps them (`perform_svr_state()`, `update_svr_wgt()`,
-//! `update_quorum_state()`), applied to [`Health`].
+//! Real-server liveness and weight changes as keepalived's `ipwrapper.c`
+//! applies them (`perform_svr_state()`, `update_svr_wgt()`), with the
+//! quorum they move.
 //!
-//! Pure, between the checker decisions of [`super::state`] and the table of
-//! [`crate::lvs::desired`]: the engine reports that a real server's
-//! liveness or weight changed; this answers with the transitions to log and
-//! notify, and the updated [`Health`] gives the next IPVS table.
+//! Pure, under [`super::Tracker`]: a real server's liveness or weight
+//! changed; this answers with the transitions to log and notify, and the
+//! updated [`Health`] gives the next IPVS table.
 
-use super::state::quorum_up;
+use super::Health;
 use crate::config::model::Config;
-use crate::lvs::desired::Health;
 
 /// What changed, for logs and notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,22 +83,6 @@ impl Health {
         r.effective_weight = weight;
         self.update_quorum(cfg, vs).into_iter().collect()
     }
-
-    fn update_quorum(&mut self, cfg: &Config, vs: usize) -> Option<Transition> {
-        let conf = cfg.virtual_servers.get(vs)?;
-        let h = self.vs.get_mut(vs)?;
-        let weight_sum = h.live_weight();
-        let up = quorum_up(h.quorum_up, weight_sum, conf.quorum, conf.hysteresis);
-        if up == h.quorum_up {
-            return None;
-        }
-        h.quorum_up = up;
-        Some(if up {
-            Transition::QuorumGained { vs, weight_sum }
-        } else {
-            Transition::QuorumLost { vs, weight_sum }
-        })
-    }
 }
 
 #[cfg(test)]
@@ -129,7 +111,7 @@ mod tests {
     #[test]
     fn losing_quorum_swaps_in_the_sorry_server_and_back() {
         let cfg = config(SORRY);
-        let mut h = Health::initial(&cfg);
+        let mut h = Health::all_alive(&cfg);
         assert!(h.vs[0].quorum_up);
         // Weight 2 leaves: 1 < quorum 2.
         let t = h.set_rs_alive(&cfg, 0, 0, false);
@@ -171,7 +153,7 @@ mod tests {
     #[test]
     fn inhibited_server_stays_at_weight_zero_and_weights_move_quorum() {
         let cfg = config(SORRY);
-        let mut h = Health::initial(&cfg);
+        let mut h = Health::all_alive(&cfg);
         assert_eq!(
             h.set_rs_alive(&cfg, 0, 1, false).len(),
             1,

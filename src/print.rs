@@ -6,10 +6,12 @@
 //! section headers and labels, so that what operators grep in the file
 //! keeps working. Rendering is pure; [`write`] puts it on disk.
 
-use super::engine::{Board, Plan, ProbeKind, Tracker};
+use crate::check::engine::{Board, Plan, ProbeKind};
 use crate::config::model::{Config, Forwarding, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
-use crate::lvs::desired::{kernel_weights, Health};
+use crate::health::Health;
+use crate::health::Tracker;
+use crate::lvs::desired::kernel_weights;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,10 +1,8 @@
-//! keepalived's health decisions as pure transitions: one checker's result
-//! → its up/down state and when it runs next; checker states → a real
-//! server alive or not; live weights → a virtual server's quorum.
+//! keepalived's retry families as pure transitions: one checker's result →
+//! its up/down state and when it runs next.
 //!
-//! The pure core of the checker side (issue 4): no sockets, no clock. The
-//! engine feeds it results and schedules what it answers; the reconciler
-//! turns the resulting [`crate::lvs::Health`] into IPVS changes. Rules from
+//! Pure (no sockets, no clock). The checker's schedule feeds it results and
+//! sleeps for what it answers. Rules from
 //! keepalived 2.2.7 (`check_*.c` epilogs, `ipwrapper.c`), summarised in
 //! `../shared/reference/keepalived.md` §6.
 
@@ -61,7 +59,7 @@ impl Decision {
 }
 
 /// One checker's state (`checker_t`: `is_up`, `has_run`, `retry_it`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CheckerState {
     /// Currently up.
     pub is_up: bool,
@@ -240,18 +238,6 @@ impl UrlCycle {
     }
 }
 
-/// `update_quorum_state()`: the new quorum state given the live weight
-/// sum, with hysteresis: gained at `quorum + hysteresis`, lost below
-/// `quorum - hysteresis` or at a zero sum.
-pub fn quorum_up(currently_up: bool, weight_sum: u64, quorum: u32, hysteresis: u32) -> bool {
-    let (q, h) = (u64::from(quorum), u64::from(hysteresis));
-    if currently_up {
-        !(weight_sum == 0 || weight_sum < q.saturating_sub(h))
-    } else {
-        weight_sum >= q + h
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,17 +375,5 @@ mod tests {
         let d = c.http_result(&mut u, true, true);
         assert_eq!(d.changed, Some(true));
         assert_eq!(d.next, Next::DelayLoop);
-    }
-
-    #[test]
-    fn quorum_with_hysteresis() {
-        // quorum 3, hysteresis 1: gained at 4, lost below 2.
-        assert!(!quorum_up(false, 3, 3, 1));
-        assert!(quorum_up(false, 4, 3, 1));
-        assert!(quorum_up(true, 2, 3, 1));
-        assert!(!quorum_up(true, 1, 3, 1));
-        // Defaults: lost when no live weight.
-        assert!(!quorum_up(true, 0, 1, 0));
-        assert!(quorum_up(false, 1, 1, 0));
     }
 }

@@ -1,0 +1,204 @@
+//! What a reload carries from the running checkers to the same checkers of
+//! the new configuration (keepalived's `migrate_checkers()`,
+//! `check_new_rs_state()`), and what a start carries from a table a
+//! previous run left in the kernel: the one startup rule (§6.2, §6.8).
+//!
+//! Pure. The checker's planner asks [`start_states`] for the state each
+//! checker of a real server starts in; [`super::Tracker::carry`] fills a
+//! [`Carry`] from the running state.
+
+use super::retry::CheckerState;
+use crate::config::model::RealServer;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::net::IpAddr;
+
+/// A checker's state when its task starts; also what a reload carries
+/// from the running checker (`migrate_checkers()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Start {
+    /// `is_up`, `has_run`, `retry_it`.
+    pub state: CheckerState,
+    /// HTTP: the url checked next and the one that took the checker down
+    /// (`url_it`, the failed url).
+    pub url: (usize, Option<usize>),
+    /// MISC_CHECK `misc_dynamic`: the last exit status applied.
+    pub misc_status: Option<u8>,
+    /// Its dynamic weight contribution (`cur_weight`).
+    pub cur_weight: i64,
+}
+
+impl Start {
+    /// keepalived's startup state (§6.2): `alpha` checkers down, the first
+    /// failure decisive.
+    pub fn initial(retry: u32, alpha: bool) -> Start {
+        Start {
+            state: CheckerState::new(retry, alpha),
+            url: (0, None),
+            misc_status: None,
+            cur_weight: 0,
+        }
+    }
+}
+
+/// A real server across a reload or a restart: its virtual server (by
+/// keepalived's name for it), address and port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RsKey {
+    /// keepalived's name for the virtual server (`FMT_VS`).
+    pub vs: String,
+    /// The real server's address.
+    pub ip: IpAddr,
+    /// Its port.
+    pub port: u16,
+}
+
+impl RsKey {
+    /// Real server `rs` of the virtual server keepalived names `vs`.
+    pub fn of(vs: &str, rs: &RealServer) -> RsKey {
+        RsKey {
+            vs: vs.to_string(),
+            ip: rs.ip,
+            port: rs.port,
+        }
+    }
+}
+
+/// What identifies a checker across a reload, as keepalived matches them:
+/// its real server, what it does (`P`: the resolved probe, type included,
+/// as keepalived's compare functions see it), and which of several
+/// identical ones.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CheckerKey<P> {
+    /// Its real server.
+    pub rs: RsKey,
+    /// What it does.
+    pub probe: P,
+    /// 0 for the first of identical checkers of the real server, 1 for the
+    /// next...
+    pub nth: usize,
+}
+
+/// The keys of one real server's checkers, in order.
+pub fn checker_keys<P: Clone + Eq + Hash>(
+    rs: &RsKey,
+    probes: impl Iterator<Item = P>,
+) -> Vec<CheckerKey<P>> {
+    let mut seen: HashMap<P, usize> = HashMap::new();
+    probes
+        .map(|p| {
+            let n = seen.entry(p.clone()).or_insert(0);
+            let key = CheckerKey {
+                rs: rs.clone(),
+                probe: p,
+                nth: *n,
+            };
+            *n += 1;
+            key
+        })
+        .collect()
+}
+
+/// What the running configuration hands to the next one (a reload), or
+/// what a previous run left in the kernel (a start).
+#[derive(Debug, Clone)]
+pub struct Carry<P> {
+    /// The running checkers' states.
+    pub checkers: HashMap<CheckerKey<P>, Start>,
+    /// The running real servers and whether each was alive.
+    pub rs: HashMap<RsKey, bool>,
+    /// A reload: real servers not in [`Carry::rs`] are new
+    /// (`check_new_rs_state()`).
+    pub reload: bool,
+    /// At start: real servers found live in the kernel's table. Their
+    /// `alpha` checkers start up, so that a restart over a live table takes
+    /// no healthy server out before its first check.
+    pub live_in_kernel: HashSet<RsKey>,
+    /// A reload: the running virtual servers' quorum states, by name.
+    pub quorum: HashMap<String, bool>,
+}
+
+impl<P> Default for Carry<P> {
+    fn default() -> Self {
+        Carry {
+            checkers: HashMap::new(),
+            rs: HashMap::new(),
+            reload: false,
+            live_in_kernel: HashSet::new(),
+            quorum: HashMap::new(),
+        }
+    }
+}
+
+impl<P: Eq + Hash> Carry<P> {
+    /// Nothing carried: keepalived's startup rules.
+    pub fn new() -> Carry<P> {
+        Carry::default()
+    }
+}
+
+/// The one startup rule: the start states of one real server's checkers
+/// (`(retry, alpha)` each): keepalived's startup rules, a start over a live
+/// kernel table, or a reload's migration (`migrate_checkers()`,
+/// `check_new_rs_state()`).
+pub fn start_states<P: Eq + Hash>(
+    carry: &Carry<P>,
+    rs: &RsKey,
+    keys: &[CheckerKey<P>],
+    conf: &[(u32, bool)],
+) -> Vec<Start> {
+    if !carry.reload {
+        let live = carry.live_in_kernel.contains(rs);
+        return conf
+            .iter()
+            .map(|&(retry, alpha)| Start::initial(retry, alpha && !live))
+            .collect();
+    }
+    let Some(&was_alive) = carry.rs.get(rs) else {
+        // A new real server: alpha checkers down; the first failure is not
+        // decisive after a reload (retry_it stays 0).
+        return conf
+            .iter()
+            .map(|&(retry, alpha)| {
+                let mut s = Start::initial(retry, alpha);
+                s.state.retry_it = 0;
+                s
+            })
+            .collect();
+    };
+    let mut out: Vec<Start> = keys
+        .iter()
+        .zip(conf)
+        .map(|(k, &(retry, _))| {
+            let mut s = Start::initial(retry, false);
+            s.state.retry_it = 0;
+            if let Some(old) = carry.checkers.get(k) {
+                if old.state.has_run {
+                    s.state.is_up = old.state.is_up;
+                }
+                s.state.has_run = old.state.has_run;
+                if old.state.retry_it > 0 && retry > 0 {
+                    s.state.retry_it = old.state.retry_it.min(retry - 1);
+                }
+                s.url = old.url;
+                s.misc_status = old.misc_status;
+                s.cur_weight = old.cur_weight;
+            }
+            s
+        })
+        .collect();
+    let failed = out.iter().any(|s| s.state.has_run && !s.state.is_up);
+    let any_run = out.iter().any(|s| s.state.has_run);
+    if failed || (!was_alive && !any_run) {
+        // New checkers of a server that has failed start down until run.
+        for (s, &(retry, alpha)) in out.iter_mut().zip(conf) {
+            if !s.state.has_run {
+                if alpha {
+                    s.state.is_up = false;
+                }
+                s.state.retry_it = retry;
+            }
+        }
+    }
+    out
+}

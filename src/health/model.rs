@@ -1,0 +1,91 @@
+//! The health model: per virtual server its quorum state, per real server
+//! whether it is alive and its effective weight, in config order.
+//!
+//! What the checkers' reports are folded into ([`super::Tracker`]) and what
+//! [`crate::lvs::desired`] turns into an IPVS table. Pure.
+
+use crate::config::model::Config;
+
+/// Health of one real server as the state machine sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RsHealth {
+    /// All its checkers are up.
+    pub alive: bool,
+    /// `iweight` plus the checkers' dynamic weights (may be out of range;
+    /// clamped when programmed).
+    pub effective_weight: i64,
+}
+
+/// Health of one virtual server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VsHealth {
+    /// Quorum reached (if not, and there is a sorry server, it is in use).
+    pub quorum_up: bool,
+    /// Per real server, in config order.
+    pub rs: Vec<RsHealth>,
+}
+
+/// Health of every virtual server, in config order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// Per virtual server.
+    pub vs: Vec<VsHealth>,
+}
+
+impl Health {
+    /// The state at start with each real server's health given by
+    /// `rs_health(vs, rs)`; quorum from the live weights
+    /// (`update_quorum_state(vs, init=true)`).
+    pub fn with_start(cfg: &Config, rs_health: impl Fn(usize, usize) -> RsHealth) -> Health {
+        Health {
+            vs: cfg
+                .virtual_servers
+                .iter()
+                .enumerate()
+                .map(|(vi, vs)| {
+                    let rs: Vec<RsHealth> = (0..vs.real_servers.len())
+                        .map(|ri| rs_health(vi, ri))
+                        .collect();
+                    let mut h = VsHealth {
+                        quorum_up: false,
+                        rs,
+                    };
+                    h.quorum_up =
+                        super::quorum::quorum_up(false, h.live_weight(), vs.quorum, vs.hysteresis);
+                    h
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `real_weight()`: the weight IPVS accepts.
+pub fn real_weight(w: i64) -> u32 {
+    w.clamp(0, i64::from(i32::MAX)) as u32
+}
+
+impl VsHealth {
+    /// `weight_sum`: the IPVS weights of the live real servers.
+    pub fn live_weight(&self) -> u64 {
+        self.rs
+            .iter()
+            .filter(|r| r.alive)
+            .map(|r| u64::from(real_weight(r.effective_weight)))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+impl Health {
+    /// Every real server alive at its configured weight (tests of the
+    /// table; the startup rule is [`super::Tracker::start`]).
+    pub fn all_alive(cfg: &Config) -> Health {
+        Health::with_start(cfg, |vs, rs| {
+            let v = &cfg.virtual_servers[vs];
+            RsHealth {
+                alive: true,
+                effective_weight: i64::from(v.real_servers[rs].weight.unwrap_or(v.weight)),
+            }
+        })
+    }
+}

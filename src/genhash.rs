@@ -195,9 +195,15 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         eprintln!("{prog}: invalid server address {server}");
         return ExitCode::from(1);
     };
-    let rt = match crate::daemon::small_runtime() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
-        Err(code) => return code,
+        Err(e) => {
+            eprintln!("{prog}: cannot start the event loop: {e}");
+            return ExitCode::from(1);
+        }
     };
     let (out, err) = rt.block_on(fetch(&a, SocketAddr::new(ip, port), &url));
     print!("{out}");

@@ -10,10 +10,11 @@
 //!   reconciler that keeps the kernel equal to it.
 //! - [`ipvs`]: the table model, its diff, the `IPVS` generic netlink family
 //!   and the backends (kernel, dry run).
-//! - [`daemon`]: the daemon's loop: signals, timers, the backend.
+//! - [`daemon`]: the shell that hosts the subsystems (the checker now, VRRP
+//!   next): the process (pid files, daemonising, systemd notify, logs),
+//!   signals, reload, the checker's event loop, one-shot commands.
 //! - [`status`], [`metrics`]: what the checker sees, as JSON, a table and
 //!   Prometheus text; [`control`] serves them (status socket, metrics port).
-//! - [`process`]: pid files, daemonising, systemd notify, logs.
 //! - [`cli`]: keepalived 2.2.7's command line.
 //! - [`genhash`]: the digest tool on the checker's HTTP reader.
 
@@ -28,5 +29,4 @@ pub mod ipvs;
 pub mod lvs;
 pub mod metrics;
 pub mod print;
-pub mod process;
 pub mod status;

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const DEFAULT_CONF: &str = "/etc/keepalived/keepalived.conf";
+use keepalived::daemon::DEFAULT_CONF;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -224,7 +224,7 @@ fn plan(opts: &cli::Options, path: &std::path::Path, loaded: config::Loaded) -> 
 /// The daemon: pid files locked (keepalived's "already running"), then
 /// into the background unless `-n`, then logs, then the loop.
 fn start_daemon(opts: &cli::Options, loaded: config::Loaded) -> ExitCode {
-    use keepalived::process;
+    use keepalived::daemon::process;
     // A dry run takes no pid files unless asked to, so that it can run
     // beside a real keepalived.
     let mut pidfiles = Vec::new();

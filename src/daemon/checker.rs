@@ -1,0 +1,677 @@
+//! The checker subsystem: the checks of one configuration, the IPVS table
+//! they keep, and its event loop.
+//!
+//! Hosted by the shell ([`super::shell`]) on a thread and runtime of its
+//! own, so that nothing else in the daemon (VRRP next) can delay a check
+//! or be delayed by one. Everything outside comes in: the IPVS backend,
+//! the probes, the jitter, the status and metrics queries, and the shell's
+//! [`Command`]s; time is tokio's, so the whole loop runs on paused time in
+//! tests. It starts the checks ([`crate::check::engine`]), programs the
+//! startup table (§6.2), then turns checker reports into IPVS changes,
+//! batched per wake-up, and repairs drift on a timer.
+
+use super::reload::{error_set, load_options, reload_refusal};
+use super::startup::{plan_start, start_carry, timeouts};
+use crate::check::engine::{self, Carry, Engine, Jitter, NetProber, Plan, ProbeKind, Prober};
+use crate::check::misc::{self, Scripts};
+use crate::check::notify::{self, Notifier};
+use crate::check::ping::PingGroupRange;
+use crate::cli::Options;
+use crate::config::model::Config;
+use crate::config::{self, Loaded};
+use crate::control::{self, Query, Request};
+use crate::health::{Change, Effect, Event, Health, Tracker, Transition};
+use crate::ipvs::dryrun::DryRun;
+use crate::ipvs::netlink::IpvsHandle;
+use crate::ipvs::{Backend, SyncDaemon};
+use crate::lvs::syncd::SyncdConfig;
+use crate::lvs::{desired, Reconciler};
+use crate::metrics;
+use crate::print;
+use crate::status::{self, Counters, TransitionRecord};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How often the kernel's table is dumped and compared with what was
+/// programmed (keepalived never looks; see `docs/compat.md`).
+pub const DRIFT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What the shell asks of the checker.
+#[derive(Debug)]
+pub enum Command {
+    /// SIGHUP: the configuration as the shell read it again. The checker
+    /// applies its refusal rule, then answers [`Progress::Reloaded`].
+    Reload(Arc<Loaded>),
+    /// SIGUSR1: write the data file.
+    DumpData,
+    /// SIGTERM: stop the checks, clear up the table, return.
+    Stop,
+}
+
+/// What the checker tells the shell (for systemd's notify protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The startup table is programmed ("Startup complete").
+    Started,
+    /// A reload was applied or refused.
+    Reloaded,
+}
+
+/// The outside world the checker is handed; tests hand in their own.
+pub struct Deps {
+    /// The probes of a configuration's checks, given the scripts' cap.
+    pub prober: Box<dyn Fn(Scripts) -> Arc<dyn Prober> + Send>,
+    /// The jitter of the checks' first runs, one per configuration.
+    pub jitter: Box<dyn Fn() -> Jitter + Send>,
+    /// Status-socket and metrics queries.
+    pub queries: mpsc::UnboundedReceiver<Request>,
+}
+
+impl Deps {
+    /// The real probes and a seeded jitter, answering `queries`.
+    pub fn real(queries: mpsc::UnboundedReceiver<Request>) -> Deps {
+        Deps {
+            prober: Box::new(|s| Arc::new(NetProber::new(s)) as Arc<dyn Prober>),
+            jitter: Box::new(Jitter::seeded),
+            queries,
+        }
+    }
+}
+
+/// The listeners that feed [`Deps::queries`]: the status socket and the
+/// metrics port. Dropping them closes both (and removes the socket).
+pub struct Listeners {
+    _status: Option<control::StatusSocket>,
+    _metrics: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Binds the status socket and `metrics_listen`, each sending to `tx`. A
+/// listener that cannot be bound is logged; the daemon runs without it.
+pub async fn listen(cfg: &Config, opts: &Options, tx: mpsc::UnboundedSender<Request>) -> Listeners {
+    let sock_path = control::socket_path(
+        opts.status_socket.as_deref(),
+        cfg.global_defs.status_socket.as_deref(),
+    );
+    let status = match control::serve_status(&sock_path, tx.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::warn!(
+                "status socket {}: {e} (keepalived --status will not reach this daemon)",
+                sock_path.display()
+            );
+            None
+        }
+    };
+    let metrics = match cfg.global_defs.metrics_listen {
+        Some(addr) => match control::serve_metrics(addr, tx).await {
+            Ok(t) => {
+                log::info!("metrics: http://{addr}/metrics");
+                Some(t)
+            }
+            Err(e) => {
+                log::error!("metrics_listen {addr}: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    Listeners {
+        _status: status,
+        _metrics: metrics,
+    }
+}
+
+/// The checker as the daemon runs it: the backend opened (kernel, or the
+/// dry run), the listeners bound, then [`serve`] until [`Command::Stop`].
+pub async fn run(
+    opts: &Options,
+    loaded: Arc<Loaded>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    progress: mpsc::UnboundedSender<Progress>,
+) -> ExitCode {
+    let path = super::reload::config_path(opts);
+    let (qtx, qrx) = mpsc::unbounded_channel();
+    if opts.dry_run {
+        log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
+        let _listeners = listen(&loaded.config, opts, qtx).await;
+        let deps = Deps::real(qrx);
+        serve(DryRun::new(), loaded, opts, &path, deps, commands, progress).await
+    } else {
+        match IpvsHandle::open().await {
+            Ok(h) => {
+                let (a, b, c) = h.version;
+                log::info!(
+                    "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
+                    h.conn_tab_size
+                );
+                let _listeners = listen(&loaded.config, opts, qtx).await;
+                let deps = Deps::real(qrx);
+                serve(h, loaded, opts, &path, deps, commands, progress).await
+            }
+            Err(e) => {
+                log::error!("{e}");
+                log::error!("use --dry-run to run without the kernel's IPVS");
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+/// Tables larger than this are summarised, not printed, after each change.
+const SHOW_TABLE_MAX: usize = 100;
+
+fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
+    if dry_run {
+        let t = rec.expected();
+        println!(
+            "# dry-run IPVS table: {} service(s), {} destination(s)",
+            t.services.len(),
+            t.dest_count()
+        );
+        if t.services.len() + t.dest_count() <= SHOW_TABLE_MAX {
+            print!("{}", t.save());
+        }
+    }
+}
+
+/// The running configuration, as queries see it.
+#[derive(Clone, Copy)]
+struct Running<'a> {
+    cfg: &'a Config,
+    opts: &'a Options,
+    /// Its file.
+    path: &'a Path,
+    /// The errors it was accepted with (a reload's refusal rule).
+    accepted: &'a BTreeSet<String>,
+}
+
+/// The running checkers of one configuration.
+struct Checking {
+    plan: Plan,
+    tracker: Tracker,
+    health: Health,
+    engine: Engine,
+    notifier: Notifier,
+    /// Per virtual server, those sharing an IPVS service with it.
+    sharing: Vec<BTreeSet<usize>>,
+    _ping: Option<PingGroupRange>,
+}
+
+impl Checking {
+    fn start(
+        cfg: &Config,
+        opts: &Options,
+        tx: &mpsc::UnboundedSender<Event>,
+        carry: &Carry,
+        prober: &dyn Fn(Scripts) -> Arc<dyn Prober>,
+        jitter: Jitter,
+    ) -> Checking {
+        // init_file: tracked files are written before they are first read.
+        for tf in &cfg.track_files {
+            crate::check::file::init_file(tf);
+        }
+        let (plan, tracker, health) = plan_start(cfg, opts, carry, HashMap::new());
+        let ping = plan
+            .checks
+            .iter()
+            .any(|c| matches!(c.kind, ProbeKind::Ping(_)))
+            .then(PingGroupRange::ensure);
+        notify::log_startup(
+            cfg,
+            |vs, rs| plan.per_rs.get(&(vs, rs)).is_some_and(|&n| n > 0),
+            &health,
+            |vs| {
+                carry
+                    .quorum
+                    .contains_key(&crate::config::validate::format_vs(vs))
+            },
+        );
+        let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
+        let mut notifier = Notifier::new(cfg, scripts.clone());
+        if cfg.global_defs.rs_init_notifies {
+            notifier.init_notifies(cfg, &health);
+        }
+        let engine = Engine::start(&plan, prober(scripts), tx.clone(), jitter);
+        log::info!(
+            "checkers: {} check(s) for {} configured checker(s)",
+            plan.checks.len(),
+            plan.per_rs.values().sum::<usize>()
+        );
+        Checking {
+            plan,
+            tracker,
+            health,
+            engine,
+            notifier,
+            sharing: desired::service_sharing(cfg),
+            _ping: ping,
+        }
+    }
+
+    /// Applies a checker report: state, logs and notifications. Returns the
+    /// virtual servers whose IPVS services may have to change.
+    fn apply(&mut self, cfg: &Config, ev: &Event, counters: &mut Counters) -> BTreeSet<usize> {
+        let effects = self.tracker.apply(cfg, &self.plan, &mut self.health, ev);
+        self.notifier.effects(cfg, &self.health, &effects);
+        self.record(cfg, ev, &effects, counters);
+        effects
+            .iter()
+            .filter_map(Effect::table_vs)
+            .flat_map(|vs| self.sharing[vs].iter().copied())
+            .collect()
+    }
+
+    /// The structured transition lines and counters for a report.
+    fn record(&self, cfg: &Config, ev: &Event, effects: &[Effect], counters: &mut Counters) {
+        for e in effects {
+            match e {
+                Effect::Transition(Transition::RsUp { .. }) => counters.rs_up += 1,
+                Effect::Transition(Transition::RsDown { .. }) => counters.rs_down += 1,
+                _ => {}
+            }
+        }
+        let Some(c) = self.plan.checks.get(ev.check) else {
+            return;
+        };
+        let st = self.engine.board().get(ev.check);
+        let (from, to) = match ev.change {
+            Change::Up => (
+                match st.as_ref() {
+                    Some(s) if s.runs <= 1 => "initialising",
+                    Some(s) if s.successes > 1 => "recovering",
+                    _ => "unhealthy",
+                },
+                "healthy",
+            ),
+            Change::Down => (
+                match st.as_ref() {
+                    Some(s) if s.runs <= 1 => "initialising",
+                    Some(s) if s.failures > 1 => "retrying",
+                    _ => "healthy",
+                },
+                "unhealthy",
+            ),
+            Change::FirstDown => ("initialising", "unhealthy"),
+            Change::MiscStatus(_) | Change::FileWeight(_) => return,
+        };
+        let at = status::unix_now();
+        for sub in &c.subscribers {
+            let Some(vs) = cfg.virtual_servers.get(sub.vs) else {
+                continue;
+            };
+            counters.transition(TransitionRecord {
+                at,
+                vs: crate::config::validate::format_vs(vs),
+                rs: c.name.clone(),
+                checker: c.kind.type_name(),
+                from,
+                to,
+                reason: ev.reason.clone(),
+            });
+        }
+    }
+
+    /// Answers a status-socket or metrics query.
+    fn answer<B: Backend>(
+        &self,
+        q: &Query,
+        run: &Running,
+        rec: &Reconciler<B>,
+        counters: &Counters,
+    ) -> String {
+        let Running {
+            cfg,
+            opts,
+            path,
+            accepted,
+        } = *run;
+        let board = self.engine.board();
+        let file = path.display().to_string();
+        let view = status::View {
+            cfg,
+            plan: &self.plan,
+            tracker: &self.tracker,
+            health: &self.health,
+            board: &board,
+            kernel: rec.expected(),
+            counters,
+            now: tokio::time::Instant::now(),
+            config_file: &file,
+            dry_run: opts.dry_run,
+        };
+        match q {
+            Query::Status => status::document(&view).to_string() + "\n",
+            Query::Metrics => metrics::render(&view),
+            Query::Plan(p) => self.preview_reload(cfg, rec, opts, p, &board, accepted),
+        }
+    }
+
+    /// `--plan`: what a reload of `file` would send to the kernel now,
+    /// computed as the reload computes it (carried states, startup rules
+    /// for new servers), and sent nowhere.
+    fn preview_reload<B: Backend>(
+        &self,
+        cfg: &Config,
+        rec: &Reconciler<B>,
+        opts: &Options,
+        file: &Path,
+        board: &engine::Board,
+        accepted: &BTreeSet<String>,
+    ) -> String {
+        let loaded = config::load(file, &load_options(opts));
+        // The reload's own rule: a file it would refuse is reported so.
+        if let Some(why) = reload_refusal(&loaded, accepted) {
+            return format!(
+                "error: a reload of {} would be refused, the running configuration kept: {why}\n",
+                file.display()
+            );
+        }
+        let carry = self.tracker.carry(
+            cfg,
+            &self.plan,
+            |id| board.get(id).map(|s| s.now),
+            &self.health,
+        );
+        let (_, _, health) = plan_start(&loaded.config, opts, &carry, HashMap::new());
+        let ops = rec.preview(&desired(&loaded.config, &health));
+        let mut out = format!(
+            "# a reload of {} would make {} IPVS operation(s)\n",
+            file.display(),
+            ops.len()
+        );
+        for op in ops {
+            out.push_str(&format!("ipvsadm {op}\n"));
+        }
+        out
+    }
+
+    /// Hands over to a reload (§6.8): stops the checks, applies what they
+    /// reported meanwhile, notifies what `new` removes, and returns the
+    /// state to carry. Nothing of the shutdown path runs.
+    async fn hand_over(
+        mut self,
+        cfg: &Config,
+        new: &Config,
+        rx: &mut mpsc::UnboundedReceiver<Event>,
+        counters: &mut Counters,
+    ) -> Carry {
+        let board = self.engine.board();
+        self.engine.halt().await;
+        // A task writes its board entry before it sends, so with the tasks
+        // stopped and their events applied the two agree.
+        while let Ok(ev) = rx.try_recv() {
+            self.apply(cfg, &ev, counters);
+        }
+        let Checking {
+            plan,
+            tracker,
+            health,
+            mut notifier,
+            ..
+        } = self;
+        let carry = tracker.carry(cfg, &plan, |id| board.get(id).map(|s| s.now), &health);
+        notifier.removed_by_reload(cfg, &health, new);
+        notifier.close().await;
+        carry
+    }
+
+    /// A virtual server kept by a reload whose quorum the new file changed
+    /// (weights, quorum, servers) gets its quorum notifications.
+    fn quorum_after_reload(&mut self, carry: &Carry, new: &Config) {
+        let mut effects = Vec::new();
+        for (vi, v) in new.virtual_servers.iter().enumerate() {
+            let Some(&was) = carry.quorum.get(&crate::config::validate::format_vs(v)) else {
+                continue;
+            };
+            let h = &self.health.vs[vi];
+            let weight_sum = h.live_weight();
+            match (was, h.quorum_up) {
+                (false, true) => effects.push(Effect::Transition(Transition::QuorumGained {
+                    vs: vi,
+                    weight_sum,
+                })),
+                (true, false) => effects.push(Effect::Transition(Transition::QuorumLost {
+                    vs: vi,
+                    weight_sum,
+                })),
+                _ => {}
+            }
+        }
+        self.notifier.effects(new, &self.health, &effects);
+    }
+
+    /// SIGUSR1: keepalived's `keepalived_check.data`.
+    fn print_data(&self, cfg: &Config, kernel: &crate::ipvs::Table) {
+        let board = self.engine.board();
+        let live = print::Live {
+            plan: &self.plan,
+            tracker: &self.tracker,
+            health: &self.health,
+            board: &board,
+            kernel,
+        };
+        match print::write(cfg, &live) {
+            Ok(p) => log::info!("Printing checker data to {}", p.display()),
+            Err(e) => log::error!("cannot write {}: {e}", print::data_path().display()),
+        }
+    }
+
+    async fn stop(self, cfg: &Config) {
+        self.engine.stop().await;
+        let mut n = self.notifier;
+        n.shutdown(cfg, &self.health);
+        n.close().await;
+    }
+}
+/// The checker's event loop over `backend`, from the first programming of
+/// `loaded` to [`Command::Stop`] (or the shell gone). Returns the exit
+/// code: 1 when the startup table cannot be programmed.
+pub async fn serve<B: Backend>(
+    backend: B,
+    loaded: Arc<Loaded>,
+    opts: &Options,
+    path: &Path,
+    deps: Deps,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    progress: mpsc::UnboundedSender<Progress>,
+) -> ExitCode {
+    let Deps {
+        prober,
+        jitter,
+        mut queries,
+    } = deps;
+    let mut accepted = error_set(&loaded);
+    let mut cur = loaded;
+    let mut rec = Reconciler::new(backend);
+    let started = std::time::Instant::now();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let carry = match start_carry(&cur.config, &mut rec).await {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut checking = Checking::start(&cur.config, opts, &tx, &carry, &*prober, jitter());
+    let table = desired(&cur.config, &checking.health);
+    log::debug!(
+        "desired table computed in {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    let first = match rec
+        .start(
+            table,
+            cur.config.global_defs.lvs_flush,
+            timeouts(cur.config.global_defs.lvs_timeouts),
+        )
+        .await
+    {
+        Ok(r) => {
+            log::info!(
+                "IPVS: table programmed: {} operation(s), {} error(s), {:.3} s",
+                r.sent,
+                r.errors.len(),
+                started.elapsed().as_secs_f64()
+            );
+            r
+        }
+        Err(e) => {
+            log::error!("{e}");
+            checking.stop(&cur.config).await;
+            return ExitCode::from(1);
+        }
+    };
+    show_table(&rec, opts.dry_run);
+    let mut counters = Counters {
+        started: status::unix_now(),
+        heartbeat: status::unix_now(),
+        ..Counters::default()
+    };
+    counters.ipvs(&first);
+    let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
+    log::info!("Startup complete");
+    let _ = progress.send(Progress::Started);
+    let mut syncds = sync_daemons(&cur.config);
+    start_sync_daemons(&mut rec, &syncds).await;
+    let mut drift = tokio::time::interval(DRIFT_INTERVAL);
+    drift.tick().await;
+    loop {
+        tokio::select! {
+            Some(ev) = rx.recv() => {
+                // Take every pending report, then program once, only the
+                // services of the virtual servers that changed.
+                let cfg = &cur.config;
+                let mut touched = checking.apply(cfg, &ev, &mut counters);
+                while let Ok(ev) = rx.try_recv() {
+                    touched.extend(checking.apply(cfg, &ev, &mut counters));
+                }
+                if !touched.is_empty() {
+                    let partial = desired::desired_for(cfg, &checking.health, &touched);
+                    let r = rec.set_services(partial).await;
+                    counters.ipvs(&r);
+                    if r.sent > 0 || !r.errors.is_empty() {
+                        log::debug!("IPVS: {} operation(s), {} error(s)", r.sent, r.errors.len());
+                    }
+                    show_table(&rec, opts.dry_run);
+                }
+            }
+            cmd = commands.recv() => match cmd {
+                Some(Command::Reload(loaded)) => {
+                    let reload_started = std::time::Instant::now();
+                    if let Some(why) = reload_refusal(&loaded, &accepted) {
+                        log::error!(
+                            "the new configuration has errors ({why}); keeping the running one"
+                        );
+                        counters.reloads_refused += 1;
+                        let _ = progress.send(Progress::Reloaded);
+                        continue;
+                    }
+                    accepted = error_set(&loaded);
+                    let old = std::mem::replace(&mut cur, loaded);
+                    let carry = checking
+                        .hand_over(&old.config, &cur.config, &mut rx, &mut counters)
+                        .await;
+                    log::debug!("reload: checkers stopped in {:.3} s", reload_started.elapsed().as_secs_f64());
+                    let cfg = &cur.config;
+                    checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter());
+                    checking.quorum_after_reload(&carry, cfg);
+                    log::debug!("reload: checkers started in {:.3} s", reload_started.elapsed().as_secs_f64());
+                    let r = rec.set_desired(desired(cfg, &checking.health)).await;
+                    counters.ipvs(&r);
+                    if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
+                        if let Err(e) = rec.set_timeouts(t).await {
+                            log::warn!("{e}");
+                        }
+                    }
+                    let new_syncds = sync_daemons(cfg);
+                    if new_syncds != syncds {
+                        stop_sync_daemons(&mut rec, &syncds).await;
+                        start_sync_daemons(&mut rec, &new_syncds).await;
+                        syncds = new_syncds;
+                    }
+                    log::info!(
+                        "reload: {} IPVS operation(s), {} error(s), {:.3} s",
+                        r.sent,
+                        r.errors.len(),
+                        reload_started.elapsed().as_secs_f64()
+                    );
+                    counters.reloads += 1;
+                    counters.last_reload_seconds = reload_started.elapsed().as_secs_f64();
+                    counters.reload_seconds_total += counters.last_reload_seconds;
+                    show_table(&rec, opts.dry_run);
+                    let _ = progress.send(Progress::Reloaded);
+                }
+                Some(Command::DumpData) => checking.print_data(&cur.config, rec.expected()),
+                Some(Command::Stop) | None => break,
+            },
+            Some(req) = queries.recv() => {
+                let run = Running {
+                    cfg: &cur.config,
+                    opts,
+                    path,
+                    accepted: &accepted,
+                };
+                let a = checking.answer(&req.query, &run, &rec, &counters);
+                let _ = req.reply.send(a);
+            }
+            _ = heartbeat.tick() => counters.heartbeat = status::unix_now(),
+            _ = drift.tick() => {
+                if let Err(e) = rec.check_drift().await {
+                    log::warn!("{e}");
+                }
+            }
+        }
+    }
+    log::info!("Stopping");
+    let cfg = &cur.config;
+    checking.stop(cfg).await;
+    let r = rec
+        .stop(cfg.global_defs.lvs_flush_on_stop, opts.dont_release_ipvs)
+        .await;
+    log::info!(
+        "IPVS: {} operation(s) at stop, {} error(s)",
+        r.sent,
+        r.errors.len()
+    );
+    stop_sync_daemons(&mut rec, &syncds).await;
+    show_table(&rec, opts.dry_run);
+    ExitCode::SUCCESS
+}
+
+/// The sync daemons the checker runs for `lvs_sync_daemon`.
+fn sync_daemons(cfg: &Config) -> Vec<SyncDaemon> {
+    let Some(c) = cfg
+        .global_defs
+        .lvs_sync_daemon
+        .as_deref()
+        .and_then(SyncdConfig::parse)
+    else {
+        return Vec::new();
+    };
+    if let Some(inst) = &c.vrrp_instance {
+        log::warn!(
+            "lvs_sync_daemon follows VRRP instance {inst}; VRRP is not available yet, \
+             so no sync daemon is started"
+        );
+    }
+    c.checker_daemons()
+}
+
+async fn start_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    for d in ds {
+        if let Err(e) = rec.backend_mut().start_daemon(d).await {
+            log::warn!("{e}");
+        }
+    }
+}
+
+async fn stop_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    for d in ds {
+        if let Err(e) = rec.backend_mut().stop_daemon(d.state, d.syncid).await {
+            log::warn!("{e}");
+        }
+    }
+}

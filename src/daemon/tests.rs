@@ -1,0 +1,354 @@
+//! The shell and the checker together on paused time: signals from a
+//! channel, probes scripted per port, the dry run as the backend (shared
+//! with the test, which reads and tampers with its table). No sleep here
+//! waits on the wall clock.
+
+use super::checker::{self, Deps};
+use super::shell::dispatch;
+use super::signals::Signal;
+use crate::check::conn::Failure;
+use crate::check::engine::{Jitter, Outcome, Planned, ProbeKind, Prober};
+use crate::cli::Options;
+use crate::config::{self, LoadOptions};
+use crate::daemon::process::Notify;
+use crate::ipvs::diff::Op;
+use crate::ipvs::dryrun::DryRun;
+use crate::ipvs::{Backend, IpvsError, SyncDaemon, Table, Timeouts};
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Runs a future the dry run answers at once (it never waits).
+fn at_once<T>(f: impl Future<Output = T>) -> T {
+    let mut f = std::pin::pin!(f);
+    match f
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+    {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => unreachable!("the dry run never waits"),
+    }
+}
+
+/// The dry run, shared: the daemon programs it, the test reads it. Counts
+/// the batches of operations it was sent.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<(DryRun, usize)>>);
+
+impl Shared {
+    fn dests(&self) -> Vec<String> {
+        let g = self.0.lock().unwrap();
+        g.0.table()
+            .save()
+            .lines()
+            .filter(|l| l.starts_with("-a"))
+            .map(String::from)
+            .collect()
+    }
+
+    fn batches(&self) -> usize {
+        self.0.lock().unwrap().1
+    }
+
+    fn ops(&self) -> Vec<String> {
+        let mut g = self.0.lock().unwrap();
+        g.0.take_recorded()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Someone else changes the table (`ipvsadm -C` by hand).
+    fn tamper(&self, op: Op) {
+        let mut g = self.0.lock().unwrap();
+        at_once(g.0.apply(&[op]));
+        g.0.take_recorded();
+    }
+}
+
+impl Backend for Shared {
+    fn name(&self) -> &'static str {
+        "shared dry run"
+    }
+    async fn dump(&mut self) -> Result<Table, IpvsError> {
+        at_once(self.0.lock().unwrap().0.dump())
+    }
+    async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+        let mut g = self.0.lock().unwrap();
+        g.1 += 1;
+        at_once(g.0.apply(ops))
+    }
+    async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+        at_once(self.0.lock().unwrap().0.timeouts())
+    }
+    async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+        at_once(self.0.lock().unwrap().0.set_timeouts(t))
+    }
+    async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError> {
+        at_once(self.0.lock().unwrap().0.start_daemon(d))
+    }
+    async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
+        at_once(self.0.lock().unwrap().0.stop_daemon(state, syncid))
+    }
+}
+
+/// TCP probes answered by port: up unless the port is marked down.
+#[derive(Clone, Default)]
+struct Ports(Arc<Mutex<HashSet<u16>>>);
+
+impl Ports {
+    fn down(&self, port: u16) {
+        self.0.lock().unwrap().insert(port);
+    }
+}
+
+impl Prober for Ports {
+    fn probe<'a>(
+        &'a self,
+        check: &'a Planned,
+        _url: usize,
+        _seq: u16,
+    ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
+        let ProbeKind::Tcp(c) = &check.kind else {
+            panic!("TCP checks only: {:?}", check.kind);
+        };
+        let down = self.0.lock().unwrap().contains(&c.dst.port());
+        Box::pin(async move {
+            if down {
+                Err(Failure::ConnectTimeout)
+            } else {
+                Ok(None)
+            }
+        })
+    }
+}
+
+/// A config of `ports` (weight 1 each, or `weight` for the last), TCP_CHECK
+/// every second, first run at 1 s.
+fn conf(ports: &[u16], weight: u32) -> String {
+    let mut s = String::from(
+        "virtual_server 192.0.2.1 80 {\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n",
+    );
+    for (i, p) in ports.iter().enumerate() {
+        let w = if i + 1 == ports.len() { weight } else { 1 };
+        s.push_str(&format!(
+            " real_server 127.0.0.1 {p} {{\n weight {w}\n TCP_CHECK {{\n delay_loop 1\n \
+             warmup 0\n connect_timeout 1\n }}\n }}\n"
+        ));
+    }
+    s + "}\n"
+}
+
+struct Daemon {
+    signals: mpsc::UnboundedSender<Signal>,
+    table: Shared,
+    ports: Ports,
+    path: PathBuf,
+    dir: PathBuf,
+}
+
+impl Daemon {
+    /// Writes `text` and starts the shell and the checker on it, on this
+    /// (paused) runtime. The returned future ends when the checker does.
+    fn start(tag: &str, text: &str) -> (Daemon, impl Future<Output = ExitCode>) {
+        let dir = std::env::temp_dir().join(format!("krs-shell-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keepalived.conf");
+        std::fs::write(&path, text).unwrap();
+        let opts = Options {
+            use_file: Some(path.display().to_string()),
+            dry_run: true,
+            ..Options::default()
+        };
+        let loaded = config::load(
+            &path,
+            &LoadOptions {
+                config_id: "test".into(),
+                all_config: false,
+                config_test: false,
+            },
+        );
+        assert!(
+            loaded.diagnostics.items().is_empty(),
+            "{:?}",
+            loaded.diagnostics.items()
+        );
+        let table = Shared(Arc::new(Mutex::new((
+            DryRun::recording(Table::default()),
+            0,
+        ))));
+        let ports = Ports::default();
+        let (stx, srx) = mpsc::unbounded_channel();
+        let (ctx, crx) = mpsc::unbounded_channel();
+        let (ptx, prx) = mpsc::unbounded_channel();
+        let (_qtx, qrx) = mpsc::unbounded_channel();
+        let p2 = ports.clone();
+        let deps = Deps {
+            prober: Box::new(move |_| Arc::new(p2.clone()) as Arc<dyn Prober>),
+            jitter: Box::new(|| Jitter::with_seed(1)),
+            queries: qrx,
+        };
+        let backend = table.clone();
+        let run = async move {
+            let notify = Notify::none();
+            let (code, ()) = tokio::join!(
+                checker::serve(
+                    backend,
+                    Arc::new(loaded),
+                    &opts,
+                    Path::new("/"),
+                    deps,
+                    crx,
+                    ptx
+                ),
+                dispatch(srx, &opts, ctx, prx, &notify),
+            );
+            code
+        };
+        let d = Daemon {
+            signals: stx,
+            table,
+            ports,
+            path,
+            dir,
+        };
+        (d, run)
+    }
+
+    fn send(&self, s: Signal) {
+        self.signals.send(s).unwrap();
+    }
+
+    fn write(&self, text: &str) {
+        std::fs::write(&self.path, text).unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn secs(n: u64) {
+    tokio::time::sleep(Duration::from_secs(n)).await;
+}
+
+fn has(dests: &[String], port: u16) -> bool {
+    dests
+        .iter()
+        .any(|d| d.contains(&format!("127.0.0.1:{port} ")))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reload_through_the_shell_keeps_the_checkers_state() {
+    let (d, run) = Daemon::start("reload", &conf(&[8081, 8082], 1));
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 2, "{:?}", d.table.dests());
+        d.ports.down(8082);
+        secs(3).await;
+        assert!(!has(&d.table.dests(), 8082), "{:?}", d.table.dests());
+        d.table.ops();
+        // A new server and a reload: the failed one stays out (its state is
+        // carried), the new one goes in, the others are not touched.
+        d.write(&conf(&[8081, 8082, 8083], 1));
+        d.send(Signal::Reload);
+        secs(1).await;
+        let dests = d.table.dests();
+        assert!(
+            has(&dests, 8081) && has(&dests, 8083) && !has(&dests, 8082),
+            "{dests:?}"
+        );
+        assert_eq!(
+            d.table.ops(),
+            vec!["-a -t 192.0.2.1:80 -r 127.0.0.1:8083 -m -w 1"],
+            "only the new server"
+        );
+        // A reload then a stop, at once: the reload is applied first (the
+        // weight change), then the stop clears the table.
+        d.write(&conf(&[8081, 8082, 8083], 5));
+        d.send(Signal::Reload);
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let ops = d.table.ops();
+    assert_eq!(
+        ops.first().map(String::as_str),
+        Some("-e -t 192.0.2.1:80 -r 127.0.0.1:8083 -m -w 5"),
+        "the reload before the stop: {ops:?}"
+    );
+    assert!(
+        d.table.dests().is_empty(),
+        "cleared at stop: {:?}",
+        d.table.dests()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn reports_of_one_wake_up_are_programmed_in_one_batch() {
+    let ports = [8091, 8092, 8093, 8094];
+    let (d, run) = Daemon::start("batch", &conf(&ports, 1));
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 4);
+        let before = d.table.batches();
+        // Every server fails at the same instant: one batch of three
+        // deletions, not three.
+        for p in &ports[1..] {
+            d.ports.down(*p);
+        }
+        secs(2).await;
+        assert_eq!(d.table.dests().len(), 1, "{:?}", d.table.dests());
+        assert_eq!(d.table.batches() - before, 1, "one batch");
+        assert_eq!(
+            d.table.ops().iter().filter(|o| o.starts_with("-d")).count(),
+            3
+        );
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn drift_is_repaired_at_the_next_check_of_the_table() {
+    let (d, run) = Daemon::start("drift", &conf(&[8101, 8102], 1));
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 2);
+        // Someone flushes the table behind the daemon's back.
+        d.table.tamper(Op::Flush);
+        assert!(d.table.dests().is_empty());
+        secs(super::checker::DRIFT_INTERVAL.as_secs()).await;
+        assert_eq!(d.table.dests().len(), 2, "repaired: {:?}", d.table.dests());
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_reload_keeps_the_running_table() {
+    let (d, run) = Daemon::start("refused", &conf(&[8111, 8112], 1));
+    let test = async {
+        secs(1).await;
+        d.table.ops();
+        // A new error (an unknown scheduler is keepalived's error too).
+        d.write(&conf(&[8111], 1).replace("lvs_sched rr", "lvs_sched rr\n nosuchkeyword 1"));
+        d.send(Signal::Reload);
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 2, "kept: {:?}", d.table.dests());
+        assert!(d.table.ops().is_empty());
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+}

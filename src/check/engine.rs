@@ -1,676 +1,29 @@
-//! The checker engine: turns the configuration's checkers into running
-//! tasks, one per distinct check, and reports their state changes.
+//! The checker engine: runs a [`Plan`], one tokio task per distinct
+//! check, and reports their changes as [`Event`]s.
 //!
-//! Between the config model and the daemon. [`plan`] resolves every
-//! checker (no sockets; it reads the SSL block's files; identical checks of one real server shared by several
-//! virtual servers become one, with several subscribers). [`Engine`] runs
-//! each planned check as its own tokio task, so a hung backend only ever
-//! delays its own check, cut at its timeout. Each task applies the pure
-//! decisions of [`super::state`] and sends an [`Event`] when its checker
-//! changes; [`Tracker`] (pure) turns those into real-server and quorum
-//! transitions on [`Health`]. The probes are reached through [`Prober`], so
-//! scheduling is tested on paused time with scripted results.
+//! Between the plan and the daemon. Each check is its own task, so a hung
+//! backend only ever delays its own check, cut at its timeout. A task
+//! sleeps, probes through [`Prober`], hands the verdict to its pure
+//! [`Schedule`], writes the [`Board`] and then reports, with no await
+//! between; FILE_CHECKs are watched by one task. The probes, the jitter
+//! and the clock (tokio's) are passed in, so scheduling is tested on paused
+//! time with scripted results.
 
-use super::conn::{ConnOpts, Failure};
-use super::dns::DnsProbe;
+pub use super::board::{Board, CheckStatus, LastRun, LATENCY_BUCKETS};
 use super::file::{self, FileState};
-use super::http::{HttpProbe, Tls};
-use super::misc::{self, RunAs, ScriptSpec, Scripts};
-use super::smtp::DEFAULT_HELO;
-use super::udp::UdpProbe;
-use crate::config::model::{Checker, Config, RealServer, VirtualServer};
-use crate::health::retry::{Next, RetryFamily, UrlCycle};
-pub use crate::health::{
-    checker_keys, start_states, Change, Event, Roster, RsKey, Start, Subscriber,
+pub use super::jitter::Jitter;
+pub use super::plan::{
+    file_state, format_rs, plan, plan_carrying, script_identity, Carry, Plan, PlanOptions, Planned,
+    ProbeKind,
 };
-use std::collections::HashMap;
-use std::future::Future;
+pub use super::prober::{NetProber, Outcome, Prober};
+use super::schedule::{Schedule, Verdict};
+pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-
-/// What a check does, resolved. Equal kinds probe alike: a reload matches
-/// checkers by it, and identical checks are shared by it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ProbeKind {
-    /// TCP_CHECK.
-    Tcp(ConnOpts),
-    /// HTTP_GET / SSL_GET.
-    Http(Arc<HttpProbe>),
-    /// SMTP_CHECK with its HELO name.
-    Smtp(ConnOpts, String),
-    /// UDP_CHECK.
-    Udp(UdpProbe),
-    /// DNS_CHECK.
-    Dns(DnsProbe),
-    /// PING_CHECK.
-    Ping(ConnOpts),
-    /// MISC_CHECK.
-    Misc {
-        /// The script.
-        script: ScriptSpec,
-        /// `misc_timeout` (else the VS delay_loop).
-        timeout: Duration,
-        /// `misc_dynamic`.
-        dynamic: bool,
-    },
-    /// FILE_CHECK.
-    File {
-        /// The tracked file.
-        path: PathBuf,
-        /// Its weight (checker's, else the track_file's).
-        weight: i64,
-        /// `reverse`.
-        reverse: bool,
-    },
-}
-
-impl ProbeKind {
-    /// keepalived's name for the checker type.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            ProbeKind::Tcp(_) => "TCP_CHECK",
-            ProbeKind::Http(h) if h.tls.is_some() => "SSL_GET",
-            ProbeKind::Http(_) => "HTTP_GET",
-            ProbeKind::Smtp(..) => "SMTP_CHECK",
-            ProbeKind::Udp(_) => "UDP_CHECK",
-            ProbeKind::Dns(_) => "DNS_CHECK",
-            ProbeKind::Ping(_) => "PING_CHECK",
-            ProbeKind::Misc { .. } => "MISC_CHECK",
-            ProbeKind::File { .. } => "FILE_CHECK",
-        }
-    }
-
-    fn family(&self) -> Option<RetryFamily> {
-        match self {
-            ProbeKind::Tcp(_) | ProbeKind::Udp(_) | ProbeKind::Ping(_) => Some(RetryFamily::Simple),
-            ProbeKind::Dns(_) | ProbeKind::Misc { .. } => Some(RetryFamily::Counted),
-            ProbeKind::Smtp(..) => Some(RetryFamily::Smtp),
-            ProbeKind::Http(_) | ProbeKind::File { .. } => None,
-        }
-    }
-}
-
-/// One distinct check and who listens to it.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// What it does.
-    pub kind: ProbeKind,
-    /// `delay_loop`.
-    pub delay_loop: Duration,
-    /// `delay_before_retry`.
-    pub delay_before_retry: Duration,
-    /// `warmup`: the first run is at 1 s plus a random part of it.
-    pub warmup: Duration,
-    /// `retry`.
-    pub retry: u32,
-    /// `alpha`.
-    pub alpha: bool,
-    /// `log_all_failures`.
-    pub log_all_failures: bool,
-    /// HTTP `fast_recovery`.
-    pub fast_recovery: bool,
-    /// keepalived's name for the checked service, `[ip]:proto:port`.
-    pub name: String,
-    /// The (first) virtual server's name, for MISC_CHECK's lines.
-    pub vs_name: String,
-    /// Who gets the results.
-    pub subscribers: Vec<Subscriber>,
-    /// The state its task starts in: keepalived's startup rules, or what a
-    /// reload carried over from the same checker (§6.8).
-    pub start: Start,
-}
-
-/// The checks of a configuration.
-#[derive(Debug, Clone, Default)]
-pub struct Plan {
-    /// Distinct checks.
-    pub checks: Vec<Planned>,
-    /// Per (vs, rs): how many checkers it has (shared ones counted for
-    /// each subscriber).
-    pub per_rs: HashMap<(usize, usize), usize>,
-    /// Per (vs, rs): the check of each of its checkers, in order.
-    pub by_rs: HashMap<(usize, usize), Vec<usize>>,
-}
-
-/// The carry of a checker's state across a reload, keyed by its probe.
-pub type Carry = crate::health::Carry<ProbeKind>;
-
-impl Roster for Plan {
-    type Probe = ProbeKind;
-
-    fn len(&self) -> usize {
-        self.checks.len()
-    }
-
-    fn subscribers(&self, check: usize) -> &[Subscriber] {
-        &self.checks[check].subscribers
-    }
-
-    fn start(&self, check: usize) -> Start {
-        self.checks[check].start
-    }
-
-    fn probe(&self, check: usize) -> ProbeKind {
-        self.checks[check].kind.clone()
-    }
-
-    fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
-        self.by_rs.get(&(vs, rs)).map_or(&[], Vec::as_slice)
-    }
-}
-
-/// What makes two planned checks one: everything they do, how they are
-/// scheduled and the state they start in.
-#[derive(PartialEq, Eq, Hash)]
-struct ShareKey {
-    kind: ProbeKind,
-    start: Start,
-    delay_loop: Duration,
-    delay_before_retry: Duration,
-    warmup: Duration,
-    retry: u32,
-    alpha: bool,
-    fast_recovery: bool,
-    name: String,
-}
-
-/// How [`plan`] builds checks.
-#[derive(Debug, Clone)]
-pub struct PlanOptions {
-    /// Share identical checks between virtual servers (default); off runs
-    /// one probe per configured checker, as keepalived does.
-    pub share: bool,
-    /// Values tracked files are taken to hold instead of reading them: an
-    /// offline `--plan` predicts what `init_file` would write at a start
-    /// without writing it.
-    pub preset_files: HashMap<PathBuf, i64>,
-}
-
-impl Default for PlanOptions {
-    fn default() -> Self {
-        PlanOptions {
-            share: true,
-            preset_files: HashMap::new(),
-        }
-    }
-}
-
-fn micros(v: Option<u64>, default: u64) -> Duration {
-    Duration::from_micros(v.unwrap_or(default))
-}
-
-/// keepalived's `FMT_RS()` for a real server of a virtual server.
-pub fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
-    crate::config::validate::format_rs(rs.ip, rs.port, vs.protocol)
-}
-
-/// Resolves the identity scripts run as: the script's own user, else
-/// `script_user`, else `keepalived_script` if it exists, else ourselves.
-pub fn script_identity(
-    cfg: &Config,
-    user: Option<&(String, Option<String>)>,
-) -> Result<Option<RunAs>, String> {
-    let (u, g) = match user.or(cfg.global_defs.script_user.as_ref()) {
-        Some((u, g)) => (u.clone(), g.clone()),
-        None => match nix::unistd::User::from_name("keepalived_script") {
-            Ok(Some(_)) => ("keepalived_script".to_string(), None),
-            _ => return Ok(None),
-        },
-    };
-    RunAs::resolve(&u, g.as_deref()).map(Some)
-}
-
-fn probe_kind(
-    cfg: &Config,
-    vs: &VirtualServer,
-    rs: &RealServer,
-    c: &Checker,
-    tls: &mut Option<Option<Tls>>,
-) -> Result<Option<ProbeKind>, String> {
-    let conn = || ConnOpts::from_common(c.common(), rs.ip);
-    Ok(Some(match c {
-        Checker::Tcp(_) => ProbeKind::Tcp(conn()),
-        Checker::Ping(_) => ProbeKind::Ping(conn()),
-        Checker::Http(h) | Checker::Ssl(h) => {
-            let t = if matches!(c, Checker::Ssl(_)) {
-                let t = tls.get_or_insert_with(|| match Tls::new(cfg.ssl.as_ref()) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        log::error!("{e}");
-                        None
-                    }
-                });
-                match t {
-                    Some(t) => Some(t.clone()),
-                    None => return Err("SSL_GET: no usable SSL context".into()),
-                }
-            } else {
-                None
-            };
-            if h.urls.is_empty() {
-                return Ok(None);
-            }
-            ProbeKind::Http(Arc::new(
-                HttpProbe::new(
-                    h,
-                    conn(),
-                    rs.virtualhost.as_deref(),
-                    vs.virtualhost.as_deref(),
-                    t,
-                )
-                .map_err(|e| e.to_string())?,
-            ))
-        }
-        Checker::Smtp(s) => ProbeKind::Smtp(
-            conn(),
-            s.helo_name
-                .clone()
-                .or_else(|| cfg.global_defs.smtp_helo_name.clone())
-                .unwrap_or_else(|| DEFAULT_HELO.into()),
-        ),
-        Checker::Udp(u) => ProbeKind::Udp(UdpProbe::new(u, conn())),
-        Checker::Dns(d) => ProbeKind::Dns(DnsProbe::new(d, conn())),
-        Checker::Misc(m) => {
-            let Some(argv) = m.misc_path.clone() else {
-                return Ok(None);
-            };
-            let run_as = script_identity(cfg, m.user.as_ref())?;
-            let timeout = match m.misc_timeout {
-                Some(t) if t > 0 => Duration::from_micros(t),
-                _ => micros(vs.delay_loop, 60_000_000),
-            };
-            ProbeKind::Misc {
-                script: ScriptSpec { argv, run_as },
-                timeout,
-                dynamic: m.misc_dynamic,
-            }
-        }
-        Checker::File(f) => {
-            let Some(tf) = f
-                .track_file
-                .as_ref()
-                .and_then(|n| cfg.track_files.iter().find(|t| &t.name == n))
-            else {
-                return Ok(None);
-            };
-            let Some(path) = tf.file.clone() else {
-                return Ok(None);
-            };
-            ProbeKind::File {
-                path: PathBuf::from(path),
-                weight: i64::from(f.weight.unwrap_or(tf.weight)),
-                reverse: f.reverse.unwrap_or(tf.reverse),
-            }
-        }
-        Checker::Bfd(_) => return Ok(None),
-    }))
-}
-
-/// Resolves every checker of `cfg`. Checkers that cannot run are reported
-/// (with the virtual and real server) and left out, as keepalived drops
-/// them; their real servers then count as having no such checker.
-pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
-    plan_carrying(cfg, opts, &Carry::new())
-}
-
-/// [`plan`], with the checker states of a running configuration carried
-/// over to the same checkers of the new one.
-pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
-    let mut p = Plan::default();
-    let mut errors = Vec::new();
-    // ProbeKind's Hash and Eq read only what never changes: a regex's
-    // pattern (not its match cache), not the TLS context.
-    #[allow(clippy::mutable_key_type)]
-    let mut seen: HashMap<ShareKey, usize> = HashMap::new();
-    let mut tls = None;
-    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-        let vs_name = crate::config::validate::format_vs(vs);
-        for (ri, rs) in vs.real_servers.iter().enumerate() {
-            let mut kinds = Vec::new();
-            for c in &rs.checkers {
-                match probe_kind(cfg, vs, rs, c, &mut tls) {
-                    Ok(Some(k)) => kinds.push((c, k)),
-                    Ok(None) => {}
-                    Err(e) => errors.push(format!(
-                        "{}: checker of real server {} in VS {vs_name}: {e}",
-                        c.common().line,
-                        format_rs(rs, vs),
-                    )),
-                }
-            }
-            let rk = RsKey::of(&vs_name, rs);
-            let keys = if carry.reload {
-                checker_keys(&rk, kinds.iter().map(|(_, k)| k.clone()))
-            } else {
-                Vec::new()
-            };
-            let conf: Vec<(u32, bool)> = kinds
-                .iter()
-                .map(|(c, _)| {
-                    let cm = c.common();
-                    (cm.retry.unwrap_or(1), cm.alpha.unwrap_or(false))
-                })
-                .collect();
-            let starts = start_states(carry, &rk, &keys, &conf);
-            let mut ids = Vec::with_capacity(kinds.len());
-            for (n, ((c, kind), mut start)) in kinds.into_iter().zip(starts).enumerate() {
-                // FILE_CHECK starts from the file as it reads now, at a
-                // start as at a reload.
-                if let Some(f) = file_state_with(&kind, &opts.preset_files) {
-                    start.state.is_up = f != FileState::Fault;
-                    start.cur_weight = match f {
-                        FileState::Weight(w) => w,
-                        FileState::Fault => 0,
-                    };
-                }
-                let cm = c.common();
-                let delay_loop = micros(cm.delay_loop, 60_000_000);
-                let planned = Planned {
-                    delay_loop,
-                    delay_before_retry: micros(cm.delay_before_retry, 1_000_000),
-                    warmup: cm.warmup.map(Duration::from_micros).unwrap_or(delay_loop),
-                    retry: cm.retry.unwrap_or(1),
-                    alpha: cm.alpha.unwrap_or(false),
-                    log_all_failures: cm.log_all_failures.unwrap_or(false),
-                    fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
-                    name: format_rs(rs, vs),
-                    vs_name: vs_name.clone(),
-                    start,
-                    kind,
-                    subscribers: Vec::new(),
-                };
-                let sub = Subscriber {
-                    vs: vi,
-                    rs: ri,
-                    checker: n,
-                };
-                // Two checks are the same when everything they do, how
-                // they are scheduled and the state they start in is; only
-                // then may they share a probe.
-                let shared = if opts.share {
-                    let key = ShareKey {
-                        kind: planned.kind.clone(),
-                        start: planned.start,
-                        delay_loop: planned.delay_loop,
-                        delay_before_retry: planned.delay_before_retry,
-                        warmup: planned.warmup,
-                        retry: planned.retry,
-                        alpha: planned.alpha,
-                        fast_recovery: planned.fast_recovery,
-                        name: planned.name.clone(),
-                    };
-                    match seen.get(&key) {
-                        Some(&i) => Some(i),
-                        None => {
-                            seen.insert(key, p.checks.len());
-                            None
-                        }
-                    }
-                } else {
-                    None
-                };
-                match shared {
-                    Some(i) => {
-                        p.checks[i].subscribers.push(sub);
-                        ids.push(i);
-                    }
-                    None => {
-                        ids.push(p.checks.len());
-                        let mut planned = planned;
-                        planned.subscribers.push(sub);
-                        p.checks.push(planned);
-                    }
-                }
-            }
-            p.per_rs.insert((vi, ri), ids.len());
-            p.by_rs.insert((vi, ri), ids);
-        }
-    }
-    (p, errors)
-}
-
-/// The outcome of one probe run: `Ok(Some(status))` carries a MISC
-/// dynamic status.
-pub type Outcome = Result<Option<u8>, Failure>;
-
-/// Runs one probe. The real one does I/O; tests script results.
-pub trait Prober: Send + Sync + 'static {
-    /// Runs check `check` of the plan against url `url` (HTTP) with
-    /// sequence number `seq` (PING/DNS).
-    fn probe<'a>(
-        &'a self,
-        check: &'a Planned,
-        url: usize,
-        seq: u16,
-    ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
-}
-
-/// The prober that talks to the real servers.
-#[derive(Debug, Clone)]
-pub struct NetProber {
-    scripts: Scripts,
-}
-
-impl NetProber {
-    /// MISC_CHECK scripts run under `scripts`' cap, shared with the notify
-    /// scripts.
-    pub fn new(scripts: Scripts) -> NetProber {
-        NetProber { scripts }
-    }
-}
-
-impl Prober for NetProber {
-    fn probe<'a>(
-        &'a self,
-        check: &'a Planned,
-        url: usize,
-        seq: u16,
-    ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
-        Box::pin(async move {
-            match &check.kind {
-                ProbeKind::Tcp(c) => super::tcp::check(c).await.map(|()| None),
-                ProbeKind::Http(h) => h.check(url).await.map(|()| None),
-                ProbeKind::Smtp(c, helo) => super::smtp::check(c, helo).await.map(|()| None),
-                ProbeKind::Udp(u) => u.check().await.map(|()| None),
-                ProbeKind::Dns(d) => d.check(seq).await.map(|()| None),
-                ProbeKind::Ping(c) => super::ping::check(c, seq).await.map(|()| None),
-                ProbeKind::Misc {
-                    script,
-                    timeout,
-                    dynamic,
-                } => {
-                    let end = self.scripts.run(script, *timeout).await?;
-                    misc::verdict(end, *dynamic)
-                }
-                ProbeKind::File { .. } => Ok(None),
-            }
-        })
-    }
-}
-
-/// A small xorshift: jitter needs spread, not quality.
-#[derive(Debug, Clone)]
-pub struct Jitter(u64);
-
-impl Jitter {
-    /// Seeded from the clock and pid.
-    pub fn seeded() -> Jitter {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
-        Jitter(t ^ (u64::from(std::process::id()) << 32) | 1)
-    }
-
-    /// Fixed seed (tests).
-    pub fn with_seed(s: u64) -> Jitter {
-        Jitter(s | 1)
-    }
-
-    /// Next value.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    /// Uniform in `0..=d`.
-    pub fn upto(&mut self, d: Duration) -> Duration {
-        let us = d.as_micros() as u64;
-        if us == 0 {
-            return Duration::ZERO;
-        }
-        Duration::from_micros(self.next_u64() % (us + 1))
-    }
-}
-
-/// How one check went last.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastRun {
-    /// It passed.
-    pub ok: bool,
-    /// Why not, in words.
-    pub error: String,
-    /// How long the probe took.
-    pub latency: Duration,
-    /// When it ended.
-    pub at: tokio::time::Instant,
-}
-
-/// Upper bounds (seconds) of the probe latency histogram's buckets; the
-/// last bucket is everything above.
-pub const LATENCY_BUCKETS: [f64; 12] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
-];
-
-/// A check's live status.
-#[derive(Debug, Clone)]
-pub struct CheckStatus {
-    /// Its state now, as a reload would carry it.
-    pub now: Start,
-    /// Probes run.
-    pub runs: u64,
-    /// Consecutive passes (0 after a failure).
-    pub successes: u64,
-    /// Consecutive failures (0 after a pass).
-    pub failures: u64,
-    /// The latest result.
-    pub last: Option<LastRun>,
-    /// When it runs next.
-    pub next_run: Option<tokio::time::Instant>,
-    /// Probe latencies: counts per [`LATENCY_BUCKETS`] bucket (and one
-    /// above), and their sum in seconds.
-    pub latency_counts: [u64; LATENCY_BUCKETS.len() + 1],
-    /// Sum of the latencies, seconds.
-    pub latency_sum: f64,
-    /// Failures by kind ([`super::conn::Failure::kind`]).
-    pub errors: Vec<(&'static str, u64)>,
-}
-
-impl CheckStatus {
-    fn record(
-        &mut self,
-        ok: bool,
-        reason: &str,
-        kind: &'static str,
-        latency: Duration,
-        at: tokio::time::Instant,
-        next: tokio::time::Instant,
-    ) {
-        self.runs += 1;
-        let secs = latency.as_secs_f64();
-        let bucket = LATENCY_BUCKETS
-            .iter()
-            .position(|&b| secs <= b)
-            .unwrap_or(LATENCY_BUCKETS.len());
-        self.latency_counts[bucket] += 1;
-        self.latency_sum += secs;
-        if !ok {
-            let kind = if kind.is_empty() { "failed" } else { kind };
-            match self.errors.iter_mut().find(|(k, _)| *k == kind) {
-                Some((_, n)) => *n += 1,
-                None => self.errors.push((kind, 1)),
-            }
-        }
-        if ok {
-            self.successes += 1;
-            self.failures = 0;
-        } else {
-            self.failures += 1;
-            self.successes = 0;
-        }
-        match &mut self.last {
-            // The error string is reused: most runs pass, a failing check
-            // repeats its reason.
-            Some(l) => {
-                l.ok = ok;
-                l.error.clear();
-                l.error.push_str(reason);
-                l.latency = latency;
-                l.at = at;
-            }
-            None => {
-                self.last = Some(LastRun {
-                    ok,
-                    error: reason.to_string(),
-                    latency,
-                    at,
-                })
-            }
-        }
-        self.next_run = Some(next);
-    }
-}
-
-/// Every check's status, written by its task after each run and read by
-/// the daemon: what a reload carries (§6.8), and what operators are shown.
-#[derive(Debug)]
-pub struct Board(Vec<std::sync::Mutex<CheckStatus>>);
-
-impl Board {
-    /// Each check at its start state.
-    pub fn new(plan: &Plan) -> Board {
-        Board(
-            plan.checks
-                .iter()
-                .map(|c| {
-                    std::sync::Mutex::new(CheckStatus {
-                        now: c.start,
-                        runs: 0,
-                        successes: 0,
-                        failures: 0,
-                        last: None,
-                        next_run: None,
-                        latency_counts: [0; LATENCY_BUCKETS.len() + 1],
-                        latency_sum: 0.0,
-                        errors: Vec::new(),
-                    })
-                })
-                .collect(),
-        )
-    }
-
-    /// Check `id`'s status now.
-    pub fn get(&self, id: usize) -> Option<CheckStatus> {
-        self.0
-            .get(id)
-            // A task that panicked holding the lock left a usable status.
-            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
-    }
-
-    fn update(&self, id: usize, f: impl FnOnce(&mut CheckStatus)) {
-        if let Some(m) = self.0.get(id) {
-            f(&mut m.lock().unwrap_or_else(|e| e.into_inner()));
-        }
-    }
-}
 
 /// Running checks. Dropping it stops them (scripts are killed).
 pub struct Engine {
@@ -731,15 +84,6 @@ impl Engine {
     }
 }
 
-fn delay_for(c: &Planned, next: Next) -> Duration {
-    match next {
-        Next::DelayLoop => c.delay_loop,
-        Next::DelayBeforeRetry => c.delay_before_retry,
-        Next::LongerOfBoth => c.delay_loop.max(c.delay_before_retry),
-        Next::Now => Duration::ZERO,
-    }
-}
-
 async fn run_check(
     id: usize,
     c: Arc<Planned>,
@@ -748,144 +92,45 @@ async fn run_check(
     board: Arc<Board>,
     first: Duration,
 ) {
-    let mut st = c.start.state;
-    let mut urls = UrlCycle::new(match &c.kind {
-        ProbeKind::Http(h) => h.urls.len(),
-        _ => 1,
-    });
-    // A reload may have shortened the url list.
-    if c.start.url.0 < urls.count {
-        urls.current = c.start.url.0;
-        urls.failed = c.start.url.1.filter(|&f| f < urls.count);
-    }
-    let mut seq: u16 = (id as u16).wrapping_mul(7919);
-    let mut last_status: Option<u8> = c.start.misc_status;
+    let mut sch = Schedule::new(id, &c);
     board.update(id, |b| {
         b.next_run = Some(tokio::time::Instant::now() + first)
     });
     tokio::time::sleep(first).await;
-    let is_misc = matches!(c.kind, ProbeKind::Misc { .. });
-    let mut cycle_start = true;
     loop {
         let started = tokio::time::Instant::now();
-        let mut error_kind = "";
-        seq = seq.wrapping_add(1);
-        let outcome = prober.probe(&c, urls.current, seq).await;
+        let seq = sch.next_seq();
+        let outcome = prober.probe(&c, sch.urls.current, seq).await;
         let ended = tokio::time::Instant::now();
-        let (ok, status, reason) = match outcome {
-            Ok(s) => (true, s, String::new()),
-            Err(f) if f.is_local() => {
-                // keepalived reschedules without a verdict.
-                log::warn!("{} on {}: {f}", c.kind.type_name(), c.name);
-                tokio::time::sleep(c.delay_loop).await;
-                continue;
-            }
-            Err(f) => {
-                error_kind = f.kind();
-                (false, None, f.to_string())
-            }
-        };
-        let (was_up, had_run, retry_it) = (st.is_up, st.has_run, st.retry_it);
-        if !ok && c.log_all_failures {
-            log::info!(
-                "{} on service {} failed: {reason}",
-                c.kind.type_name(),
-                c.name
-            );
+        let verdict = Verdict::of(outcome);
+        let step = sch.observe(&c, &verdict);
+        for l in &step.warn {
+            log::warn!("{l}");
         }
-        let d = match (&c.kind, c.kind.family()) {
-            (ProbeKind::Http(_), _) => st.http_result(&mut urls, ok, c.fast_recovery),
-            (_, Some(f)) => {
-                if cycle_start {
-                    st.start_cycle(f);
-                }
-                st.result(f, ok)
-            }
-            (_, None) => continue,
-        };
-        cycle_start = d.next != Next::DelayBeforeRetry;
-        if let ProbeKind::Misc { dynamic: true, .. } = c.kind {
-            // update_svr_wgt() on a changed exit status of a success.
-            let s = if ok { Some(status.unwrap_or(0)) } else { None };
-            if let Some(s) = s.filter(|s| Some(*s) != last_status) {
-                last_status = Some(s);
-                send(&tx, id, Change::MiscStatus(s), String::new());
-            }
-            if !ok && d.changed == Some(false) {
-                last_status = None;
-            }
+        for l in &step.info {
+            log::info!("{l}");
         }
-        if ok && (!was_up || !had_run) && !matches!(c.kind, ProbeKind::Http(_)) {
-            log::info!("{}", success_line(&c));
-        }
-        if d.pass_complete {
-            log::info!("{}", success_line(&c));
-        }
-        if d.changed == Some(false) {
-            // keepalived prints HTTP's count before the failing attempt.
-            let retries = if matches!(c.kind, ProbeKind::Http(_)) {
-                retry_it
-            } else {
-                c.retry
-            };
-            if had_run && c.retry > 0 {
-                log::info!(
-                    "{} on service {} failed after {retries} retries.",
-                    check_word(&c),
-                    c.name
-                );
-            } else {
-                log::info!("{} on service {} failed.", check_word(&c), c.name);
-            }
-            log::info!("{} on service {}: {reason}", c.kind.type_name(), c.name);
-        }
-        let delay = delay_for(&c, d.next);
-        // MISC_CHECK schedules from the start of the run.
-        let next = if is_misc { started } else { ended } + delay;
-        // Written before the event is sent, with no await between: a
+        let next = if step.from_start { started } else { ended } + step.delay;
+        // Written before the events are sent, with no await between: a
         // reload that stops the tasks then drains the events finds the
         // board and the events in agreement.
         board.update(id, |b| {
-            b.now.state = st;
-            b.now.url = (urls.current, urls.failed);
-            b.now.misc_status = last_status;
-            b.record(ok, &reason, error_kind, ended - started, ended, next);
+            if step.judged {
+                let (ok, reason, kind) = match &verdict {
+                    Verdict::Fail(r, k) => (false, r.as_str(), *k),
+                    _ => (true, "", ""),
+                };
+                b.now.state = sch.state;
+                b.now.url = (sch.urls.current, sch.urls.failed);
+                b.now.misc_status = sch.misc_status;
+                b.record(ok, reason, kind, ended - started, ended);
+            }
+            b.next_run = Some(next);
         });
-        match d.changed {
-            Some(true) => send(&tx, id, Change::Up, "success".into()),
-            Some(false) => send(&tx, id, Change::Down, reason),
-            None if d.first_down => send(&tx, id, Change::FirstDown, reason),
-            None => {}
+        for (change, reason) in step.changes {
+            send(&tx, id, change, reason);
         }
         tokio::time::sleep_until(next).await;
-    }
-}
-
-/// keepalived's word for the checker in failure lines.
-fn check_word(c: &Planned) -> &'static str {
-    match c.kind {
-        ProbeKind::Http(_) => "HTTP_CHECK",
-        ProbeKind::Ping(_) => "PING_CHECK",
-        _ => c.kind.type_name(),
-    }
-}
-
-/// keepalived's line when a checker passes while down or for the first time.
-fn success_line(c: &Planned) -> String {
-    match &c.kind {
-        ProbeKind::Tcp(_) => format!("TCP connection to {} success.", c.name),
-        ProbeKind::Udp(_) => format!("UDP connection to {} success.", c.name),
-        ProbeKind::Ping(_) => format!("ICMP connection to {} success.", c.name),
-        ProbeKind::Http(_) => format!("Remote Web server {} succeed on service.", c.name),
-        ProbeKind::Smtp(..) => format!("Remote SMTP server {} succeed on service.", c.name),
-        ProbeKind::Dns(_) => format!("DNS_CHECK on service {} succeed.", c.name),
-        ProbeKind::Misc { script, .. } => format!(
-            "Misc check for [{} VS {}] by [{}] succeeded.",
-            c.name,
-            c.vs_name,
-            script.argv.first().map_or("", String::as_str)
-        ),
-        ProbeKind::File { .. } => format!("FILE_CHECK on service {} up.", c.name),
     }
 }
 
@@ -896,26 +141,6 @@ fn send(tx: &mpsc::UnboundedSender<Event>, check: usize, change: Change, reason:
         change,
         reason,
     });
-}
-
-/// FILE_CHECK's state for a planned file check, read now.
-pub fn file_state(c: &Planned) -> Option<FileState> {
-    file_state_with(&c.kind, &HashMap::new())
-}
-
-fn file_state_with(kind: &ProbeKind, preset: &HashMap<PathBuf, i64>) -> Option<FileState> {
-    match kind {
-        ProbeKind::File {
-            path,
-            weight,
-            reverse,
-        } => preset
-            .get(path)
-            .copied()
-            .or_else(|| file::read_value(path))
-            .map(|v| file::status(v, *weight, *reverse)),
-        _ => None,
-    }
 }
 
 async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Event>) {
@@ -973,9 +198,14 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::conn::Failure;
     use crate::config::load_str;
+    use crate::config::model::Config;
     use crate::health::retry::CheckerState;
     use crate::health::{Effect, Health, Tracker, Transition};
+    use std::collections::HashMap;
+    use std::future::Future;
+    use std::pin::Pin;
     use std::sync::Mutex;
     use tokio::time::Instant;
 

@@ -1,21 +1,27 @@
 //! The checker side: the health checks, run on tokio.
 //!
-//! Over [`crate::health`] (keepalived's decisions, pure). One module per
-//! checker type ([`tcp`],
-//! [`http`] for HTTP_GET and SSL_GET, [`misc`], [`udp`], [`ping`], [`dns`],
-//! [`smtp`], [`file`]) over the shared socket options of [`conn`]; the
-//! [`engine`] runs them on tokio and reports state changes to the daemon,
-//! which turns them into IPVS changes and [`notify`] calls. [`print`]
-//! writes the data file operators ask for with SIGUSR1.
+//! Over [`crate::health`] (keepalived's decisions, pure). [`plan`]
+//! resolves the configuration's checkers; [`engine`] runs them, one task
+//! each, on the pure step function of [`schedule`], writing [`board`] and
+//! reporting changes to the daemon, which turns them into IPVS changes and
+//! [`notify`] calls. The probes are behind [`prober`]: one module per
+//! checker type ([`tcp`], [`http`] for HTTP_GET and SSL_GET, [`misc`],
+//! [`udp`], [`ping`], [`dns`], [`smtp`], [`file`]) over the shared socket
+//! options of [`conn`]. [`jitter`] spreads the first runs.
 
+pub mod board;
 pub mod conn;
 pub mod dns;
 pub mod engine;
 pub mod file;
 pub mod http;
+pub mod jitter;
 pub mod misc;
 pub mod notify;
 pub mod ping;
+pub mod plan;
+pub mod prober;
+pub mod schedule;
 pub mod smtp;
 pub mod smtp_alert;
 pub mod tcp;

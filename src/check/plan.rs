@@ -1,0 +1,446 @@
+//! The plan of a configuration's checks: every checker resolved into what
+//! it does ([`ProbeKind`]) and how it is scheduled ([`Planned`]), identical
+//! checks of one real server shared by the virtual servers that have it,
+//! each started in the state the one startup rule gives
+//! ([`crate::health::start_states`]).
+//!
+//! Pure but for two reads: the SSL block's files, and FILE_CHECK's files
+//! (their start state). Between the config model and the [`super::engine`]
+//! that runs the plan; [`crate::health::Tracker`] sees it as a [`Roster`].
+
+use super::conn::ConnOpts;
+use super::dns::DnsProbe;
+use super::file::{self, FileState};
+use super::http::{HttpProbe, Tls};
+use super::misc::{RunAs, ScriptSpec};
+use super::smtp::DEFAULT_HELO;
+use super::udp::UdpProbe;
+use crate::config::model::{Checker, Config, RealServer, VirtualServer};
+use crate::health::retry::RetryFamily;
+use crate::health::{checker_keys, start_states, Roster, RsKey, Start, Subscriber};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a check does, resolved. Equal kinds probe alike: a reload matches
+/// checkers by it, and identical checks are shared by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ProbeKind {
+    /// TCP_CHECK.
+    Tcp(ConnOpts),
+    /// HTTP_GET / SSL_GET.
+    Http(Arc<HttpProbe>),
+    /// SMTP_CHECK with its HELO name.
+    Smtp(ConnOpts, String),
+    /// UDP_CHECK.
+    Udp(UdpProbe),
+    /// DNS_CHECK.
+    Dns(DnsProbe),
+    /// PING_CHECK.
+    Ping(ConnOpts),
+    /// MISC_CHECK.
+    Misc {
+        /// The script.
+        script: ScriptSpec,
+        /// `misc_timeout` (else the VS delay_loop).
+        timeout: Duration,
+        /// `misc_dynamic`.
+        dynamic: bool,
+    },
+    /// FILE_CHECK.
+    File {
+        /// The tracked file.
+        path: PathBuf,
+        /// Its weight (checker's, else the track_file's).
+        weight: i64,
+        /// `reverse`.
+        reverse: bool,
+    },
+}
+
+impl ProbeKind {
+    /// keepalived's name for the checker type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ProbeKind::Tcp(_) => "TCP_CHECK",
+            ProbeKind::Http(h) if h.tls.is_some() => "SSL_GET",
+            ProbeKind::Http(_) => "HTTP_GET",
+            ProbeKind::Smtp(..) => "SMTP_CHECK",
+            ProbeKind::Udp(_) => "UDP_CHECK",
+            ProbeKind::Dns(_) => "DNS_CHECK",
+            ProbeKind::Ping(_) => "PING_CHECK",
+            ProbeKind::Misc { .. } => "MISC_CHECK",
+            ProbeKind::File { .. } => "FILE_CHECK",
+        }
+    }
+
+    /// Its retry family (none for HTTP, which cycles urls, and FILE_CHECK).
+    pub fn family(&self) -> Option<RetryFamily> {
+        match self {
+            ProbeKind::Tcp(_) | ProbeKind::Udp(_) | ProbeKind::Ping(_) => Some(RetryFamily::Simple),
+            ProbeKind::Dns(_) | ProbeKind::Misc { .. } => Some(RetryFamily::Counted),
+            ProbeKind::Smtp(..) => Some(RetryFamily::Smtp),
+            ProbeKind::Http(_) | ProbeKind::File { .. } => None,
+        }
+    }
+}
+
+/// One distinct check and who listens to it.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// What it does.
+    pub kind: ProbeKind,
+    /// `delay_loop`.
+    pub delay_loop: Duration,
+    /// `delay_before_retry`.
+    pub delay_before_retry: Duration,
+    /// `warmup`: the first run is at 1 s plus a random part of it.
+    pub warmup: Duration,
+    /// `retry`.
+    pub retry: u32,
+    /// `alpha`.
+    pub alpha: bool,
+    /// `log_all_failures`.
+    pub log_all_failures: bool,
+    /// HTTP `fast_recovery`.
+    pub fast_recovery: bool,
+    /// keepalived's name for the checked service, `[ip]:proto:port`.
+    pub name: String,
+    /// The (first) virtual server's name, for MISC_CHECK's lines.
+    pub vs_name: String,
+    /// Who gets the results.
+    pub subscribers: Vec<Subscriber>,
+    /// The state its task starts in: keepalived's startup rules, or what a
+    /// reload carried over from the same checker (§6.8).
+    pub start: Start,
+}
+
+/// The checks of a configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Distinct checks.
+    pub checks: Vec<Planned>,
+    /// Per (vs, rs): how many checkers it has (shared ones counted for
+    /// each subscriber).
+    pub per_rs: HashMap<(usize, usize), usize>,
+    /// Per (vs, rs): the check of each of its checkers, in order.
+    pub by_rs: HashMap<(usize, usize), Vec<usize>>,
+}
+
+/// The carry of a checker's state across a reload, keyed by its probe.
+pub type Carry = crate::health::Carry<ProbeKind>;
+
+impl Roster for Plan {
+    type Probe = ProbeKind;
+
+    fn len(&self) -> usize {
+        self.checks.len()
+    }
+
+    fn subscribers(&self, check: usize) -> &[Subscriber] {
+        &self.checks[check].subscribers
+    }
+
+    fn start(&self, check: usize) -> Start {
+        self.checks[check].start
+    }
+
+    fn probe(&self, check: usize) -> ProbeKind {
+        self.checks[check].kind.clone()
+    }
+
+    fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
+        self.by_rs.get(&(vs, rs)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// What makes two planned checks one: everything they do, how they are
+/// scheduled and the state they start in.
+#[derive(PartialEq, Eq, Hash)]
+struct ShareKey {
+    kind: ProbeKind,
+    start: Start,
+    delay_loop: Duration,
+    delay_before_retry: Duration,
+    warmup: Duration,
+    retry: u32,
+    alpha: bool,
+    fast_recovery: bool,
+    name: String,
+}
+
+/// How [`plan`] builds checks.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Share identical checks between virtual servers (default); off runs
+    /// one probe per configured checker, as keepalived does.
+    pub share: bool,
+    /// Values tracked files are taken to hold instead of reading them: an
+    /// offline `--plan` predicts what `init_file` would write at a start
+    /// without writing it.
+    pub preset_files: HashMap<PathBuf, i64>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            share: true,
+            preset_files: HashMap::new(),
+        }
+    }
+}
+
+fn micros(v: Option<u64>, default: u64) -> Duration {
+    Duration::from_micros(v.unwrap_or(default))
+}
+
+/// keepalived's `FMT_RS()` for a real server of a virtual server.
+pub fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
+    crate::config::validate::format_rs(rs.ip, rs.port, vs.protocol)
+}
+
+/// Resolves the identity scripts run as: the script's own user, else
+/// `script_user`, else `keepalived_script` if it exists, else ourselves.
+pub fn script_identity(
+    cfg: &Config,
+    user: Option<&(String, Option<String>)>,
+) -> Result<Option<RunAs>, String> {
+    let (u, g) = match user.or(cfg.global_defs.script_user.as_ref()) {
+        Some((u, g)) => (u.clone(), g.clone()),
+        None => match nix::unistd::User::from_name("keepalived_script") {
+            Ok(Some(_)) => ("keepalived_script".to_string(), None),
+            _ => return Ok(None),
+        },
+    };
+    RunAs::resolve(&u, g.as_deref()).map(Some)
+}
+
+fn probe_kind(
+    cfg: &Config,
+    vs: &VirtualServer,
+    rs: &RealServer,
+    c: &Checker,
+    tls: &mut Option<Option<Tls>>,
+) -> Result<Option<ProbeKind>, String> {
+    let conn = || ConnOpts::from_common(c.common(), rs.ip);
+    Ok(Some(match c {
+        Checker::Tcp(_) => ProbeKind::Tcp(conn()),
+        Checker::Ping(_) => ProbeKind::Ping(conn()),
+        Checker::Http(h) | Checker::Ssl(h) => {
+            let t = if matches!(c, Checker::Ssl(_)) {
+                let t = tls.get_or_insert_with(|| match Tls::new(cfg.ssl.as_ref()) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        log::error!("{e}");
+                        None
+                    }
+                });
+                match t {
+                    Some(t) => Some(t.clone()),
+                    None => return Err("SSL_GET: no usable SSL context".into()),
+                }
+            } else {
+                None
+            };
+            if h.urls.is_empty() {
+                return Ok(None);
+            }
+            ProbeKind::Http(Arc::new(
+                HttpProbe::new(
+                    h,
+                    conn(),
+                    rs.virtualhost.as_deref(),
+                    vs.virtualhost.as_deref(),
+                    t,
+                )
+                .map_err(|e| e.to_string())?,
+            ))
+        }
+        Checker::Smtp(s) => ProbeKind::Smtp(
+            conn(),
+            s.helo_name
+                .clone()
+                .or_else(|| cfg.global_defs.smtp_helo_name.clone())
+                .unwrap_or_else(|| DEFAULT_HELO.into()),
+        ),
+        Checker::Udp(u) => ProbeKind::Udp(UdpProbe::new(u, conn())),
+        Checker::Dns(d) => ProbeKind::Dns(DnsProbe::new(d, conn())),
+        Checker::Misc(m) => {
+            let Some(argv) = m.misc_path.clone() else {
+                return Ok(None);
+            };
+            let run_as = script_identity(cfg, m.user.as_ref())?;
+            let timeout = match m.misc_timeout {
+                Some(t) if t > 0 => Duration::from_micros(t),
+                _ => micros(vs.delay_loop, 60_000_000),
+            };
+            ProbeKind::Misc {
+                script: ScriptSpec { argv, run_as },
+                timeout,
+                dynamic: m.misc_dynamic,
+            }
+        }
+        Checker::File(f) => {
+            let Some(tf) = f
+                .track_file
+                .as_ref()
+                .and_then(|n| cfg.track_files.iter().find(|t| &t.name == n))
+            else {
+                return Ok(None);
+            };
+            let Some(path) = tf.file.clone() else {
+                return Ok(None);
+            };
+            ProbeKind::File {
+                path: PathBuf::from(path),
+                weight: i64::from(f.weight.unwrap_or(tf.weight)),
+                reverse: f.reverse.unwrap_or(tf.reverse),
+            }
+        }
+        Checker::Bfd(_) => return Ok(None),
+    }))
+}
+
+/// Resolves every checker of `cfg`. Checkers that cannot run are reported
+/// (with the virtual and real server) and left out, as keepalived drops
+/// them; their real servers then count as having no such checker.
+pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
+    plan_carrying(cfg, opts, &Carry::new())
+}
+
+/// [`plan`], with the checker states of a running configuration carried
+/// over to the same checkers of the new one.
+pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
+    let mut p = Plan::default();
+    let mut errors = Vec::new();
+    // ProbeKind's Hash and Eq read only what never changes: a regex's
+    // pattern (not its match cache), not the TLS context.
+    #[allow(clippy::mutable_key_type)]
+    let mut seen: HashMap<ShareKey, usize> = HashMap::new();
+    let mut tls = None;
+    for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
+        let vs_name = crate::config::validate::format_vs(vs);
+        for (ri, rs) in vs.real_servers.iter().enumerate() {
+            let mut kinds = Vec::new();
+            for c in &rs.checkers {
+                match probe_kind(cfg, vs, rs, c, &mut tls) {
+                    Ok(Some(k)) => kinds.push((c, k)),
+                    Ok(None) => {}
+                    Err(e) => errors.push(format!(
+                        "{}: checker of real server {} in VS {vs_name}: {e}",
+                        c.common().line,
+                        format_rs(rs, vs),
+                    )),
+                }
+            }
+            let rk = RsKey::of(&vs_name, rs);
+            let keys = if carry.reload {
+                checker_keys(&rk, kinds.iter().map(|(_, k)| k.clone()))
+            } else {
+                Vec::new()
+            };
+            let conf: Vec<(u32, bool)> = kinds
+                .iter()
+                .map(|(c, _)| {
+                    let cm = c.common();
+                    (cm.retry.unwrap_or(1), cm.alpha.unwrap_or(false))
+                })
+                .collect();
+            let starts = start_states(carry, &rk, &keys, &conf);
+            let mut ids = Vec::with_capacity(kinds.len());
+            for (n, ((c, kind), mut start)) in kinds.into_iter().zip(starts).enumerate() {
+                // FILE_CHECK starts from the file as it reads now, at a
+                // start as at a reload.
+                if let Some(f) = file_state_with(&kind, &opts.preset_files) {
+                    start.state.is_up = f != FileState::Fault;
+                    start.cur_weight = match f {
+                        FileState::Weight(w) => w,
+                        FileState::Fault => 0,
+                    };
+                }
+                let cm = c.common();
+                let delay_loop = micros(cm.delay_loop, 60_000_000);
+                let planned = Planned {
+                    delay_loop,
+                    delay_before_retry: micros(cm.delay_before_retry, 1_000_000),
+                    warmup: cm.warmup.map(Duration::from_micros).unwrap_or(delay_loop),
+                    retry: cm.retry.unwrap_or(1),
+                    alpha: cm.alpha.unwrap_or(false),
+                    log_all_failures: cm.log_all_failures.unwrap_or(false),
+                    fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
+                    name: format_rs(rs, vs),
+                    vs_name: vs_name.clone(),
+                    start,
+                    kind,
+                    subscribers: Vec::new(),
+                };
+                let sub = Subscriber {
+                    vs: vi,
+                    rs: ri,
+                    checker: n,
+                };
+                // Two checks are the same when everything they do, how
+                // they are scheduled and the state they start in is; only
+                // then may they share a probe.
+                let shared = if opts.share {
+                    let key = ShareKey {
+                        kind: planned.kind.clone(),
+                        start: planned.start,
+                        delay_loop: planned.delay_loop,
+                        delay_before_retry: planned.delay_before_retry,
+                        warmup: planned.warmup,
+                        retry: planned.retry,
+                        alpha: planned.alpha,
+                        fast_recovery: planned.fast_recovery,
+                        name: planned.name.clone(),
+                    };
+                    match seen.get(&key) {
+                        Some(&i) => Some(i),
+                        None => {
+                            seen.insert(key, p.checks.len());
+                            None
+                        }
+                    }
+                } else {
+                    None
+                };
+                match shared {
+                    Some(i) => {
+                        p.checks[i].subscribers.push(sub);
+                        ids.push(i);
+                    }
+                    None => {
+                        ids.push(p.checks.len());
+                        let mut planned = planned;
+                        planned.subscribers.push(sub);
+                        p.checks.push(planned);
+                    }
+                }
+            }
+            p.per_rs.insert((vi, ri), ids.len());
+            p.by_rs.insert((vi, ri), ids);
+        }
+    }
+    (p, errors)
+}
+
+/// FILE_CHECK's state for a planned file check, read now.
+pub fn file_state(c: &Planned) -> Option<FileState> {
+    file_state_with(&c.kind, &HashMap::new())
+}
+
+fn file_state_with(kind: &ProbeKind, preset: &HashMap<PathBuf, i64>) -> Option<FileState> {
+    match kind {
+        ProbeKind::File {
+            path,
+            weight,
+            reverse,
+        } => preset
+            .get(path)
+            .copied()
+            .or_else(|| file::read_value(path))
+            .map(|v| file::status(v, *weight, *reverse)),
+        _ => None,
+    }
+}

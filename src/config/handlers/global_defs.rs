@@ -1,0 +1,272 @@
+//! `global_defs`: the daemon's global settings (the checker's and the
+//! process's; the VRRP and BFD ones are kept as written by [`super::super::keywords`]).
+
+use super::*;
+
+pub fn router_id(p: P, w: &[Word]) -> HandlerResult {
+    match w.get(1) {
+        Some(x) => p.cfg.global_defs.router_id = Some(x.text.clone()),
+        None => p.err(ErrClass::GeneralError, "routerid name missing - ignoring"),
+    }
+    Ok(())
+}
+pub fn lvs_flush(p: P, _w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.lvs_flush = true;
+    Ok(())
+}
+pub fn lvs_flush_on_stop(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.lvs_flush_on_stop = match w.get(1).map(|x| x.text.as_str()) {
+        None => FlushOnStop::Full,
+        Some("VS") => FlushOnStop::Vs,
+        Some(o) => {
+            p.err_hint(
+                ErrClass::GeneralError,
+                format!("Invalid lvs_flush_on_stop parameter {o}"),
+                "use 'lvs_flush_on_stop' alone or 'lvs_flush_on_stop VS'",
+            );
+            return Ok(());
+        }
+    };
+    Ok(())
+}
+pub fn lvs_timeouts(p: P, w: &[Word]) -> HandlerResult {
+    if w.len() < 3 {
+        p.err(
+            ErrClass::GeneralError,
+            "lvs_timeouts requires at least one option",
+        );
+        return Ok(());
+    }
+    let mut t = p.cfg.global_defs.lvs_timeouts.unwrap_or_default();
+    let mut i = 1;
+    while i < w.len() {
+        let key = w[i].text.clone();
+        let Some(v) = w.get(i + 1) else {
+            p.err(
+                ErrClass::GeneralError,
+                format!("No value specified for lvs_timeout {key} - ignoring"),
+            );
+            break;
+        };
+        let val = p
+            .read_unsigned(&v.text, 0, 86400 * 31, true)
+            .map(|x| x as u32);
+        match (key.as_str(), val) {
+            ("tcp", Some(v)) => t.tcp = Some(v),
+            ("tcpfin", Some(v)) => t.tcpfin = Some(v),
+            ("udp", Some(v)) => t.udp = Some(v),
+            ("tcp" | "tcpfin" | "udp", None) => p.err(
+                ErrClass::GeneralError,
+                format!("Invalid lvs_timeout {key} ({}) - ignoring", v.text),
+            ),
+            _ => p.err(
+                ErrClass::GeneralError,
+                format!("Unknown option {key} specified for lvs_timeouts"),
+            ),
+        }
+        i += 2;
+    }
+    p.cfg.global_defs.lvs_timeouts = Some(t);
+    Ok(())
+}
+pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
+    p.arg(w, 1)?;
+    p.cfg.global_defs.lvs_sync_daemon = Some(w[1..].iter().map(|x| x.text.clone()).collect());
+    Ok(())
+}
+pub fn script_user(p: P, w: &[Word]) -> HandlerResult {
+    let u = p.arg(w, 1)?.to_string();
+    let g = w.get(2).map(|x| x.text.trim_start_matches(':').to_string());
+    p.cfg.global_defs.script_user = Some((u, g));
+    Ok(())
+}
+pub fn enable_script_security(p: P, _w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.enable_script_security = true;
+    Ok(())
+}
+pub fn checker_log_all_failures(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "checker_log_all_failures") {
+        p.cfg.global_defs.checker_log_all_failures = b;
+    }
+    Ok(())
+}
+pub fn rs_init_notifies(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "rs_init_notifies") {
+        p.cfg.global_defs.rs_init_notifies = b;
+    }
+    Ok(())
+}
+pub fn no_checker_emails(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "no_checker_emails") {
+        p.cfg.global_defs.no_checker_emails = b;
+    }
+    Ok(())
+}
+pub fn global_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "smtp_alert") {
+        p.cfg.global_defs.smtp_alert = Some(b);
+    }
+    Ok(())
+}
+pub fn global_smtp_alert_checker(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "smtp_alert_checker") {
+        p.cfg.global_defs.smtp_alert_checker = Some(b);
+    }
+    Ok(())
+}
+fn fifo(p: P, w: &[Word]) -> Result<Fifo, crate::config::parser::MissingParameter> {
+    Ok(Fifo {
+        path: p.arg(w, 1)?.to_string(),
+        user: w.get(2).map(|x| x.text.clone()),
+        group: w.get(3).map(|x| x.text.clone()),
+    })
+}
+pub fn notify_fifo(p: P, w: &[Word]) -> HandlerResult {
+    let f = fifo(p, w)?;
+    p.cfg.global_defs.notify_fifo = Some(f);
+    Ok(())
+}
+pub fn lvs_notify_fifo(p: P, w: &[Word]) -> HandlerResult {
+    let f = fifo(p, w)?;
+    p.cfg.global_defs.lvs_notify_fifo = Some(f);
+    Ok(())
+}
+pub fn notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.notify_fifo_script = p.script(w)?;
+    Ok(())
+}
+pub fn lvs_notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.lvs_notify_fifo_script = p.script(w)?;
+    Ok(())
+}
+pub fn notification_email(p: P, w: &[Word]) -> HandlerResult {
+    let vals = p.read_value_block(w);
+    for (v, _) in vals {
+        p.cfg
+            .global_defs
+            .notification_email
+            .extend(v.into_iter().map(|x| x.text));
+    }
+    Ok(())
+}
+pub fn notification_email_from(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.notification_email_from = Some(p.arg(w, 1)?.to_string());
+    Ok(())
+}
+pub fn smtp_server(p: P, w: &[Word]) -> HandlerResult {
+    let host = p.arg(w, 1)?.to_string();
+    let port = match w.get(2) {
+        Some(x) => match parse_port(&x.text) {
+            Some(pt) if pt > 0 => pt,
+            _ => {
+                p.err(
+                    ErrClass::GeneralError,
+                    format!("Invalid smtp_server port '{}'", x.text),
+                );
+                25
+            }
+        },
+        None => 25,
+    };
+    p.cfg.global_defs.smtp_server = Some((host, port));
+    Ok(())
+}
+pub fn smtp_helo_name(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.smtp_helo_name = Some(p.arg(w, 1)?.to_string());
+    Ok(())
+}
+pub fn smtp_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    match p.read_unsigned(&s, 1, U32MAX, true) {
+        Some(v) => p.cfg.global_defs.smtp_connect_timeout = v * TIMER_HZ,
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("smtp_connect_timeout '{s}' must be greater than 0"),
+        ),
+    }
+    Ok(())
+}
+pub fn checker_process_name(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.checker_process_name = Some(p.arg(w, 1)?.to_string());
+    Ok(())
+}
+pub fn random_seed(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    if let Some(v) = p.read_unsigned(&s, 0, U32MAX, true) {
+        p.cfg.global_defs.random_seed = Some(v as u32);
+        p.r.set_random_seed(v);
+    }
+    Ok(())
+}
+pub fn reload_check_config(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.global_defs.reload_check_config = Some(
+        w.get(1)
+            .map(|x| x.text.clone())
+            .unwrap_or_else(|| "/dev/null".into()),
+    );
+    Ok(())
+}
+/// `status_socket PATH`: an extension of ours.
+pub fn status_socket(p: P, w: &[Word]) -> HandlerResult {
+    match w.get(1) {
+        Some(x) if x.text.starts_with('/') => {
+            p.cfg.global_defs.status_socket = Some(x.text.clone())
+        }
+        Some(x) => p.err_hint(
+            ErrClass::GeneralError,
+            format!(
+                "status_socket {} is not an absolute path - ignoring",
+                x.text
+            ),
+            "give the socket's full path, e.g. /run/keepalived/status.sock",
+        ),
+        None => p.err(
+            ErrClass::GeneralError,
+            "status_socket path missing - ignoring",
+        ),
+    }
+    Ok(())
+}
+/// `metrics_listen ADDR PORT`: an extension of ours.
+pub fn metrics_listen(p: P, w: &[Word]) -> HandlerResult {
+    let addr = w
+        .get(1)
+        .and_then(|a| a.text.parse::<std::net::IpAddr>().ok());
+    let port = w.get(2).and_then(|a| a.text.parse::<u16>().ok());
+    match (addr, port) {
+        (Some(a), Some(port)) => {
+            p.cfg.global_defs.metrics_listen = Some(std::net::SocketAddr::new(a, port))
+        }
+        _ => p.err_hint(
+            ErrClass::GeneralError,
+            "metrics_listen needs an address and a port - ignoring",
+            "e.g. metrics_listen 127.0.0.1 9650",
+        ),
+    }
+    Ok(())
+}
+pub fn include_check(p: P, w: &[Word]) -> HandlerResult {
+    if w.len() == 1 {
+        p.r.set_include_check(IncludeCheck::ALL);
+        return Ok(());
+    }
+    let mut c = IncludeCheck::default();
+    for x in &w[1..] {
+        let (set, name) = match x.text.strip_prefix('-') {
+            Some(n) => (false, n),
+            None => (true, x.text.strip_prefix('+').unwrap_or(&x.text)),
+        };
+        match name {
+            "readable" => c.readable = set,
+            "match" => c.matched = set,
+            "wildcard_match" => c.wildcard_match = set,
+            "brace_match" => c.brace_match = set,
+            other => p.err(
+                ErrClass::GeneralError,
+                format!("Unknown include_check type {other}"),
+            ),
+        }
+    }
+    p.r.set_include_check(c);
+    Ok(())
+}

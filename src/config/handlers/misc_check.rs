@@ -1,0 +1,40 @@
+//! MISC_CHECK: the script, its timeout, `misc_dynamic`, its user.
+
+use super::*;
+
+pub fn misc_path(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.script(w)?;
+    if let Some(Checker::Misc(m)) = p.checker.as_mut() {
+        m.misc_path = s.map(|s| s.args);
+    }
+    Ok(())
+}
+pub fn misc_timeout(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    match p.read_unsigned(&s, 0, U32MAX / TIMER_HZ, true) {
+        Some(v) => {
+            if let Some(Checker::Misc(m)) = p.checker.as_mut() {
+                m.misc_timeout = Some(v * TIMER_HZ);
+            }
+        }
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid misc_timeout value '{s}'"),
+        ),
+    }
+    Ok(())
+}
+pub fn misc_dynamic(p: P, _w: &[Word]) -> HandlerResult {
+    if let Some(Checker::Misc(m)) = p.checker.as_mut() {
+        m.misc_dynamic = true;
+    }
+    Ok(())
+}
+pub fn misc_user(p: P, w: &[Word]) -> HandlerResult {
+    let u = p.arg(w, 1)?.to_string();
+    let g = w.get(2).map(|x| x.text.trim_start_matches(':').to_string());
+    if let Some(Checker::Misc(m)) = p.checker.as_mut() {
+        m.user = Some((u, g));
+    }
+    Ok(())
+}

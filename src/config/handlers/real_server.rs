@@ -1,0 +1,187 @@
+//! `real_server`: weight, forwarding, notify scripts, `inhibit_on_failure`.
+
+use super::*;
+
+pub fn rs_open(p: P, w: &[Word]) -> HandlerResult {
+    let a = p.arg(w, 1)?.to_string();
+    let ps = w.get(2).map(|x| x.text.clone());
+    let ip = parse_ip(&a);
+    let port = match &ps {
+        None => Some(0),
+        Some(s) => parse_port(s),
+    };
+    match (ip, port) {
+        (Some(ip), Some(port)) => {
+            p.rs = Some(RealServer {
+                ip,
+                port,
+                line: p.pos.line,
+                weight: None,
+                lvs_method: None,
+                inhibit_on_failure: None,
+                notify_up: None,
+                notify_down: None,
+                uthreshold: 0,
+                lthreshold: 0,
+                alpha: None,
+                retry: None,
+                delay_before_retry: None,
+                warmup: None,
+                connect_timeout: None,
+                delay_loop: None,
+                smtp_alert: None,
+                virtualhost: None,
+                snmp_name: None,
+                checkers: Vec::new(),
+            });
+        }
+        _ => {
+            p.err_hint(
+                ErrClass::GeneralError,
+                format!(
+                    "Invalid real server ip address/port {}/{} - skipping",
+                    a,
+                    ps.unwrap_or_default()
+                ),
+                "use a numeric IPv4 or IPv6 address and a port 1-65535; the whole block is ignored",
+            );
+            p.skip_block();
+        }
+    }
+    Ok(())
+}
+
+pub fn rs_close(p: P) {
+    let Some(rs) = p.rs.take() else {
+        return;
+    };
+    let Some(vs) = p.vs.as_mut() else {
+        return;
+    };
+    let tun = matches!(
+        rs.lvs_method.or(vs.lvs_method),
+        Some(Forwarding::Tun { .. })
+    );
+    if !tun {
+        if let Some(v6) = parse_family(vs) {
+            if v6 != rs.ip.is_ipv6() {
+                p.err(
+                    ErrClass::GeneralError,
+                    format!(
+                        "Address family of virtual server and real server {} don't match - skipping real server.",
+                        rs.ip
+                    ),
+                );
+                return;
+            }
+        }
+    }
+    vs.real_servers.push(rs);
+}
+
+/// The address family keepalived knows for a virtual server while parsing
+/// (`vs->af`), as "is IPv6": its address; else `ip_family`; else a
+/// persistence granularity's; else its first real server that is not
+/// tunnelled. `None` while still unknown (fwmark or group so far).
+pub(super) fn parse_family(vs: &VirtualServer) -> Option<bool> {
+    if let VsAddress::Addr { ip, .. } = &vs.address {
+        return Some(ip.is_ipv6());
+    }
+    if let Some(f) = vs.ip_family {
+        return Some(f == Family::Inet6);
+    }
+    if let Some(g) = &vs.persistence_granularity {
+        return Some(!g.contains('.'));
+    }
+    vs.real_servers
+        .iter()
+        .find(|r| !matches!(r.lvs_method.or(vs.lvs_method), Some(Forwarding::Tun { .. })))
+        .map(|r| r.ip.is_ipv6())
+}
+
+pub(super) fn rs<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut RealServer> {
+    p.rs.as_mut()
+}
+
+pub fn rs_weight(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    match p.read_int(&s, 0, i32::MAX as i64, true) {
+        Some(x) => {
+            if let Some(r) = rs(p) {
+                r.weight = Some(x as i32);
+            }
+        }
+        None => p.err(
+            ErrClass::GeneralError,
+            format!("Real server weight {s} is outside range 0-{}", i32::MAX),
+        ),
+    }
+    Ok(())
+}
+
+pub fn rs_lvs_method(p: P, w: &[Word]) -> HandlerResult {
+    p.arg(w, 1)?;
+    if let Some(f) = forwarding(p, w, "real server") {
+        if let Some(r) = rs(p) {
+            r.lvs_method = Some(f);
+        }
+    }
+    Ok(())
+}
+
+pub fn rs_inhibit(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "inhibit_on_failure") {
+        if let Some(r) = rs(p) {
+            r.inhibit_on_failure = Some(b);
+        }
+    }
+    Ok(())
+}
+
+pub fn rs_notify_up(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.script(w)?;
+    set_once(p, "notify_up script", s, |p| {
+        rs(p).map(|r| &mut r.notify_up)
+    })
+}
+
+pub fn rs_notify_down(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.script(w)?;
+    set_once(p, "notify_down script", s, |p| {
+        rs(p).map(|r| &mut r.notify_down)
+    })
+}
+
+pub fn rs_alpha(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "alpha") {
+        if let Some(r) = rs(p) {
+            r.alpha = Some(b);
+        }
+    }
+    Ok(())
+}
+
+pub fn rs_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "smtp_alert") {
+        if let Some(r) = rs(p) {
+            r.smtp_alert = Some(b);
+        }
+    }
+    Ok(())
+}
+
+pub fn rs_virtualhost(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    if let Some(r) = rs(p) {
+        r.virtualhost = Some(s);
+    }
+    Ok(())
+}
+
+pub fn rs_snmp_name(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    if let Some(r) = rs(p) {
+        r.snmp_name = Some(s);
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! The root-level settings outside any block (`net_namespace`, `instance`,
+//! `use_pid_dir`, ...).
+
+use super::*;
+
+pub fn net_namespace(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.root.net_namespace = Some(p.arg(w, 1)?.to_string());
+    Ok(())
+}
+pub fn net_namespace_ipvs(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.root.net_namespace_ipvs = Some(w.get(1).map(|x| x.text.clone()).unwrap_or_default());
+    Ok(())
+}
+pub fn namespace_with_ipsets(p: P, _w: &[Word]) -> HandlerResult {
+    p.cfg.root.namespace_with_ipsets = true;
+    Ok(())
+}
+pub fn use_pid_dir(p: P, _w: &[Word]) -> HandlerResult {
+    p.cfg.root.use_pid_dir = true;
+    Ok(())
+}
+pub fn instance(p: P, w: &[Word]) -> HandlerResult {
+    p.cfg.root.instance = Some(p.arg(w, 1)?.to_string());
+    Ok(())
+}
+pub fn child_wait_time(p: P, w: &[Word]) -> HandlerResult {
+    let s = p.arg(w, 1)?.to_string();
+    if let Some(v) = p.read_unsigned(&s, 1, 1000, true) {
+        p.cfg.root.child_wait_time = Some(v as u32);
+    } else {
+        p.err(
+            ErrClass::GeneralError,
+            format!("Invalid child_wait_time {s}"),
+        );
+    }
+    Ok(())
+}
+pub fn linkbeat_use_polling(p: P, _w: &[Word]) -> HandlerResult {
+    p.cfg.root.linkbeat_use_polling = true;
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! The `SSL` block: SSL_GET's client certificate, key and CA.
+
+use super::*;
+
+pub fn ssl_block_open(p: P, _w: &[Word]) -> HandlerResult {
+    p.cfg.ssl.get_or_insert_with(SslBlock::default);
+    Ok(())
+}
+pub(super) fn ssl_mut<'a>(p: &'a mut Parser<'_, '_>) -> &'a mut SslBlock {
+    p.cfg.ssl.get_or_insert_with(SslBlock::default)
+}
+pub fn ssl_password(p: P, w: &[Word]) -> HandlerResult {
+    let v = p.arg(w, 1)?.to_string();
+    ssl_mut(p).password = Some(v);
+    Ok(())
+}
+pub fn ssl_ca(p: P, w: &[Word]) -> HandlerResult {
+    let v = p.arg(w, 1)?.to_string();
+    ssl_mut(p).ca = Some(v);
+    Ok(())
+}
+pub fn ssl_certificate(p: P, w: &[Word]) -> HandlerResult {
+    let v = p.arg(w, 1)?.to_string();
+    ssl_mut(p).certificate = Some(v);
+    Ok(())
+}
+pub fn ssl_key(p: P, w: &[Word]) -> HandlerResult {
+    let v = p.arg(w, 1)?.to_string();
+    ssl_mut(p).key = Some(v);
+    Ok(())
+}

@@ -1,0 +1,401 @@
+//! The preprocessor: turns the configuration files into the stream of logical
+//! lines the block parser consumes, exactly as keepalived 2.2.7's `read_line()`.
+//!
+//! Second stage of the config pipeline (after the file system, before
+//! [`super::parser`]). It reads physical lines (1023-byte `fgets` chunks, CR/LF
+//! stripped, NUL lines dropped), removes comments, evaluates `@id`/`@^id`
+//! conditionals, `$NAME=` definitions (multi-line with `\`), `$NAME`/`${NAME}`
+//! substitution with 2.2.7's re-evaluation, `~SEQ`/`~SEQx`/`~LST` repetition,
+//! `include*` with globs and brace alternatives, and finally splits lines at
+//! braces. File access goes through [`SourceLoader`] so tests can feed text.
+
+use super::diag::{Diagnostics, ErrClass, Pos};
+use super::lexer::{decomment, decomment_owned, split_brace_owned, tokenize};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// keepalived's `MAXBUF`: a physical line is read in chunks of `MAXBUF - 1`.
+pub const MAXBUF: usize = 1024;
+
+mod definitions;
+mod repeat;
+mod source;
+
+use definitions::{Def, StdDef};
+use repeat::Repeat;
+use source::Source;
+pub use source::{expand_braces, FsLoader, IncludeCheck, MemLoader, SourceLoader};
+
+pub struct LogicalLine {
+    /// The text, decommented, substituted and brace-split.
+    pub text: String,
+    /// Where it came from.
+    pub pos: Pos,
+}
+
+/// The preprocessor state (keepalived's file-static variables of `parser.c`).
+pub struct Reader<'l> {
+    loader: &'l dyn SourceLoader,
+    files: Vec<Source>,
+    residue: Option<String>,
+    repeats: Vec<Repeat>,
+    multiline: Option<VecDeque<String>>,
+    multiline_stack: Vec<(VecDeque<String>, usize)>,
+    multiline_seq_depth: usize,
+    defs: Vec<Def>,
+    defining: Option<usize>,
+    block_depth: i64,
+    config_id: String,
+    include_check: IncludeCheck,
+    aborted: bool,
+    random_state: u64,
+    last_pos: Pos,
+    /// Every problem found so far (the block parser adds its own here too).
+    pub diags: Diagnostics,
+    /// The files actually read, in order (for `-d` and reload bookkeeping).
+    pub files_read: Vec<PathBuf>,
+}
+
+impl<'l> Reader<'l> {
+    /// Opens the main configuration file (`-f`) with the given config-id for
+    /// `@` lines and the default include checks (`-e` sets all).
+    pub fn new(
+        loader: &'l dyn SourceLoader,
+        main: &Path,
+        config_id: &str,
+        include_check: IncludeCheck,
+    ) -> Reader<'l> {
+        let mut r = Reader {
+            loader,
+            files: Vec::new(),
+            residue: None,
+            repeats: Vec::new(),
+            multiline: None,
+            multiline_stack: Vec::new(),
+            multiline_seq_depth: 0,
+            defs: Vec::new(),
+            defining: None,
+            block_depth: 0,
+            config_id: config_id.to_string(),
+            include_check,
+            aborted: false,
+            random_state: 0x2545_f491_4f6c_dd1d,
+            last_pos: Pos::none(),
+            diags: Diagnostics::default(),
+            files_read: Vec::new(),
+        };
+        for (name, std) in [
+            ("_PWD", StdDef::Pwd),
+            ("_INSTANCE", StdDef::Instance),
+            ("_RANDOM", StdDef::Random),
+            ("_HASH", StdDef::Hash),
+            ("_BANG", StdDef::Bang),
+        ] {
+            r.defs.push(Def {
+                name: name.to_string(),
+                value: String::new(),
+                multiline: false,
+                std: Some(std),
+            });
+        }
+        let cwd = loader.cwd();
+        let main_str = main.to_string_lossy().to_string();
+        r.open_pattern(&main_str, &cwd, include_check);
+        r
+    }
+
+    /// Seeds `${_RANDOM}` (from `random_seed`).
+    pub fn set_random_seed(&mut self, seed: u64) {
+        self.random_state = seed | 1;
+    }
+
+    /// Sets the include checks for files opened from now on (`include_check`).
+    pub fn set_include_check(&mut self, c: IncludeCheck) {
+        self.include_check = c;
+    }
+
+    /// The position of the line read last (what keepalived reports errors at).
+    pub fn pos(&self) -> Pos {
+        self.last_pos.clone()
+    }
+
+    /// True when a fatal include error stopped reading.
+    pub fn aborted(&self) -> bool {
+        self.aborted
+    }
+
+    /// Open-brace balance at the end (for "missing '}'").
+    pub fn block_depth(&self) -> i64 {
+        self.block_depth
+    }
+
+    fn report(&mut self, class: ErrClass, msg: String) {
+        let pos = self.current_pos();
+        self.diags.report(&pos, class, msg);
+    }
+
+    fn current_pos(&self) -> Pos {
+        match self.files.last() {
+            Some(f) => Pos {
+                file: f.name.clone(),
+                line: f.line_no,
+            },
+            None => self.last_pos.clone(),
+        }
+    }
+
+    /// Reads one physical line (an `fgets` chunk) from the innermost file,
+    /// popping finished files. `None` at the end of all input.
+    fn physical_line(&mut self) -> Option<String> {
+        loop {
+            let f = self.files.last_mut()?;
+            if f.offset >= f.data.len() {
+                let done = self.files.pop().expect("a file is open");
+                self.include_check = done.saved_include_check;
+                continue;
+            }
+            let rest = &f.data[f.offset..];
+            let limit = rest.len().min(MAXBUF - 1);
+            let (chunk_len, has_nl) = match rest[..limit].iter().position(|&b| b == b'\n') {
+                Some(p) => (p + 1, true),
+                None => (limit, false),
+            };
+            let chunk = &rest[..chunk_len];
+            f.offset += chunk_len;
+            if has_nl || f.offset >= f.data.len() {
+                f.line_no += 1;
+            }
+            if !has_nl && chunk_len == MAXBUF - 1 && f.offset < f.data.len() {
+                // keepalived drops the chunk; the rest of the physical line
+                // is then read as if it were a line of its own.
+                let pos = Pos {
+                    file: f.name.clone(),
+                    line: f.line_no + 1,
+                };
+                self.diags
+                    .report(&pos, ErrClass::GeneralError, "line too long - ignoring");
+                continue;
+            }
+            if chunk.contains(&0) {
+                self.report(
+                    ErrClass::GeneralError,
+                    "configuration appears to have embedded NULs - ignoring line".to_string(),
+                );
+                return Some(String::new());
+            }
+            let text = match std::str::from_utf8(chunk) {
+                Ok(t) => t,
+                Err(_) => {
+                    return Some(
+                        String::from_utf8_lossy(chunk)
+                            .trim_end_matches(['\n', '\r'])
+                            .to_string(),
+                    )
+                }
+            };
+            return Some(text.trim_end_matches(['\n', '\r']).to_string());
+        }
+    }
+
+    /// The next logical line for the block parser, or `None` at the end.
+    pub fn next_line(&mut self) -> Option<LogicalLine> {
+        if self.aborted {
+            return None;
+        }
+        let mut buf;
+        'outer: loop {
+            if let Some(r) = self.residue.take() {
+                buf = r;
+            } else if self.repeats.len() > self.multiline_seq_depth {
+                buf = self.next_repeat();
+            } else if let Some(ml) = self.multiline.as_mut() {
+                buf = ml.pop_front().unwrap_or_default();
+                if ml.is_empty() {
+                    match self.multiline_stack.pop() {
+                        Some((next, depth)) => {
+                            self.multiline = Some(next);
+                            self.multiline_seq_depth = depth;
+                        }
+                        None => {
+                            self.multiline = None;
+                            self.multiline_seq_depth = 0;
+                        }
+                    }
+                }
+            } else {
+                let raw = match self.physical_line() {
+                    Some(l) => l,
+                    None => {
+                        if let Some(d) = self.defining.take() {
+                            if self.defs[d].value.is_empty() {
+                                self.defs[d].multiline = false;
+                            }
+                        }
+                        return None;
+                    }
+                };
+                // keepalived's parent writes decommented lines to the copy
+                // its children parse again, so a `\#` that survived the first
+                // pass is a comment in the second: decomment twice.
+                let first = decomment_owned(raw);
+                if first.unterminated_quote {
+                    self.report(
+                        ErrClass::GeneralError,
+                        format!("Unterminated quote '{}'", first.text),
+                    );
+                }
+                buf = decomment_owned(first.text).text;
+                self.last_pos = self.current_pos();
+                if buf.is_empty() {
+                    if let Some(d) = self.defining.take() {
+                        if self.defs[d].value.is_empty() {
+                            self.defs[d].multiline = false;
+                        }
+                    }
+                    continue;
+                }
+            }
+
+            if let Some(d) = self.defining {
+                let mut line = buf.clone();
+                let cont = line.ends_with('\\');
+                if cont {
+                    line.pop();
+                    let l = line.trim_end_matches([' ', '\t']).len();
+                    line.truncate(l);
+                    line.push('\n');
+                } else {
+                    self.defining = None;
+                    if self.defs[d].value.is_empty() {
+                        self.defs[d].multiline = false;
+                    }
+                }
+                if line.len() >= 2 || (!line.is_empty() && !cont) {
+                    self.defs[d].value.push_str(&line);
+                }
+                continue;
+            }
+            if buf.is_empty() {
+                continue;
+            }
+
+            let mut rechecks = 0;
+            loop {
+                rechecks += 1;
+                if rechecks > 64 {
+                    break;
+                }
+                if buf.starts_with('@') {
+                    let (rev, ofs) = if buf[1..].starts_with('^') {
+                        (true, 2)
+                    } else {
+                        (false, 1)
+                    };
+                    let Some(sp) = buf[ofs..].find([' ', '\t']) else {
+                        continue 'outer;
+                    };
+                    let id = &buf[ofs..ofs + sp];
+                    if (id == self.config_id) == rev {
+                        continue 'outer;
+                    }
+                    buf = buf[ofs + sp..].trim_start_matches([' ', '\t']).to_string();
+                }
+                if buf.starts_with('$') && self.check_definition(&buf) {
+                    continue 'outer;
+                }
+                if buf.starts_with("~SEQ") {
+                    if !self.add_seq(&buf) {
+                        self.report(
+                            ErrClass::GeneralError,
+                            format!("Invalid ~SEQ specification '{buf}'"),
+                        );
+                    }
+                    continue 'outer;
+                }
+                if buf.starts_with("~LST") {
+                    if !self.add_lst(&buf) {
+                        self.report(
+                            ErrClass::GeneralError,
+                            format!("Invalid ~LST specification '{buf}'"),
+                        );
+                    }
+                    continue 'outer;
+                }
+                if buf.starts_with('~') {
+                    break;
+                }
+                if !buf.contains('$') {
+                    break;
+                }
+                match self.replace_param(&buf) {
+                    None => break,
+                    Some(new) => {
+                        buf = decomment(&new).text;
+                        if buf.is_empty() {
+                            continue 'outer;
+                        }
+                        if !(buf.starts_with('@') || buf.contains('$')) {
+                            break;
+                        }
+                    }
+                }
+            }
+
+            if self.check_include(&buf) {
+                if self.aborted {
+                    return None;
+                }
+                continue;
+            }
+            break;
+        }
+
+        let (head, residue) = split_brace_owned(buf);
+        self.residue = residue;
+        if head == "{" {
+            self.block_depth += 1;
+        } else if head == "}" {
+            self.block_depth -= 1;
+            if self.block_depth < 0 {
+                self.report(ErrClass::UnexpectedEob, "Extra '}' found".to_string());
+                self.block_depth = 0;
+            }
+        }
+        Some(LogicalLine {
+            text: head,
+            pos: self.last_pos.clone(),
+        })
+    }
+}
+
+/// C's `strtol(s, _, 0)`: leading blanks, sign, `0x` hex, leading-0 octal;
+/// stops at the first non-digit; 0 when there are none.
+pub fn strtol0(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (16, h)
+    } else if t.starts_with('0') && t.len() > 1 {
+        (8, &t[1..])
+    } else {
+        (10, t)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    let v =
+        i64::from_str_radix(&digits[..end], radix).unwrap_or(if end == 0 { 0 } else { i64::MAX });
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests;

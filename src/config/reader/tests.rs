@@ -1,0 +1,53 @@
+//! The preprocessor against keepalived 2.2.7's `read_line()`, line by line.
+
+use super::*;
+
+fn lines(text: &[u8]) -> (Vec<(String, usize)>, Diagnostics) {
+    let mut l = MemLoader {
+        cwd: PathBuf::from("/c"),
+        ..MemLoader::default()
+    };
+    l.files.insert(PathBuf::from("/c/k.conf"), text.to_vec());
+    let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
+    let mut out = Vec::new();
+    while let Some(x) = r.next_line() {
+        out.push((x.text, x.pos.line));
+    }
+    (out, r.diags)
+}
+
+#[test]
+fn last_line_without_newline_has_its_own_number() {
+    // keepalived would say line 1 here (fgets counting); see docs/compat.md.
+    let (l, _) = lines(b"a 1\nb 2");
+    assert_eq!(l, vec![("a 1".into(), 1), ("b 2".into(), 2)]);
+}
+
+#[test]
+fn too_long_line_is_dropped_and_its_rest_read() {
+    let mut text = vec![b'x'; MAXBUF - 1];
+    text.extend_from_slice(b"tail\nnext\n");
+    let (l, d) = lines(&text);
+    assert_eq!(l, vec![("tail".into(), 1), ("next".into(), 2)]);
+    assert!(d
+        .items()
+        .iter()
+        .any(|d| d.line == 1 && d.message == "line too long - ignoring"));
+}
+
+#[test]
+fn definitions_conditionals_and_sequences() {
+    let (l, _) = lines(b"$A=${B}\n$B=v\n@host x $A\n@^host y\n~SEQ(i,1,2) s$i {\n");
+    let texts: Vec<_> = l.into_iter().map(|x| x.0).collect();
+    assert_eq!(texts, vec!["x v", "s1", "{", "s2", "{"]);
+}
+
+#[test]
+fn random_stays_in_range_and_repeats_for_a_seed() {
+    // Values differ from keepalived's random(); see docs/compat.md.
+    let (l, _) = lines(b"a ${_RANDOM 5 5}\nb ${_RANDOM 1 3}\n");
+    assert_eq!(l[0].0, "a 5");
+    let v: u32 = l[1].0[2..].parse().unwrap();
+    assert!((1..=3).contains(&v));
+    assert_eq!(lines(b"b ${_RANDOM}\n").0, lines(b"b ${_RANDOM}\n").0);
+}

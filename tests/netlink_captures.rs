@@ -277,7 +277,7 @@ fn timeouts_and_daemons_decode() {
     let set = requests(&load("set-timeouts"));
     let set = set
         .iter()
-        .find(|m| m.cmd == genl::cmd::SET_CONFIG)
+        .find(|m| m.cmd == genl::IpvsCmd::SetConfig)
         .expect("SET_CONFIG");
     assert_eq!(
         set.attrs,
@@ -384,7 +384,7 @@ fn unknown_attributes_are_kept_and_missing_family_tolerated() {
     let c = load("add-dest-v6");
     let req = requests(&c)
         .into_iter()
-        .find(|m| m.cmd == genl::cmd::NEW_DEST)
+        .find(|m| m.cmd == genl::IpvsCmd::NewDest)
         .unwrap();
     let mut dest = req
         .attrs

@@ -11,8 +11,8 @@
 
 use super::diff::Op;
 use super::genl::{
-    cmd, dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr, IpvsAttr,
-    IpvsMessage, IPVS_GENL_VERSION,
+    dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr, IpvsAttr,
+    IpvsCmd, IpvsMessage, IPVS_GENL_VERSION,
 };
 use super::table::{Dest, Service, Table, TableService};
 use super::{Backend, IpvsError, SyncDaemon, Timeouts};
@@ -116,7 +116,11 @@ impl IpvsHandle {
         };
         h.family = h.resolve_family().await?;
         let info = h
-            .request(IpvsMessage::new(cmd::GET_INFO, vec![]), false, "get info")
+            .request(
+                IpvsMessage::new(IpvsCmd::GetInfo, vec![]),
+                false,
+                "get info",
+            )
             .await?;
         for m in info {
             for a in m.attrs {
@@ -304,7 +308,7 @@ impl IpvsHandle {
     pub async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
         let msgs = self
             .request(
-                IpvsMessage::new(cmd::GET_SERVICE, vec![]),
+                IpvsMessage::new(IpvsCmd::GetService, vec![]),
                 true,
                 "list services",
             )
@@ -331,7 +335,7 @@ impl IpvsHandle {
         let msgs = self
             .request(
                 IpvsMessage::new(
-                    cmd::GET_DEST,
+                    IpvsCmd::GetDest,
                     vec![IpvsAttr::Service(service_key_attrs(&s.key))],
                 ),
                 true,
@@ -452,7 +456,7 @@ impl IpvsHandle {
     pub async fn get_timeouts(&mut self) -> Result<Timeouts, IpvsError> {
         let msgs = self
             .request(
-                IpvsMessage::new(cmd::GET_CONFIG, vec![]),
+                IpvsMessage::new(IpvsCmd::GetConfig, vec![]),
                 false,
                 "get timeouts",
             )
@@ -473,7 +477,7 @@ impl IpvsHandle {
     pub async fn put_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
         self.request(
             IpvsMessage::new(
-                cmd::SET_CONFIG,
+                IpvsCmd::SetConfig,
                 vec![
                     IpvsAttr::TimeoutTcp(t.tcp),
                     IpvsAttr::TimeoutTcpFin(t.tcp_fin),
@@ -509,7 +513,7 @@ impl IpvsHandle {
             attrs.push(DaemonAttr::McastTtl(t));
         }
         self.request(
-            IpvsMessage::new(cmd::NEW_DAEMON, vec![IpvsAttr::Daemon(attrs)]),
+            IpvsMessage::new(IpvsCmd::NewDaemon, vec![IpvsAttr::Daemon(attrs)]),
             false,
             &format!("ipvsadm {d}"),
         )
@@ -522,7 +526,7 @@ impl IpvsHandle {
     pub async fn del_daemon(&mut self, state: u32, sync_id: u32) -> Result<(), IpvsError> {
         self.request(
             IpvsMessage::new(
-                cmd::DEL_DAEMON,
+                IpvsCmd::DelDaemon,
                 vec![IpvsAttr::Daemon(vec![
                     DaemonAttr::State(state),
                     DaemonAttr::SyncId(sync_id),
@@ -539,7 +543,7 @@ impl IpvsHandle {
     pub async fn daemons(&mut self) -> Result<Vec<Vec<DaemonAttr>>, IpvsError> {
         let msgs = self
             .request(
-                IpvsMessage::new(cmd::GET_DAEMON, vec![]),
+                IpvsMessage::new(IpvsCmd::GetDaemon, vec![]),
                 true,
                 "list sync daemons",
             )
@@ -569,7 +573,7 @@ pub fn encode_request(family: u16, seq: u32, flags: u16, m: &IpvsMessage, out: &
     b[6..8].copy_from_slice(&flags.to_ne_bytes());
     b[8..12].copy_from_slice(&seq.to_ne_bytes());
     // nlmsg_pid stays 0: the kernel fills in our port.
-    b[16] = m.cmd;
+    b[16] = m.cmd.into();
     b[17] = IPVS_GENL_VERSION;
     m.emit(&mut b[HDR..]);
 }

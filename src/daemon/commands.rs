@@ -1,11 +1,13 @@
-//! The one-shot commands that do not run the daemon: `--ipvs-save` and an
-//! offline `--plan` (no daemon answering on the status socket).
+//! The one-shot commands that do not run the daemon: `-t`, `--dump-json`,
+//! `-d`, `--status` and `--plan` (asking the running daemon, else offline),
+//! `--ipvs-save`.
 
 use super::startup::first_programming;
 use crate::cli::Options;
-use crate::config::Loaded;
+use crate::config::{self, LoadOptions, Loaded};
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::Table;
+use std::io::Write;
 use std::process::ExitCode;
 
 /// A one-thread runtime for the short-lived commands, or a message.
@@ -82,4 +84,161 @@ pub fn plan_offline(opts: &Options, loaded: &Loaded) -> ExitCode {
     } else {
         with_kernel_table(print)
     }
+}
+
+/// `-t [FILE]`: every problem (to FILE if given), then keepalived's exit
+/// code for them.
+pub fn config_test(opts: &Options, log: &str, loaded: &Loaded) -> ExitCode {
+    let mut out: Box<dyn Write> = if log.is_empty() {
+        Box::new(std::io::stderr())
+    } else {
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("cannot open config test log {log}: {e}");
+                Box::new(std::io::stderr())
+            }
+        }
+    };
+    for d in loaded.diagnostics.items() {
+        let _ = writeln!(out, "{d}");
+    }
+    if opts.dump_conf {
+        let _ = writeln!(out, "{:#?}", loaded.config);
+    }
+    if opts.dump_json && !print_json(loaded) {
+        return ExitCode::from(1);
+    }
+    ExitCode::from(loaded.config_test_exit_code() as u8)
+}
+
+/// `--dump-json`: every problem on standard error, the model and the
+/// problems as one JSON document, keepalived's `-t` exit code.
+pub fn dump_json(loaded: &Loaded) -> ExitCode {
+    for d in loaded.diagnostics.items() {
+        eprintln!("{d}");
+    }
+    if !print_json(loaded) {
+        return ExitCode::from(1);
+    }
+    ExitCode::from(loaded.config_test_exit_code() as u8)
+}
+
+/// `-d`: every problem on standard error, the model as Rust debug text.
+pub fn dump_conf(loaded: &Loaded) -> ExitCode {
+    for d in loaded.diagnostics.items() {
+        eprintln!("{d}");
+    }
+    println!("{:#?}", loaded.config);
+    ExitCode::SUCCESS
+}
+
+/// `--status`: ask the running daemon, print a table (or `--json`).
+pub fn status(opts: &Options, path: &std::path::Path, load_opts: &LoadOptions) -> ExitCode {
+    use crate::control;
+    // The configuration names the socket, if it can be read.
+    let configured = path
+        .exists()
+        .then(|| {
+            config::load(path, load_opts)
+                .config
+                .global_defs
+                .status_socket
+        })
+        .flatten();
+    let sock = control::socket_path(opts.status_socket.as_deref(), configured.as_deref());
+    let answer = match control::client(&sock, "status") {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!(
+                "cannot reach the daemon's status socket {}: {e}",
+                sock.display()
+            );
+            return ExitCode::from(1);
+        }
+    };
+    if answer.starts_with("error:") {
+        eprint!("{answer}");
+        return ExitCode::from(1);
+    }
+    if opts.json {
+        print!("{answer}");
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::from_str::<serde_json::Value>(&answer) {
+        Ok(doc) => {
+            print!("{}", crate::status::table(&doc));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("the daemon's answer is not JSON ({e}): {answer}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--plan -f NEW.conf`: the IPVS changes a reload of NEW.conf would make,
+/// from the running daemon (through its status socket), else from the
+/// kernel's table.
+pub fn plan(opts: &Options, path: &std::path::Path, loaded: Loaded) -> ExitCode {
+    use crate::control;
+    for d in loaded.diagnostics.items() {
+        eprintln!("{d}");
+    }
+    let abs = match std::fs::canonicalize(path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let sock = control::socket_path(
+        opts.status_socket.as_deref(),
+        loaded.config.global_defs.status_socket.as_deref(),
+    );
+    match control::client(&sock, &format!("plan {}", abs.display())) {
+        Ok(a) if a.starts_with("error:") => {
+            eprint!("{a}");
+            ExitCode::from(1)
+        }
+        Ok(a) => {
+            print!("{a}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "no daemon answers on {} ({e}); comparing with the kernel's table",
+                sock.display()
+            );
+            plan_offline(opts, &loaded)
+        }
+    }
+}
+
+/// `--dump-json`: the resolved model and every diagnostic, one JSON document.
+fn print_json(loaded: &Loaded) -> bool {
+    let doc = DumpJson {
+        config: &loaded.config,
+        diagnostics: loaded.diagnostics.items(),
+    };
+    match serde_json::to_string_pretty(&doc) {
+        Ok(s) => {
+            println!("{s}");
+            true
+        }
+        Err(e) => {
+            eprintln!("cannot serialise the configuration: {e}");
+            false
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct DumpJson<'a> {
+    config: &'a crate::config::model::Config,
+    diagnostics: &'a [crate::config::diag::Diagnostic],
 }

@@ -9,10 +9,12 @@
 
 use crate::cli::Options;
 use crate::config::model::Config;
+use crate::config::Loaded;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Mutex;
 
 /// keepalived's run directory.
@@ -324,4 +326,51 @@ pub fn init_logging(opts: &Options, ident: &str) {
     if log::set_boxed_logger(Box::new(logger)).is_ok() {
         log::set_max_level(level);
     }
+}
+
+/// The daemon: pid files locked (keepalived's "already running"), then
+/// into the background unless `-n`, then logs, then the loop.
+pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
+    // A dry run takes no pid files unless asked to, so that it can run
+    // beside a real keepalived.
+    let mut pidfiles = Vec::new();
+    if !opts.dry_run || opts.pid.is_some() || opts.checkers_pid.is_some() {
+        let (main, checker) = pid_paths(opts, Some(&loaded.config));
+        for p in [main, checker] {
+            match PidFile::lock(&p) {
+                Ok(f) => pidfiles.push(f),
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+    if !opts.dont_fork {
+        if let Err(e) = nix::unistd::daemon(false, false) {
+            eprintln!("cannot daemonise: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    // From the moment the pid file names us, a SIGTERM or SIGHUP must be
+    // acted on, not kill us with the pid file left: they wait, blocked,
+    // until the shell has its handlers (super::signals::unblock).
+    if let Err(e) = super::signals::block() {
+        eprintln!("cannot block signals: {e}");
+        return ExitCode::from(1);
+    }
+    for f in &mut pidfiles {
+        if let Err(e) = f.write_pid() {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    }
+    init_logging(opts, &ident(loaded.config.root.instance.as_deref()));
+    log::info!(
+        "Starting Keepalived v2.2.7 compatible (keepalived-rs {})",
+        env!("CARGO_PKG_VERSION")
+    );
+    let code = super::run(opts, loaded);
+    drop(pidfiles);
+    code
 }

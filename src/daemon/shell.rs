@@ -106,6 +106,9 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Err(e) = super::signals::unblock() {
+        log::error!("cannot unblock signals: {e}");
+    }
     shell_rt.block_on(dispatch(signals, opts, ctx, prx, &Notify::from_env()));
     match checker.join() {
         Ok(code) => code,

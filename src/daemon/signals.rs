@@ -8,6 +8,28 @@
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 
+/// The signals the daemon handles, before its handlers exist.
+fn handled() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::Signal as S;
+    let mut set = nix::sys::signal::SigSet::empty();
+    for s in [S::SIGHUP, S::SIGTERM, S::SIGINT, S::SIGUSR1, S::SIGUSR2] {
+        set.add(s);
+    }
+    set
+}
+
+/// Holds the daemon's signals pending (threads started meanwhile keep
+/// them blocked, so they are delivered to the shell's thread).
+pub fn block() -> nix::Result<()> {
+    handled().thread_block()
+}
+
+/// Lets the held signals in, once [`UnixSignals::install`] has run on
+/// this thread: one that came meanwhile is handled now.
+pub fn unblock() -> nix::Result<()> {
+    handled().thread_unblock()
+}
+
 /// What a signal asks of the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {

@@ -1,0 +1,124 @@
+//! The module rule of `docs/architecture.md`, checked on the source: each
+//! module uses only the modules below it, so there is no import cycle
+//! between `config`, `health`, `check`, `lvs`, `ipvs` and `daemon`, and
+//! `genhash` stands on its own. Unit tests are held to the rule too,
+//! with no exception.
+
+use std::path::{Path, PathBuf};
+
+/// Which top-level modules each module may name (`crate::X`).
+const MAY_USE: &[(&str, &[&str])] = &[
+    ("config", &[]),
+    ("health", &["config"]),
+    ("check", &["config", "health"]),
+    ("ipvs", &[]),
+    ("lvs", &["config", "health", "ipvs"]),
+    (
+        "status",
+        &["config", "health", "check", "lvs", "ipvs", "control"],
+    ),
+    (
+        "metrics",
+        &["config", "health", "check", "lvs", "ipvs", "status"],
+    ),
+    ("print", &["config", "health", "check", "lvs", "ipvs"]),
+    ("control", &[]),
+    ("cli", &[]),
+    ("genhash", &["check"]),
+];
+
+const MODULES: &[&str] = &[
+    "config", "health", "check", "ipvs", "lvs", "status", "metrics", "print", "control", "cli",
+    "daemon", "genhash",
+];
+
+fn files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            files(&e.path(), out);
+        }
+    } else if p.extension().is_some_and(|e| e == "rs") {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// The module's own source files: `src/X.rs` and `src/X/**`.
+fn sources(m: &str) -> Vec<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    files(&src.join(m), &mut out);
+    let single = src.join(format!("{m}.rs"));
+    if single.exists() {
+        out.push(single);
+    }
+    out
+}
+
+/// The top-level modules a line of code names, outside comments.
+fn named(line: &str) -> Vec<&'static str> {
+    let code = line.split("//").next().unwrap_or("");
+    MODULES
+        .iter()
+        .copied()
+        .filter(|m| {
+            code.match_indices(&format!("crate::{m}")).any(|(i, _)| {
+                let after = code[i + "crate::".len() + m.len()..].chars().next();
+                !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn modules_use_only_the_modules_below_them() {
+    let mut problems = Vec::new();
+    for (m, allowed) in MAY_USE {
+        let srcs = sources(m);
+        assert!(!srcs.is_empty(), "no source for {m}");
+        for f in srcs {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if line.split("//").next().unwrap_or("").contains("crate::{") {
+                    problems.push(format!(
+                        "{}:{}: name the modules one by one (`use crate::{{..}}` hides them from this rule)",
+                        f.display(),
+                        n + 1
+                    ));
+                }
+                for used in named(line) {
+                    if used != *m && !allowed.contains(&used) {
+                        problems.push(format!(
+                            "{}:{}: {m} uses {used}: {}",
+                            f.display(),
+                            n + 1,
+                            line.trim()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_rule_sees_a_use_it_forbids() {
+    // The check itself: a line naming a forbidden module is caught, one
+    // naming a longer name or only in a comment is not.
+    assert_eq!(named("use crate::lvs::desired::Health;"), vec!["lvs"]);
+    assert_eq!(
+        named("let x = crate::lvsx::y; // crate::daemon"),
+        Vec::<&str>::new()
+    );
+}
+
+#[test]
+fn the_genhash_binary_does_not_link_the_daemon() {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin/genhash.rs");
+    let text = std::fs::read_to_string(bin).unwrap();
+    assert!(!text.contains("daemon"), "{text}");
+    for f in sources("genhash") {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains("crate::daemon"), "{}", f.display());
+    }
+}

@@ -14,7 +14,6 @@ use crate::health::Tracker;
 use crate::lvs::desired::kernel_weights;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Where keepalived's checker writes its data file: `$TMPDIR` if it is a
 /// directory, else `/tmp`.
@@ -48,10 +47,6 @@ fn method(f: Forwarding) -> &'static str {
         Forwarding::Dr => "DR",
         Forwarding::Tun { .. } => "TUN",
     }
-}
-
-fn secs(us: Option<u64>, default: u64) -> f64 {
-    Duration::from_micros(us.unwrap_or(default)).as_secs_f64()
 }
 
 /// What the file shows besides the configuration.
@@ -95,12 +90,8 @@ pub fn render(cfg: &Config, live: &Live) -> String {
         };
         let _ = writeln!(o, " ------< Virtual server >------");
         vs_header(&mut o, vs);
-        let _ = writeln!(o, "   delay_loop = {:.6}", secs(vs.delay_loop, 60_000_000));
-        let _ = writeln!(
-            o,
-            "   lvs_sched = {}",
-            vs.lvs_sched.as_deref().unwrap_or("wlc")
-        );
+        let _ = writeln!(o, "   delay_loop = {:.6}", vs.delay().as_secs_f64());
+        let _ = writeln!(o, "   lvs_sched = {}", vs.sched());
         if vs.persistence_timeout > 0 {
             let _ = writeln!(o, "   persistence timeout = {}", vs.persistence_timeout);
         }
@@ -119,11 +110,7 @@ pub fn render(cfg: &Config, live: &Live) -> String {
             "   quorum = {}, hysteresis = {}",
             vs.quorum, vs.hysteresis
         );
-        let _ = writeln!(
-            o,
-            "   default forwarding method = {}",
-            method(vs.lvs_method.unwrap_or(Forwarding::Nat))
-        );
+        let _ = writeln!(o, "   default forwarding method = {}", method(vs.method()));
         if let Some(s) = &vs.sorry_server {
             let _ = writeln!(o, "   sorry server = [{}]:{}", s.ip, s.port);
         }
@@ -133,19 +120,15 @@ pub fn render(cfg: &Config, live: &Live) -> String {
         let in_kernel = kernel_weights(cfg, vi, live.kernel);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
-            let iweight = rs.weight.unwrap_or(vs.weight);
-            let inhibit = rs.inhibit_on_failure.unwrap_or(vs.inhibit_on_failure);
+            let iweight = rs.iweight();
+            let inhibit = rs.inhibit();
             let _ = writeln!(o, "   ------< Real server >------");
             let _ = writeln!(
                 o,
                 "   RIP = {}, RPORT = {}, WEIGHT = {} EFF WEIGHT = {}",
                 rs.ip, rs.port, iweight, r.effective_weight
             );
-            let _ = writeln!(
-                o,
-                "   forwarding method = {}",
-                method(rs.lvs_method.or(vs.lvs_method).unwrap_or(Forwarding::Nat))
-            );
+            let _ = writeln!(o, "   forwarding method = {}", method(rs.method()));
             let _ = writeln!(o, "   Inhibit on failure is {}", on_off(inhibit));
             let _ = writeln!(o, "   initial weight = {iweight}");
             let _ = writeln!(o, "   effective weight = {}", r.effective_weight);

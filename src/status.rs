@@ -226,7 +226,7 @@ pub fn document(v: &View) -> Value {
                 "port": rs.port,
                 "state": rs_state(r.alive, &words),
                 "alive": r.alive,
-                "weight": rs.weight.unwrap_or(vs.weight),
+                "weight": rs.iweight(),
                 "effective_weight": real_weight(r.effective_weight),
                 "kernel_weight": in_kernel.get(ri).copied().flatten(),
                 "checkers": checkers,

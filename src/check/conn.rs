@@ -31,8 +31,9 @@ pub struct ConnOpts {
 
 impl ConnOpts {
     /// From a checker's (validated) common options.
-    pub fn from_common(c: &CheckerCommon, rs_ip: IpAddr) -> ConnOpts {
-        let ip = c.connect_ip.unwrap_or(rs_ip);
+    pub fn from_common(c: &CheckerCommon) -> ConnOpts {
+        let t = c.resolved();
+        let ip = t.connect_ip;
         let bind = match (c.bindto, c.bind_port) {
             (Some(a), p) => Some(SocketAddr::new(a, p.unwrap_or(0))),
             (None, Some(p)) => Some(SocketAddr::new(
@@ -45,11 +46,11 @@ impl ConnOpts {
             (None, None) => None,
         };
         ConnOpts {
-            dst: SocketAddr::new(ip, c.connect_port.unwrap_or(0)),
+            dst: SocketAddr::new(ip, t.connect_port),
             bind,
             bind_if: c.bind_if.clone(),
             fwmark: c.fwmark,
-            timeout: Duration::from_micros(c.connect_timeout.unwrap_or(5_000_000).max(1)),
+            timeout: t.connect_timeout.max(Duration::from_micros(1)),
         }
     }
 

@@ -237,7 +237,7 @@ impl Notifier {
                 ) => {
                     let up = matches!(t, Transition::RsUp { .. });
                     let v = &cfg.virtual_servers[vs];
-                    let inhibit = v.real_servers[rs].inhibit_on_failure.unwrap_or(false);
+                    let inhibit = v.real_servers[rs].inhibit();
                     let (verb, prep) = match (up, inhibit) {
                         (true, false) => ("Adding", "to"),
                         (true, true) => ("Enabling", "of"),

@@ -13,7 +13,6 @@ use super::dns::DnsProbe;
 use super::file::{self, FileState};
 use super::http::{HttpProbe, Tls};
 use super::misc::{RunAs, ScriptSpec};
-use super::smtp::DEFAULT_HELO;
 use super::udp::UdpProbe;
 use crate::config::model::{Checker, Config, RealServer, VirtualServer};
 use crate::health::retry::RetryFamily;
@@ -191,10 +190,6 @@ impl Default for PlanOptions {
     }
 }
 
-fn micros(v: Option<u64>, default: u64) -> Duration {
-    Duration::from_micros(v.unwrap_or(default))
-}
-
 /// keepalived's `FMT_RS()` for a real server of a virtual server.
 pub fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
     crate::config::validate::format_rs(rs.ip, rs.port, vs.protocol)
@@ -223,7 +218,7 @@ fn probe_kind(
     c: &Checker,
     tls: &mut Option<Option<Tls>>,
 ) -> Result<Option<ProbeKind>, String> {
-    let conn = || ConnOpts::from_common(c.common(), rs.ip);
+    let conn = || ConnOpts::from_common(c.common());
     Ok(Some(match c {
         Checker::Tcp(_) => ProbeKind::Tcp(conn()),
         Checker::Ping(_) => ProbeKind::Ping(conn()),
@@ -257,13 +252,7 @@ fn probe_kind(
                 .map_err(|e| e.to_string())?,
             ))
         }
-        Checker::Smtp(s) => ProbeKind::Smtp(
-            conn(),
-            s.helo_name
-                .clone()
-                .or_else(|| cfg.global_defs.smtp_helo_name.clone())
-                .unwrap_or_else(|| DEFAULT_HELO.into()),
-        ),
+        Checker::Smtp(s) => ProbeKind::Smtp(conn(), s.helo().to_string()),
         Checker::Udp(u) => ProbeKind::Udp(UdpProbe::new(u, conn())),
         Checker::Dns(d) => ProbeKind::Dns(DnsProbe::new(d, conn())),
         Checker::Misc(m) => {
@@ -273,7 +262,7 @@ fn probe_kind(
             let run_as = script_identity(cfg, m.user.as_ref())?;
             let timeout = match m.misc_timeout {
                 Some(t) if t > 0 => Duration::from_micros(t),
-                _ => micros(vs.delay_loop, 60_000_000),
+                _ => vs.delay(),
             };
             ProbeKind::Misc {
                 script: ScriptSpec { argv, run_as },
@@ -289,13 +278,14 @@ fn probe_kind(
             else {
                 return Ok(None);
             };
-            let Some(path) = tf.file.clone() else {
+            let (Some(path), Some((weight, reverse))) = (tf.file.clone(), f.weight_reverse())
+            else {
                 return Ok(None);
             };
             ProbeKind::File {
                 path: PathBuf::from(path),
-                weight: i64::from(f.weight.unwrap_or(tf.weight)),
-                reverse: f.reverse.unwrap_or(tf.reverse),
+                weight: i64::from(weight),
+                reverse,
             }
         }
         Checker::Bfd(_) => return Ok(None),
@@ -343,8 +333,8 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
             let conf: Vec<(u32, bool)> = kinds
                 .iter()
                 .map(|(c, _)| {
-                    let cm = c.common();
-                    (cm.retry.unwrap_or(1), cm.alpha.unwrap_or(false))
+                    let t = c.common().resolved();
+                    (t.retry, t.alpha)
                 })
                 .collect();
             let starts = start_states(carry, &rk, &keys, &conf);
@@ -359,15 +349,14 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                         FileState::Fault => 0,
                     };
                 }
-                let cm = c.common();
-                let delay_loop = micros(cm.delay_loop, 60_000_000);
+                let t = c.common().resolved();
                 let planned = Planned {
-                    delay_loop,
-                    delay_before_retry: micros(cm.delay_before_retry, 1_000_000),
-                    warmup: cm.warmup.map(Duration::from_micros).unwrap_or(delay_loop),
-                    retry: cm.retry.unwrap_or(1),
-                    alpha: cm.alpha.unwrap_or(false),
-                    log_all_failures: cm.log_all_failures.unwrap_or(false),
+                    delay_loop: t.delay_loop,
+                    delay_before_retry: t.delay_before_retry,
+                    warmup: t.warmup,
+                    retry: t.retry,
+                    alpha: t.alpha,
+                    log_all_failures: t.log_all_failures,
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
                     name: format_rs(rs, vs),
                     vs_name: vs_name.clone(),

@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// keepalived's default `helo_name`.
-pub const DEFAULT_HELO: &str = "smtpchecker.keepalived.org";
+pub use crate::config::model::SMTP_DEFAULT_HELO as DEFAULT_HELO;
 
 /// keepalived reads replies into a 512-byte buffer.
 const LINE_LIMIT: usize = 512;

@@ -85,7 +85,13 @@ mod tests {
 
     #[test]
     fn nibble_wildcards_and_lengths() {
-        let conn = ConnOpts::from_common(&Default::default(), "127.0.0.1".parse().unwrap());
+        let conn = ConnOpts {
+            dst: "127.0.0.1:0".parse().unwrap(),
+            bind: None,
+            bind_if: None,
+            fwmark: None,
+            timeout: std::time::Duration::from_secs(5),
+        };
         let p = UdpProbe {
             conn,
             payload: vec![],

@@ -89,6 +89,8 @@ pub fn load_with(
     if !diagnostics.fatal_include {
         let file: Arc<str> = Arc::from(path.to_string_lossy().as_ref());
         validate::validate(&mut config, &mut diagnostics, &file, host);
+    } else {
+        validate::resolve(&mut config);
     }
     Loaded {
         config,

@@ -730,3 +730,115 @@ pub struct ValueLine {
     /// Its line (keepalived reports problems per entry).
     pub line: usize,
 }
+
+// === resolved values ===
+//
+// Inheritance (checker ← real server ← virtual server) and keepalived's
+// type defaults are applied once, by validation, which fills these
+// `Option`s (they stay `Option` so that validation can tell what was
+// written). Everything downstream reads them through these accessors,
+// which apply nothing: a model that was not validated is a bug, not a
+// default.
+
+const RESOLVED: &str = "filled by validation (config::validate)";
+
+/// keepalived's HELO name when neither SMTP_CHECK nor `global_defs` gives
+/// one.
+pub const SMTP_DEFAULT_HELO: &str = "smtpchecker.keepalived.org";
+
+impl SmtpCheck {
+    /// The HELO name (its own, else `smtp_helo_name`, else keepalived's).
+    pub fn helo(&self) -> &str {
+        self.helo_name.as_deref().expect(RESOLVED)
+    }
+}
+
+impl FileCheck {
+    /// Its weight and `reverse` (its own, else its `track_file`'s); `None`
+    /// when its `track_file` does not exist (the checker does not run).
+    pub fn weight_reverse(&self) -> Option<(i32, bool)> {
+        Some((self.weight?, self.reverse?))
+    }
+}
+
+/// A checker's common settings as validation resolved them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckerTiming {
+    /// `connect_ip` (the real server's address unless written).
+    pub connect_ip: IpAddr,
+    /// `connect_port` (the real_server line's port unless written).
+    pub connect_port: u16,
+    /// `connect_timeout`.
+    pub connect_timeout: std::time::Duration,
+    /// `delay_loop`.
+    pub delay_loop: std::time::Duration,
+    /// `delay_before_retry`.
+    pub delay_before_retry: std::time::Duration,
+    /// `warmup`.
+    pub warmup: std::time::Duration,
+    /// `retry`.
+    pub retry: u32,
+    /// `alpha`.
+    pub alpha: bool,
+    /// `log_all_failures`.
+    pub log_all_failures: bool,
+}
+
+impl CheckerCommon {
+    /// The settings validation resolved.
+    pub fn resolved(&self) -> CheckerTiming {
+        let us = |v: Option<u64>| std::time::Duration::from_micros(v.expect(RESOLVED));
+        CheckerTiming {
+            connect_ip: self.connect_ip.expect(RESOLVED),
+            connect_port: self.connect_port.expect(RESOLVED),
+            connect_timeout: us(self.connect_timeout),
+            delay_loop: us(self.delay_loop),
+            delay_before_retry: us(self.delay_before_retry),
+            warmup: us(self.warmup),
+            retry: self.retry.expect(RESOLVED),
+            alpha: self.alpha.expect(RESOLVED),
+            log_all_failures: self.log_all_failures.expect(RESOLVED),
+        }
+    }
+}
+
+impl RealServer {
+    /// Its configured weight (`iweight`: its own, else the virtual server's).
+    pub fn iweight(&self) -> i32 {
+        self.weight.expect(RESOLVED)
+    }
+
+    /// Its forwarding method (its own, else the virtual server's).
+    pub fn method(&self) -> Forwarding {
+        self.lvs_method.expect(RESOLVED)
+    }
+
+    /// `inhibit_on_failure` (its own, else the virtual server's).
+    pub fn inhibit(&self) -> bool {
+        self.inhibit_on_failure.expect(RESOLVED)
+    }
+}
+
+impl SorryServer {
+    /// Its forwarding method (its own, else the virtual server's).
+    pub fn method(&self) -> Forwarding {
+        self.lvs_method.expect(RESOLVED)
+    }
+}
+
+impl VirtualServer {
+    /// Its scheduler (`wlc` unless written).
+    pub fn sched(&self) -> &str {
+        self.lvs_sched.as_deref().expect(RESOLVED)
+    }
+
+    /// Its forwarding method (NAT unless written).
+    pub fn method(&self) -> Forwarding {
+        self.lvs_method.expect(RESOLVED)
+    }
+
+    /// `delay_loop` (60 s unless written).
+    pub fn delay(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.delay_loop.expect(RESOLVED))
+    }
+}

@@ -57,7 +57,44 @@ pub fn format_rs(ip: std::net::IpAddr, port: u16, vs_protocol: Option<Protocol>)
 /// Runs every check and fix-up; problems go to `diags`.
 pub fn validate(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, host: &dyn Host) {
     validate_check(cfg, diags, file);
+    resolve_references(cfg);
     validate_vrrp(cfg, diags, file, host);
+}
+
+/// What checkers take from elsewhere in the file: SMTP_CHECK's HELO name
+/// (its own, else `smtp_helo_name`, else keepalived's), FILE_CHECK's
+/// weight and `reverse` (its own, else its `track_file`'s).
+fn resolve_references(cfg: &mut Config) {
+    let helo = cfg
+        .global_defs
+        .smtp_helo_name
+        .clone()
+        .unwrap_or_else(|| SMTP_DEFAULT_HELO.into());
+    let files = &cfg.track_files;
+    for rs in cfg
+        .virtual_servers
+        .iter_mut()
+        .flat_map(|vs| vs.real_servers.iter_mut())
+    {
+        for c in &mut rs.checkers {
+            match c {
+                Checker::Smtp(s) => {
+                    s.helo_name.get_or_insert_with(|| helo.clone());
+                }
+                Checker::File(f) => {
+                    let tf = f
+                        .track_file
+                        .as_ref()
+                        .and_then(|n| files.iter().find(|t| &t.name == n));
+                    if let Some(tf) = tf {
+                        f.weight.get_or_insert(tf.weight);
+                        f.reverse.get_or_insert(tf.reverse);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 fn at(file: &Arc<str>, line: usize) -> Pos {
@@ -311,6 +348,20 @@ pub fn script_usable(cmd: &str) -> bool {
     std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).any(|d| ok(&d.join(cmd))))
         .unwrap_or(false)
+}
+
+/// The resolution alone, without validation's checks and messages: a
+/// load that stopped at a fatal include still hands out a model whose
+/// every value is resolved (see the accessors of [`super::model`]).
+pub fn resolve(cfg: &mut Config) {
+    let mut scratch = Diagnostics::default();
+    let log_all = cfg.global_defs.checker_log_all_failures;
+    for vs in &mut cfg.virtual_servers {
+        vs.lvs_method.get_or_insert(Forwarding::Nat);
+        vs.lvs_sched.get_or_insert_with(|| "wlc".into());
+        resolve_defaults(vs, log_all, &mut scratch);
+    }
+    resolve_references(cfg);
 }
 
 /// RS ← VS and checker ← RS inheritance, with keepalived's type defaults.

@@ -84,7 +84,7 @@ impl Health {
             let v = &cfg.virtual_servers[vs];
             RsHealth {
                 alive: true,
-                effective_weight: i64::from(v.real_servers[rs].weight.unwrap_or(v.weight)),
+                effective_weight: i64::from(v.real_servers[rs].iweight()),
             }
         })
     }

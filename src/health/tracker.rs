@@ -148,7 +148,7 @@ impl Tracker {
                         failed: 0,
                         up: vec![true; n],
                         cur_weight: vec![0; n],
-                        iweight: i64::from(r.weight.unwrap_or(vs.weight)),
+                        iweight: i64::from(r.iweight()),
                     },
                 );
             }

@@ -110,7 +110,7 @@ fn service(vs: &VirtualServer, key: ServiceKey) -> Service {
     let persistent = flags & SVC_F_PERSISTENT != 0;
     Service {
         key,
-        sched_name: vs.lvs_sched.clone().unwrap_or_else(|| "wlc".into()),
+        sched_name: vs.sched().to_string(),
         flags,
         timeout: vs.persistence_timeout,
         netmask: if persistent {
@@ -306,15 +306,14 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
         let h = health.vs.get(i);
         let af = vs_family(vs, cfg);
         let sorry_in_use = vs.sorry_server.is_some() && !h.is_some_and(|h| h.quorum_up);
-        let method = vs.lvs_method.unwrap_or(Forwarding::Nat);
         for slot in slots(vs, cfg, af) {
             let ts = t.ensure_service(service(vs, slot.key));
             for (j, rs) in vs.real_servers.iter().enumerate() {
                 let st = h.and_then(|h| h.rs.get(j)).copied().unwrap_or(RsHealth {
                     alive: true,
-                    effective_weight: i64::from(rs.weight.unwrap_or(vs.weight)),
+                    effective_weight: i64::from(rs.iweight()),
                 });
-                let inhibit = rs.inhibit_on_failure.unwrap_or(vs.inhibit_on_failure);
+                let inhibit = rs.inhibit();
                 let weight = if st.alive && !sorry_in_use {
                     real_weight(st.effective_weight)
                 } else if inhibit {
@@ -325,7 +324,7 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
                 let d = dest(
                     rs.ip,
                     rs.port,
-                    rs.lvs_method.unwrap_or(method),
+                    rs.method(),
                     &slot,
                     weight,
                     rs.uthreshold,
@@ -342,15 +341,7 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
                     continue;
                 };
                 let port = if s.port == 0 { slot.dr_port } else { s.port };
-                let d = dest(
-                    s.ip,
-                    port,
-                    s.lvs_method.unwrap_or(method),
-                    &slot,
-                    weight,
-                    0,
-                    0,
-                );
+                let d = dest(s.ip, port, s.method(), &slot, weight, 0, 0);
                 ts.dests.insert(d.key(), d);
             }
         }
@@ -369,7 +360,7 @@ pub fn rs_weights_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> Vec<O
     };
     slots(vs, cfg, vs_family(vs, cfg))
         .iter()
-        .map(|slot| dest_weight(vs, rs, slot, table))
+        .map(|slot| dest_weight(rs, slot, table))
         .collect()
 }
 
@@ -384,18 +375,12 @@ pub fn kernel_weights(cfg: &Config, vi: usize, table: &Table) -> Vec<Option<u32>
     let slots = slots(vs, cfg, vs_family(vs, cfg));
     vs.real_servers
         .iter()
-        .map(|rs| {
-            slots
-                .first()
-                .and_then(|slot| dest_weight(vs, rs, slot, table))
-        })
+        .map(|rs| slots.first().and_then(|slot| dest_weight(rs, slot, table)))
         .collect()
 }
 
-fn dest_weight(vs: &VirtualServer, rs: &RealServer, slot: &Slot, table: &Table) -> Option<u32> {
-    let method = rs
-        .lvs_method
-        .unwrap_or(vs.lvs_method.unwrap_or(Forwarding::Nat));
+fn dest_weight(rs: &RealServer, slot: &Slot, table: &Table) -> Option<u32> {
+    let method = rs.method();
     let key = dest(rs.ip, rs.port, method, slot, 0, 0, 0).key();
     table
         .services

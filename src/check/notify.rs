@@ -4,7 +4,7 @@
 //! (`ipwrapper.c`: `perform_svr_state()`, `do_rs_notifies()`,
 //! `do_vs_notifies()`, `notify_fifo_rs/vs()`).
 //!
-//! I/O shell after the pure [`super::engine::Tracker`]: it receives the
+//! I/O shell after the pure [`crate::health::Tracker`]: it receives the
 //! effects of a change, after the state is updated.
 
 use super::engine::{format_rs, script_identity};

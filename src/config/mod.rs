@@ -3,7 +3,7 @@
 //!
 //! Stages, each its own module: [`lexer`] (comments, words, braces) →
 //! [`reader`] (includes, `@`, `$`, `~SEQ`) → [`parser`] with the tables of
-//! [`keywords`] and the [`handlers`] → [`validate`] (keepalived's fix-ups).
+//! [`keywords`] and the handlers (`handlers/`) → [`validate`] (keepalived's fix-ups).
 //! Pure apart from the file system and host look-ups, which are injected.
 
 pub mod diag;

@@ -11,6 +11,7 @@
 //! batched per wake-up, and repairs drift on a timer.
 
 use super::reload::{error_set, load_options, reload_refusal};
+use super::shell::{Command, Progress, Reporter};
 use super::startup::{plan_start, start_carry, timeouts};
 use crate::check::engine::{self, Carry, Engine, Jitter, NetProber, Plan, ProbeKind, Prober};
 use crate::check::misc::{self, Scripts};
@@ -39,27 +40,6 @@ use tokio::sync::mpsc;
 /// How often the kernel's table is dumped and compared with what was
 /// programmed (keepalived never looks; see `docs/compat.md`).
 pub const DRIFT_INTERVAL: Duration = Duration::from_secs(10);
-
-/// What the shell asks of the checker.
-#[derive(Debug)]
-pub enum Command {
-    /// SIGHUP: the configuration as the shell read it again. The checker
-    /// applies its refusal rule, then answers [`Progress::Reloaded`].
-    Reload(Arc<Loaded>),
-    /// SIGUSR1: write the data file.
-    DumpData,
-    /// SIGTERM: stop the checks, clear up the table, return.
-    Stop,
-}
-
-/// What the checker tells the shell (for systemd's notify protocol).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// The startup table is programmed ("Startup complete").
-    Started,
-    /// A reload was applied or refused.
-    Reloaded,
-}
 
 /// The outside world the checker is handed; tests hand in their own.
 pub struct Deps {
@@ -131,7 +111,7 @@ pub async fn run(
     opts: &Options,
     loaded: Arc<Loaded>,
     commands: mpsc::UnboundedReceiver<Command>,
-    progress: mpsc::UnboundedSender<Progress>,
+    progress: Reporter,
 ) -> ExitCode {
     let path = super::reload::config_path(opts);
     let (qtx, qrx) = mpsc::unbounded_channel();
@@ -476,7 +456,7 @@ pub async fn serve<B: Backend>(
     path: &Path,
     deps: Deps,
     mut commands: mpsc::UnboundedReceiver<Command>,
-    progress: mpsc::UnboundedSender<Progress>,
+    progress: Reporter,
 ) -> ExitCode {
     let Deps {
         prober,
@@ -533,7 +513,7 @@ pub async fn serve<B: Backend>(
     counters.ipvs(&first);
     let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
     log::info!("Startup complete");
-    let _ = progress.send(Progress::Started);
+    progress.send(Progress::Started);
     let mut syncds = sync_daemons(&cur.config);
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
@@ -566,7 +546,7 @@ pub async fn serve<B: Backend>(
                             "the new configuration has errors ({why}); keeping the running one"
                         );
                         counters.reloads_refused += 1;
-                        let _ = progress.send(Progress::Reloaded);
+                        progress.send(Progress::Reloaded);
                         continue;
                     }
                     accepted = error_set(&loaded);
@@ -602,7 +582,7 @@ pub async fn serve<B: Backend>(
                     counters.last_reload_seconds = reload_started.elapsed().as_secs_f64();
                     counters.reload_seconds_total += counters.last_reload_seconds;
                     show_table(&rec, opts.dry_run);
-                    let _ = progress.send(Progress::Reloaded);
+                    progress.send(Progress::Reloaded);
                 }
                 Some(Command::DumpData) => checking.print_data(&cur.config, rec.expected()),
                 Some(Command::Stop) | None => break,

@@ -4,7 +4,7 @@
 //! on SIGHUP, hands the subsystems their [`Command`]s and speaks systemd's
 //! notify protocol for all of them.
 
-use super::checker::{self, Command, Progress};
+use super::checker;
 use super::process::Notify;
 use super::reload::{config_path, load_options, log_diagnostics};
 use super::signals::{Signal, SignalSource, UnixSignals};
@@ -96,9 +96,14 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let reporter = Reporter::new(0, ptx);
     let checker = std::thread::Builder::new()
         .name("checker".into())
-        .spawn(move || rt.block_on(checker::run(&checker_opts, loaded, crx, ptx)));
+        .spawn(move || {
+            let code = rt.block_on(checker::run(&checker_opts, loaded, crx, reporter.clone()));
+            reporter.send(Progress::Ended);
+            code
+        });
     let checker = match checker {
         Ok(t) => t,
         Err(e) => {
@@ -109,7 +114,11 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     if let Err(e) = super::signals::unblock() {
         log::error!("cannot unblock signals: {e}");
     }
-    shell_rt.block_on(dispatch(signals, opts, ctx, prx, &Notify::from_env()));
+    let hosted = [Hosted {
+        name: "the checker",
+        commands: ctx,
+    }];
+    shell_rt.block_on(dispatch(signals, opts, &hosted, prx, &Notify::from_env()));
     match checker.join() {
         Ok(code) => code,
         Err(_) => {
@@ -119,32 +128,102 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     }
 }
 
-/// The shell's loop: signals in, commands out, until SIGTERM or until the
-/// subsystem ends on its own (a failed start). On SIGHUP the file is read
-/// here, on the shell's thread, and each subsystem decides whether it takes
-/// it; READY=1 follows once every subsystem has answered.
+/// What the shell asks of a subsystem.
+#[derive(Debug)]
+pub enum Command {
+    /// SIGHUP: the configuration as the shell read it again. The
+    /// subsystem applies its refusal rule, then answers
+    /// [`Progress::Reloaded`].
+    Reload(Arc<Loaded>),
+    /// SIGUSR1: write the data file.
+    DumpData,
+    /// SIGTERM: stop the checks, clear up the table, return.
+    Stop,
+}
+
+/// What a subsystem tells the shell (for systemd's notify protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The startup table is programmed ("Startup complete").
+    Started,
+    /// A reload was applied or refused.
+    Reloaded,
+    /// It ended (on its own, or after [`Command::Stop`]).
+    Ended,
+}
+
+/// How a subsystem reports to the shell: its progress, tagged with which
+/// subsystem it is.
+#[derive(Debug, Clone)]
+pub struct Reporter {
+    id: usize,
+    tx: mpsc::UnboundedSender<(usize, Progress)>,
+}
+
+impl Reporter {
+    /// Subsystem `id`'s reporter on `tx`.
+    pub fn new(id: usize, tx: mpsc::UnboundedSender<(usize, Progress)>) -> Reporter {
+        Reporter { id, tx }
+    }
+
+    /// Reports `p` (the shell may be gone at stop).
+    pub fn send(&self, p: Progress) {
+        let _ = self.tx.send((self.id, p));
+    }
+}
+
+/// A subsystem as the shell holds it.
+pub struct Hosted {
+    /// For logs.
+    pub name: &'static str,
+    /// Where its commands go.
+    pub commands: mpsc::UnboundedSender<Command>,
+}
+
+impl Hosted {
+    fn send(&self, c: Command) {
+        // A subsystem that has ended reports it; a closed channel is that.
+        let _ = self.commands.send(c);
+    }
+}
+
+/// The shell's loop: signals in, commands out to every subsystem, until
+/// SIGTERM or until a subsystem ends on its own (a failed start), which
+/// stops the others. On SIGHUP the file is read here, on the shell's
+/// thread, and each subsystem decides whether it takes it; READY=1 follows
+/// once every subsystem has answered.
 pub async fn dispatch(
     mut signals: impl SignalSource,
     opts: &Options,
-    checker: mpsc::UnboundedSender<Command>,
-    mut progress: mpsc::UnboundedReceiver<Progress>,
+    subsystems: &[Hosted],
+    mut progress: mpsc::UnboundedReceiver<(usize, Progress)>,
     notify: &Notify,
 ) {
-    // Until the first programming, only a stop is acted on; a reload or a
-    // dump waits for the checker to have started (it will read the file
-    // then as it is).
+    let stop_all = || {
+        notify.stopping();
+        for s in subsystems {
+            s.send(Command::Stop);
+        }
+    };
+    // Until every subsystem has started, only a stop is acted on; a reload
+    // or a dump waits (they will have read the file as it is then).
     let mut pending = Vec::new();
-    loop {
+    let mut started = vec![false; subsystems.len()];
+    while !started.iter().all(|&s| s) {
         tokio::select! {
             p = progress.recv() => match p {
-                Some(Progress::Started) => break,
-                Some(Progress::Reloaded) => {}
+                Some((i, Progress::Started)) => started[i] = true,
+                Some((_, Progress::Reloaded)) => {}
+                Some((i, Progress::Ended)) => {
+                    log::error!("{} ended before it started; stopping", subsystems[i].name);
+                    stop_all();
+                    return;
+                }
                 None => return,
             },
             s = signals.next() => match s {
                 Some(Signal::Stop) | None => {
-                    notify.stopping();
-                    let _ = checker.send(Command::Stop);
+                    stop_all();
                     return;
                 }
                 Some(s) => pending.push(s),
@@ -160,8 +239,11 @@ pub async fn dispatch(
             None => tokio::select! {
                 s = signals.next() => s,
                 p = progress.recv() => match p {
+                    Some((i, Progress::Ended)) => {
+                        log::error!("{} ended; stopping", subsystems[i].name);
+                        break;
+                    }
                     Some(_) => continue,
-                    // The checker ended on its own.
                     None => return,
                 },
             },
@@ -177,7 +259,7 @@ pub async fn dispatch(
                 // polling, so a slow file system delays nothing else.
                 let loaded =
                     match tokio::task::spawn_blocking(move || config::load(&p, &lopts)).await {
-                        Ok(l) => l,
+                        Ok(l) => Arc::new(l),
                         Err(e) => {
                             log::error!(
                                 "reading {}: {e}; keeping the running configuration",
@@ -192,20 +274,28 @@ pub async fn dispatch(
                     t0.elapsed().as_secs_f64()
                 );
                 log_diagnostics(&loaded);
-                if checker.send(Command::Reload(Arc::new(loaded))).is_err() {
-                    return;
+                for s in subsystems {
+                    s.send(Command::Reload(loaded.clone()));
                 }
-                loop {
+                let mut answered = vec![false; subsystems.len()];
+                while !answered.iter().all(|&a| a) {
                     match progress.recv().await {
-                        Some(Progress::Reloaded) => break,
-                        Some(Progress::Started) => {}
+                        Some((i, Progress::Reloaded)) => answered[i] = true,
+                        Some((_, Progress::Started)) => {}
+                        Some((i, Progress::Ended)) => {
+                            log::error!("{} ended; stopping", subsystems[i].name);
+                            stop_all();
+                            return;
+                        }
                         None => return,
                     }
                 }
                 notify.ready();
             }
             Some(Signal::DumpData) => {
-                let _ = checker.send(Command::DumpData);
+                for s in subsystems {
+                    s.send(Command::DumpData);
+                }
             }
             Some(Signal::Vrrp(name)) => {
                 log::info!("{name}: VRRP data is not available (keepalived-rs has no VRRP yet)");
@@ -213,6 +303,5 @@ pub async fn dispatch(
             Some(Signal::Stop) | None => break,
         }
     }
-    notify.stopping();
-    let _ = checker.send(Command::Stop);
+    stop_all();
 }

@@ -4,7 +4,7 @@
 //! waits on the wall clock.
 
 use super::checker::{self, Deps};
-use super::shell::dispatch;
+use super::shell::{dispatch, Hosted, Reporter};
 use super::signals::Signal;
 use crate::check::conn::Failure;
 use crate::check::engine::{Jitter, Outcome, Planned, ProbeKind, Prober};
@@ -197,6 +197,10 @@ impl Daemon {
         let backend = table.clone();
         let run = async move {
             let notify = Notify::none();
+            let hosted = [Hosted {
+                name: "the checker",
+                commands: ctx,
+            }];
             let (code, ()) = tokio::join!(
                 checker::serve(
                     backend,
@@ -205,9 +209,9 @@ impl Daemon {
                     Path::new("/"),
                     deps,
                     crx,
-                    ptx
+                    Reporter::new(0, ptx)
                 ),
-                dispatch(srx, &opts, ctx, prx, &notify),
+                dispatch(srx, &opts, &hosted, prx, &notify),
             );
             code
         };
@@ -351,4 +355,70 @@ async fn a_refused_reload_keeps_the_running_table() {
     };
     let (code, ()) = tokio::join!(run, test);
     assert_eq!(code, ExitCode::SUCCESS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_shell_hosts_several_subsystems_alike() {
+    use super::shell::{Command, Progress};
+    // Two stand-in subsystems: each starts, answers reloads and records
+    // what it was told.
+    let dir = std::env::temp_dir().join(format!("krs-shell-two-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("keepalived.conf");
+    std::fs::write(&path, conf(&[8121], 1)).unwrap();
+    let opts = Options {
+        use_file: Some(path.display().to_string()),
+        ..Options::default()
+    };
+    let (ptx, prx) = mpsc::unbounded_channel();
+    let (stx, srx) = mpsc::unbounded_channel();
+    let mut hosted = Vec::new();
+    let mut subsystems = Vec::new();
+    for (id, name) in ["one", "two"].into_iter().enumerate() {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+        hosted.push(Hosted { name, commands: tx });
+        let rep = Reporter::new(id, ptx.clone());
+        subsystems.push(async move {
+            let mut seen = Vec::new();
+            // The second one takes its time to start.
+            secs(id as u64 * 5).await;
+            rep.send(Progress::Started);
+            while let Some(c) = rx.recv().await {
+                match c {
+                    Command::Reload(l) => {
+                        seen.push(format!("reload {}", l.config.virtual_servers.len()));
+                        rep.send(Progress::Reloaded);
+                    }
+                    Command::DumpData => seen.push("dump".to_string()),
+                    Command::Stop => {
+                        seen.push("stop".to_string());
+                        rep.send(Progress::Ended);
+                        break;
+                    }
+                }
+            }
+            seen
+        });
+    }
+    drop(ptx);
+    let driver = async {
+        // A reload during the second's start waits for it.
+        stx.send(Signal::Reload).unwrap();
+        secs(10).await;
+        stx.send(Signal::DumpData).unwrap();
+        stx.send(Signal::Stop).unwrap();
+    };
+    let two = subsystems.pop().unwrap();
+    let one = subsystems.pop().unwrap();
+    let notify = Notify::none();
+    let ((), a, b, ()) = tokio::join!(
+        dispatch(srx, &opts, &hosted, prx, &notify),
+        one,
+        two,
+        driver
+    );
+    let want = vec!["reload 1".to_string(), "dump".into(), "stop".into()];
+    assert_eq!(a, want);
+    assert_eq!(b, want);
+    let _ = std::fs::remove_dir_all(&dir);
 }

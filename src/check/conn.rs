@@ -54,6 +54,17 @@ impl ConnOpts {
         }
     }
 
+    /// Straight to `dst` with `timeout`, no other option (genhash, tests).
+    pub fn to(dst: SocketAddr, timeout: Duration) -> ConnOpts {
+        ConnOpts {
+            dst,
+            bind: None,
+            bind_if: None,
+            fwmark: None,
+            timeout,
+        }
+    }
+
     /// A socket of `ty`/`proto` for this destination with the bind, device
     /// and mark options applied.
     pub fn socket(&self, ty: Type, proto: Option<Protocol>) -> io::Result<Socket> {

@@ -104,13 +104,10 @@ mod tests {
 
     #[test]
     fn query_and_verdicts() {
-        let conn = ConnOpts {
-            dst: "127.0.0.1:0".parse().unwrap(),
-            bind: None,
-            bind_if: None,
-            fwmark: None,
-            timeout: std::time::Duration::from_secs(5),
-        };
+        let conn = ConnOpts::to(
+            "127.0.0.1:0".parse().unwrap(),
+            std::time::Duration::from_secs(5),
+        );
         let p = DnsProbe::new(&DnsCheck::default(), conn);
         let q = p.query(0x1234).unwrap();
         assert_eq!(&q[..2], &[0x12, 0x34]);

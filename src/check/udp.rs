@@ -85,13 +85,10 @@ mod tests {
 
     #[test]
     fn nibble_wildcards_and_lengths() {
-        let conn = ConnOpts {
-            dst: "127.0.0.1:0".parse().unwrap(),
-            bind: None,
-            bind_if: None,
-            fwmark: None,
-            timeout: std::time::Duration::from_secs(5),
-        };
+        let conn = ConnOpts::to(
+            "127.0.0.1:0".parse().unwrap(),
+            std::time::Duration::from_secs(5),
+        );
         let p = UdpProbe {
             conn,
             payload: vec![],

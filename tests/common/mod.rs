@@ -27,10 +27,30 @@ pub fn spawn_dry_run(
     conf: &Path,
     env: &[(&str, &Path)],
 ) -> (Child, Receiver<String>, Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
-        .args(["--dry-run", "-n", "-l", "-f"])
-        .arg(conf)
-        .envs(env.iter().map(|(k, v)| (*k, *v)))
+    let mut cmd = dry_run(conf);
+    cmd.envs(env.iter().map(|(k, v)| (*k, *v)));
+    spawn(cmd)
+}
+
+/// [`spawn_dry_run`] with more arguments: `args` then `path`.
+pub fn spawn_dry_run_args(
+    conf: &Path,
+    args: &[&str],
+    path: &Path,
+) -> (Child, Receiver<String>, Receiver<String>) {
+    let mut cmd = dry_run(conf);
+    cmd.args(args).arg(path);
+    spawn(cmd)
+}
+
+fn dry_run(conf: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_keepalived"));
+    cmd.args(["--dry-run", "-n", "-l", "-f"]).arg(conf);
+    cmd
+}
+
+fn spawn(mut cmd: Command) -> (Child, Receiver<String>, Receiver<String>) {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -55,24 +75,4 @@ pub fn until(rx: &Receiver<String>, needle: &str) -> Vec<String> {
         }
     }
     panic!("never logged {needle:?}; log: {seen:#?}");
-}
-
-/// [`spawn_dry_run`] with more arguments: `args` then `path`.
-pub fn spawn_dry_run_args(
-    conf: &Path,
-    args: &[&str],
-    path: &Path,
-) -> (Child, Receiver<String>, Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
-        .args(["--dry-run", "-n", "-l", "-f"])
-        .arg(conf)
-        .args(args)
-        .arg(path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start keepalived");
-    let out = lines_of(child.stdout.take().unwrap());
-    let err = lines_of(child.stderr.take().unwrap());
-    (child, out, err)
 }

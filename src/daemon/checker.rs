@@ -341,6 +341,12 @@ impl Checking {
         board: &engine::Board,
         accepted: &BTreeSet<String>,
     ) -> String {
+        if let Some(why) = super::reload::source_problem(file) {
+            return format!(
+                "error: a reload of {} would be refused, the running configuration kept: {why}\n",
+                file.display()
+            );
+        }
         let loaded = config::load(file, &load_options(opts));
         // The reload's own rule: a file it would refuse is reported so.
         if let Some(why) = reload_refusal(&loaded, accepted) {

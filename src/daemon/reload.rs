@@ -63,6 +63,31 @@ pub fn reload_refusal(loaded: &Loaded, accepted: &BTreeSet<String>) -> Option<St
     }
 }
 
+/// Why the file at `path` cannot be what a reload reads, if it cannot: it
+/// must exist, be a regular file (a FIFO would hang the read, a directory
+/// has no text), be readable, and not be empty. keepalived reads such a
+/// file as an empty configuration and removes everything; a reload keeps
+/// the running one instead.
+pub fn source_problem(path: &std::path::Path) -> Option<String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Some(e.to_string()),
+    };
+    if meta.is_dir() {
+        return Some("it is a directory".into());
+    }
+    if !meta.is_file() {
+        return Some("it is not a regular file".into());
+    }
+    if meta.len() == 0 {
+        return Some("it is empty".into());
+    }
+    if let Err(e) = std::fs::File::open(path) {
+        return Some(e.to_string());
+    }
+    None
+}
+
 /// Every problem of a load, in the log.
 pub fn log_diagnostics(loaded: &Loaded) {
     for d in loaded.diagnostics.items() {

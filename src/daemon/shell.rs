@@ -6,7 +6,7 @@
 
 use super::checker;
 use super::process::Notify;
-use super::reload::{config_path, load_options, log_diagnostics};
+use super::reload::{config_path, load_options, log_diagnostics, source_problem};
 use super::signals::{Signal, SignalSource, UnixSignals};
 use crate::cli::Options;
 use crate::config::model::Config;
@@ -252,6 +252,14 @@ pub async fn dispatch(
             Some(Signal::Reload) => {
                 log::info!("Reloading configuration from {}", path.display());
                 notify.reloading();
+                if let Some(why) = source_problem(&path) {
+                    log::error!(
+                        "cannot reload from {}: {why}; keeping the running configuration",
+                        path.display()
+                    );
+                    notify.ready();
+                    continue;
+                }
                 let t0 = std::time::Instant::now();
                 let lopts = load_options(opts);
                 let p = path.clone();

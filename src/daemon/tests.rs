@@ -422,3 +422,43 @@ async fn the_shell_hosts_several_subsystems_alike() {
     assert_eq!(b, want);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reload_from_a_file_that_is_not_one_keeps_the_running_table() {
+    let (d, run) = Daemon::start("nofile", &conf(&[8131, 8132], 1));
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 2);
+        d.table.ops();
+        let moved = d.dir.join("moved");
+        let cases: [(&str, &dyn Fn()); 4] = [
+            ("moved away", &|| std::fs::rename(&d.path, &moved).unwrap()),
+            ("empty", &|| std::fs::write(&d.path, "").unwrap()),
+            ("a directory", &|| std::fs::create_dir(&d.path).unwrap()),
+            ("a FIFO", &|| {
+                nix::unistd::mkfifo(&d.path, nix::sys::stat::Mode::S_IRWXU).unwrap()
+            }),
+        ];
+        for (what, make) in cases {
+            make();
+            d.send(Signal::Reload);
+            secs(2).await;
+            assert_eq!(d.table.dests().len(), 2, "{what}: kept");
+            assert!(d.table.ops().is_empty(), "{what}: nothing sent");
+            // Back to a file for the next case.
+            if d.path.is_dir() {
+                std::fs::remove_dir(&d.path).unwrap();
+            } else {
+                let _ = std::fs::remove_file(&d.path);
+            }
+        }
+        // And a good file is taken again.
+        d.write(&conf(&[8131], 1));
+        d.send(Signal::Reload);
+        secs(2).await;
+        assert_eq!(d.table.dests().len(), 1, "{:?}", d.table.dests());
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+}

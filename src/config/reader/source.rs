@@ -43,7 +43,22 @@ impl SourceLoader for FsLoader {
     }
 
     fn read(&self, path: &Path) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking, and regular files only: a FIFO or a device put in
+        // place of a configuration file must not hang the loader.
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| e.to_string())?;
+        let meta = f.metadata().map_err(|e| e.to_string())?;
+        if !meta.is_file() {
+            return Err("not a regular file".into());
+        }
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        f.read_to_end(&mut data).map_err(|e| e.to_string())?;
+        Ok(data)
     }
 
     fn is_regular_non_exec(&self, path: &Path) -> bool {

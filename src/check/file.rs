@@ -21,11 +21,28 @@ pub enum FileState {
 
 /// `strtol(s, NULL, 0)` on the first 127 bytes; 0 for a missing or empty
 /// file; `None` when out of the int range (ignored by keepalived).
+///
+/// Read as keepalived's `process_track_file()` reads it: opened
+/// non-blocking, one read of at most 127 bytes, so that a FIFO renamed over
+/// the file (no writer: nothing to read) or a link to `/dev/zero` can
+/// neither block the daemon nor make it read without end. Anything but a
+/// regular file reads as 0.
 pub fn read_value(path: &Path) -> Option<i64> {
-    let Ok(bytes) = std::fs::read(path) else {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+    else {
         return Some(0);
     };
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(127)]).to_string();
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Some(0);
+    }
+    let mut buf = [0u8; 127];
+    let n = f.read(&mut buf).unwrap_or(0);
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
     let v = crate::config::reader::strtol0(&text);
     (i64::from(i32::MIN)..=i64::from(i32::MAX))
         .contains(&v)
@@ -59,9 +76,39 @@ pub fn init_file(tf: &TrackFile) {
     let Some((path, value)) = init_value(tf) else {
         return;
     };
-    if let Err(e) = std::fs::write(path, format!("{value}\n")) {
+    if let Err(e) = replace(Path::new(path), format!("{value}\n").as_bytes()) {
         log::warn!("track_file {}: cannot initialise {path}: {e}", tf.name);
     }
+}
+
+/// Writes `data` as the new file at `path` the way keepalived's
+/// `fopen_safe(path, "w")` does: into a new file beside it, renamed over
+/// it. A symlink another user planted at `path` is replaced, never written
+/// through, and nobody who had the old file open reads the new text.
+pub fn replace(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("no file name"))?;
+    let tmp = dir.unwrap_or(Path::new(".")).join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    let done = f.write_all(data).and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
 }
 
 /// What [`init_file`] would write now, and where: `init_file`'s value
@@ -168,6 +215,15 @@ mod tests {
             std::fs::write(&f, text).unwrap();
             assert_eq!(read_value(&f), want, "{text}");
         }
+        // A FIFO renamed over the file (nobody writing) and a link to an
+        // endless device read as 0, at once.
+        std::fs::remove_file(&f).unwrap();
+        nix::unistd::mkfifo(&f, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(read_value(&f), Some(0), "a FIFO");
+        std::fs::remove_file(&f).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &f).unwrap();
+        assert_eq!(read_value(&f), Some(0), "/dev/zero");
+        std::fs::remove_file(&f).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(status(1, 0, false), FileState::Fault);
         assert_eq!(status(0, 0, false), FileState::Weight(0));
@@ -175,5 +231,30 @@ mod tests {
         assert_eq!(status(3, 2, false), FileState::Weight(6));
         assert_eq!(status(3, 2, true), FileState::Weight(-6));
         assert_eq!(status(i64::from(i32::MIN), 1, false), FileState::Fault);
+    }
+
+    #[test]
+    fn init_file_replaces_a_planted_symlink_instead_of_writing_through_it() {
+        let d = std::env::temp_dir().join(format!("krs-file-init-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let tracked = d.join("tracked");
+        std::os::unix::fs::symlink(&victim, &tracked).unwrap();
+        let tf = TrackFile {
+            name: "t".into(),
+            file: Some(tracked.display().to_string()),
+            weight: 1,
+            reverse: false,
+            init_file: Some(vec!["5".into(), "overwrite".into()]),
+            line: 1,
+        };
+        init_file(&tf);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(!tracked.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&tracked).unwrap(), "5\n");
+        assert_eq!(read_value(&tracked), Some(5));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -83,12 +83,20 @@ impl PidFile {
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d).map_err(io)?;
         }
+        // A symlink or anything but a regular file at the path was planted
+        // (pid files are ours): it is removed, never written through.
+        if let Ok(m) = path.symlink_metadata() {
+            if !m.file_type().is_file() {
+                std::fs::remove_file(path).map_err(io)?;
+            }
+        }
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o644)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
             .open(path)
             .map_err(io)?;
         let lock = nix::libc::flock {
@@ -310,9 +318,12 @@ pub fn init_logging(opts: &Options, ident: &str) {
             Some(e) => p.with_file_name(format!("{stem}_check.{}", e.to_string_lossy())),
             None => p.with_file_name(format!("{stem}_check")),
         };
+        // keepalived's fopen_safe(path, "a"): never through a symlink.
+        use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
             .open(p)
             .ok()
             .map(Mutex::new)

@@ -1,0 +1,144 @@
+//! Files in places others can write: an unprivileged user (uid 65534)
+//! plants symlinks where the daemon, as root, writes its pid files and its
+//! `-g` log, and a tracked file is swapped for a FIFO and for a link to
+//! `/dev/zero`. The daemon must start, never write through a link, and
+//! never block or read without end.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn sticky_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("krs-hard-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    d
+}
+
+/// `ln -s target link` as uid 65534.
+fn plant(target: &Path, link: &Path) {
+    let st = Command::new("ln")
+        .arg("-s")
+        .arg(target)
+        .arg(link)
+        .uid(65534)
+        .gid(65534)
+        .status()
+        .expect("ln");
+    assert!(st.success());
+    assert_eq!(link.symlink_metadata().unwrap().uid(), 65534);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root: cargo test --features root"
+)]
+fn pid_and_log_symlinks_planted_by_another_user_are_not_followed() {
+    let d = sticky_dir("pid");
+    // Root's file, that the links point at.
+    let victim = d.join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let (pid, cpid, log) = (d.join("k.pid"), d.join("c.pid"), d.join("k.log"));
+    for l in [&pid, &cpid, &d.join("k_check.log")] {
+        plant(&victim, l);
+    }
+    let conf = d.join("keepalived.conf");
+    std::fs::write(
+        &conf,
+        "virtual_server 192.0.2.1 80 {\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n}\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--dry-run", "-n", "-l", "-f"])
+        .arg(&conf)
+        .arg("-p")
+        .arg(&pid)
+        .arg("-c")
+        .arg(&cpid)
+        .arg("-g")
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = common::lines_of(child.stderr.take().unwrap());
+    common::until(&err, "Startup complete");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    for p in [&pid, &cpid] {
+        let m = p.symlink_metadata().unwrap();
+        assert!(
+            m.file_type().is_file(),
+            "{}: a file of its own",
+            p.display()
+        );
+        assert_eq!(m.uid(), 0);
+        let text = std::fs::read_to_string(p).unwrap();
+        assert_eq!(text.trim(), child.id().to_string());
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let _ = child.wait();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
+    let d = std::env::temp_dir().join(format!("krs-hard-track-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let tracked = d.join("weight");
+    std::fs::write(&tracked, "2\n").unwrap();
+    let conf = d.join("keepalived.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "track_file w {{\n file {}\n weight 1\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
+             real_server 127.0.0.1 8081 {{\n weight 1\n FILE_CHECK {{\n track_file w\n }}\n }}\n}}\n",
+            tracked.display()
+        ),
+    )
+    .unwrap();
+    let (mut child, out, err) = common::spawn_dry_run(&conf, &[]);
+    common::until(&err, "Startup complete");
+    let swap = |make: &dyn Fn(&Path)| {
+        let tmp = d.join("swap");
+        let _ = std::fs::remove_file(&tmp);
+        make(&tmp);
+        std::fs::rename(&tmp, &tracked).unwrap();
+    };
+    // A FIFO with no writer: reading it must not wait.
+    swap(&|p| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap());
+    // An endless device.
+    swap(&|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap());
+    // Then a value again: the daemon is still reading its files.
+    swap(&|p| std::fs::write(p, "5\n").unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the weight never followed the file: {seen:?}"
+        );
+        if let Ok(l) = out.recv_timeout(Duration::from_millis(100)) {
+            let hit = l.contains("127.0.0.1:8081") && l.contains("-w 6");
+            seen.push(l);
+            if hit {
+                break;
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&d);
+}

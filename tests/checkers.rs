@@ -776,3 +776,33 @@ async fn http_get_ends_with_a_reset_after_the_server_closes() {
         .unwrap();
     assert_eq!(r, Err(std::io::ErrorKind::ConnectionReset));
 }
+
+#[tokio::test]
+async fn http_get_that_keeps_receiving_ends_at_its_deadline() {
+    // A byte every 50 ms, forever: each read is in time, the check is not.
+    let port = server(|mut s, _| async move {
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n")
+            .await;
+        loop {
+            if s.write_all(b"x").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let c = planned(
+        "HTTP_GET {\n connect_timeout 0.2\n url {\n path /x\n }\n }",
+        port,
+    );
+    let t0 = Instant::now();
+    let o = probe(&c, 0).await;
+    let took = t0.elapsed();
+    assert!(failed_with(&o, "HTTP check deadline"), "{o:?}");
+    // 10 x connect_timeout (keepalived's timer alone would never fire).
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+}

@@ -310,6 +310,11 @@ impl Response {
     }
 }
 
+/// A whole HTTP_GET or SSL_GET check (connect, handshake, request, the
+/// response to its end) must end within this many `connect_timeout`s
+/// (keepalived only bounds each step).
+pub const HTTP_DEADLINE_FACTOR: u32 = 10;
+
 /// Writes the request and reads the whole response.
 pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
@@ -642,6 +647,17 @@ impl HttpProbe {
     }
 
     async fn fetch_into(&self, url: &UrlSpec, resp: Response) -> Result<Response, Failure> {
+        // keepalived's timer is per read, so a server that keeps sending (an
+        // endless body, a byte a second) holds its check forever; the whole
+        // check has a deadline too.
+        let deadline = self.conn.timeout.saturating_mul(HTTP_DEADLINE_FACTOR);
+        match tokio::time::timeout(deadline, self.exchange_once(url, resp)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout("HTTP check deadline")),
+        }
+    }
+
+    async fn exchange_once(&self, url: &UrlSpec, resp: Response) -> Result<Response, Failure> {
         let req = &url.request;
         let tcp = self.conn.tcp().await?;
         match &self.tls {

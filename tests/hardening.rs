@@ -142,3 +142,89 @@ fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Whether `pid` is still a live process (a zombie is not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_script_cut_short_by_a_reload_takes_its_grandchildren_with_it() {
+    let d = std::env::temp_dir().join(format!("krs-hard-pgrp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let pids = d.join("pids");
+    let script = d.join("check.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nsleep 1000 &\necho $! >> {}\nsleep 1000\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    let conf = d.join("keepalived.conf");
+    let text = |delay: u32| {
+        format!(
+            "global_defs {{\n script_user {me}\n enable_script_security\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
+             real_server 127.0.0.1 8081 {{\n MISC_CHECK {{\n misc_path {}\n misc_timeout 600\n \
+             warmup 0\n delay_loop {delay}\n }}\n }}\n}}\n",
+            script.display()
+        )
+    };
+    std::fs::write(&conf, text(600)).unwrap();
+    let (mut child, _out, err) = common::spawn_dry_run(&conf, &[]);
+    common::until(&err, "Startup complete");
+    // The script runs (first run at 1 s) and has started its grandchild.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let grandchild: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pids)
+            .ok()
+            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse().ok()))
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the script never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(alive(grandchild));
+    // A changed checker: the reload stops the running check.
+    std::fs::write(&conf, text(601)).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    common::until(&err, "reload:");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(grandchild) {
+        assert!(
+            Instant::now() < deadline,
+            "grandchild {grandchild} outlived its script"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // Anything the second run started goes with the daemon.
+    for p in std::fs::read_to_string(&pids).unwrap_or_default().lines() {
+        if let Ok(p) = p.trim().parse::<i32>() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

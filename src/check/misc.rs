@@ -100,7 +100,7 @@ impl Scripts {
         };
         let mut cmd = tokio::process::Command::new(prog);
         cmd.args(args);
-        self.prepare(&mut cmd, spec);
+        prepare(&mut cmd, spec);
         let mut via_shell = false;
         let mut child = match cmd.spawn() {
             Ok(c) => c,
@@ -119,13 +119,32 @@ impl Scripts {
                     .collect();
                 let mut sh = tokio::process::Command::new("/bin/sh");
                 sh.arg("-c").arg(quoted.join(" "));
-                self.prepare(&mut sh, spec);
+                prepare(&mut sh, spec);
                 via_shell = true;
                 sh.spawn().map_err(|e| Failure::Io("script start", e))?
             }
             Err(e) => return Err(Failure::Io("script start", e)),
         };
         let pgid = child.id().map(|p| Pid::from_raw(p as i32));
+        // A check cut short by a reload or a stop (its task dropped here)
+        // takes the script's whole process group with it, grandchildren
+        // included; kill_on_drop alone reaches only the script.
+        let mut group = GroupGuard(pgid);
+        let end = self
+            .wait_for(&mut child, pgid, timeout, via_shell, prog)
+            .await;
+        group.0 = None;
+        end
+    }
+
+    async fn wait_for(
+        &self,
+        child: &mut tokio::process::Child,
+        pgid: Option<Pid>,
+        timeout: Duration,
+        via_shell: bool,
+        prog: &str,
+    ) -> Result<ScriptEnd, Failure> {
         match tokio::time::timeout(timeout, child.wait()).await {
             Ok(Ok(st)) => match end_of(st) {
                 // system_call_script(): the shell's "cannot execute" and
@@ -154,28 +173,41 @@ impl Scripts {
             }
         }
     }
+}
 
-    fn prepare(&self, cmd: &mut tokio::process::Command, spec: &ScriptSpec) {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .env_remove("IFS")
-            .env_remove("LD_PRELOAD")
-            .env_remove("LD_LIBRARY_PATH")
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(r) = spec.run_as {
-            if r.uid != Uid::effective().as_raw() || r.gid != Gid::effective().as_raw() {
-                cmd.uid(r.uid).gid(r.gid);
-            }
+/// Kills a script's process group when dropped armed.
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(g) = self.0 {
+            let _ = killpg(g, Signal::SIGKILL);
         }
-        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
-        // no memory of the parent; it is all that runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
-            });
+    }
+}
+
+/// A script's process as keepalived starts it: no stdio, a clean
+/// environment, its own process group, its user and group, killed with us.
+pub fn prepare(cmd: &mut tokio::process::Command, spec: &ScriptSpec) {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_remove("IFS")
+        .env_remove("LD_PRELOAD")
+        .env_remove("LD_LIBRARY_PATH")
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(r) = spec.run_as {
+        if r.uid != Uid::effective().as_raw() || r.gid != Gid::effective().as_raw() {
+            cmd.uid(r.uid).gid(r.gid);
         }
+    }
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
+    // no memory of the parent; it is all that runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+        });
     }
 }
 

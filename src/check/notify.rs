@@ -104,18 +104,27 @@ fn open_fifo(f: &Fifo) -> std::io::Result<(std::fs::File, bool)> {
     Ok((file, created))
 }
 
-fn start_fifo_script(s: &Script, path: &str) -> Option<tokio::process::Child> {
+/// Starts a FIFO's script (the FIFO's path as its last argument) as its
+/// configured user, in a process group of its own.
+fn start_fifo_script(cfg: &Config, s: &Script, path: &str) -> Option<tokio::process::Child> {
     let mut argv = s.args.clone();
     argv.push(path.to_string());
-    let mut cmd = tokio::process::Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(std::process::Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true);
+    let user = s.user.clone().map(|u| (u, s.group.clone()));
+    let run_as = match script_identity(cfg, user.as_ref()) {
+        Ok(r) => r,
+        Err(e) => {
+            log::error!("FIFO script {}: {e}", argv[0]);
+            return None;
+        }
+    };
+    let spec = ScriptSpec { argv, run_as };
+    let mut cmd = tokio::process::Command::new(&spec.argv[0]);
+    cmd.args(&spec.argv[1..]);
+    super::misc::prepare(&mut cmd, &spec);
     match cmd.spawn() {
         Ok(c) => Some(c),
         Err(e) => {
-            log::error!("cannot start FIFO script {}: {e}", argv[0]);
+            log::error!("cannot start FIFO script {}: {e}", spec.argv[0]);
             None
         }
     }
@@ -137,7 +146,9 @@ impl Notifier {
                     file,
                     path: f.path.clone(),
                     created,
-                    script: script.as_ref().and_then(|s| start_fifo_script(s, &f.path)),
+                    script: script
+                        .as_ref()
+                        .and_then(|s| start_fifo_script(cfg, s, &f.path)),
                 }),
                 Err(e) => log::error!("cannot open notify FIFO {}: {e}", f.path),
             }
@@ -381,7 +392,14 @@ impl Notifier {
     pub async fn close(self) {
         for mut f in self.fifos {
             if let Some(mut c) = f.script.take() {
-                let _ = c.kill().await;
+                // The script's whole group: nothing it started outlives it.
+                if let Some(pid) = c.id() {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                let _ = c.wait().await;
             }
             if f.created {
                 let _ = std::fs::remove_file(&f.path);

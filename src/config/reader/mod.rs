@@ -27,6 +27,8 @@ use repeat::Repeat;
 use source::Source;
 pub use source::{expand_braces, FsLoader, IncludeCheck, MemLoader, SourceLoader};
 
+/// A logical line handed to the block parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogicalLine {
     /// The text, decommented, substituted and brace-split.
     pub text: String,

@@ -182,8 +182,7 @@ impl IncludeCheck {
     }
 }
 
-/// A logical line handed to the block parser.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file being read: where it stands, and the files that included it.
 pub(super) struct Source {
     pub(super) name: Arc<str>,
     pub(super) dir: PathBuf,
@@ -191,6 +190,9 @@ pub(super) struct Source {
     pub(super) offset: usize,
     pub(super) line_no: usize,
     pub(super) saved_include_check: IncludeCheck,
+    /// The file and those that included it, outermost first: an include
+    /// of one of them is a loop.
+    pub(super) chain: Arc<[PathBuf]>,
 }
 
 impl<'l> Reader<'l> {
@@ -239,7 +241,30 @@ impl<'l> Reader<'l> {
             }
         }
         let mut to_open = Vec::new();
+        let chain: Vec<PathBuf> = self
+            .files
+            .last()
+            .map(|s| s.chain.to_vec())
+            .unwrap_or_default();
         for (path, shown) in all {
+            // keepalived opens an including file's includes while it holds
+            // it open, so a loop ends when it runs out of descriptors, with
+            // this line; it is reported at once instead (and a glob that
+            // matches its own file no longer multiplies without end).
+            if chain.contains(&path) {
+                let msg = format!(
+                    "Configuration file '{shown}' open problem (Too many open files) - skipping"
+                );
+                let pos = self.current_pos();
+                self.diags.push(
+                    &pos,
+                    ErrClass::Ok,
+                    msg,
+                    None,
+                    Some(format!("include loop: '{shown}' is already being read")),
+                );
+                continue;
+            }
             if !self.loader.is_regular_non_exec(&path) {
                 let msg = format!(
                     "Configuration file '{shown}' is not a regular non-executable file - skipping"
@@ -268,6 +293,8 @@ impl<'l> Reader<'l> {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| base.to_path_buf());
+            let mut c = chain.clone();
+            c.push(path.clone());
             self.files.push(Source {
                 name: Arc::from(shown.as_str()),
                 dir,
@@ -275,6 +302,7 @@ impl<'l> Reader<'l> {
                 offset: 0,
                 line_no: 0,
                 saved_include_check: saved,
+                chain: c.into(),
             });
         }
     }

@@ -51,3 +51,49 @@ fn random_stays_in_range_and_repeats_for_a_seed() {
     assert!((1..=3).contains(&v));
     assert_eq!(lines(b"b ${_RANDOM}\n").0, lines(b"b ${_RANDOM}\n").0);
 }
+
+#[test]
+fn include_loops_end_with_keepalived_s_open_problem() {
+    let mut l = MemLoader {
+        cwd: PathBuf::from("/c"),
+        ..MemLoader::default()
+    };
+    // A file that includes itself, a pair that include each other, and a
+    // glob that matches its own file (keepalived: EMFILE, or no end).
+    l.files.insert(
+        PathBuf::from("/c/k.conf"),
+        b"a 1\ninclude /c/*.inc\nb 2\n".to_vec(),
+    );
+    l.files.insert(
+        PathBuf::from("/c/x.inc"),
+        b"x 1\ninclude /c/*.inc\n".to_vec(),
+    );
+    l.files.insert(
+        PathBuf::from("/c/y.inc"),
+        b"y 1\ninclude /c/k.conf\n".to_vec(),
+    );
+    let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
+    let mut out = Vec::new();
+    while let Some(x) = r.next_line() {
+        out.push(x.text);
+        assert!(out.len() < 100, "no end: {out:?}");
+    }
+    // k, then x (its own include: x loops, y is read), then y (k loops).
+    assert_eq!(out, ["a 1", "x 1", "y 1", "y 1", "b 2"]);
+    let loops: Vec<&str> = r
+        .diags
+        .items()
+        .iter()
+        .filter(|d| d.message.contains("Too many open files"))
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        loops,
+        [
+            "Configuration file '/c/x.inc' open problem (Too many open files) - skipping",
+            // Twice at y.inc's line 2, reported once.
+            "Configuration file '/c/k.conf' open problem (Too many open files) - skipping",
+        ]
+    );
+    assert!(r.diags.items().iter().all(|d| d.class == ErrClass::Ok));
+}

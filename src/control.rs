@@ -4,7 +4,11 @@
 //! I/O shell beside the event loop: connections are read here, and each
 //! request goes to the loop as a [`Request`], which answers from its own
 //! state ([`crate::status`], [`crate::metrics`], a reload preview). A slow
-//! or hostile client holds only its own task, cut after [`CLIENT_TIMEOUT`].
+//! or hostile client holds only its own task, cut after [`CLIENT_TIMEOUT`]
+//! to send its request and [`CLIENT_TIMEOUT`] to take its answer; at most
+//! [`MAX_CLIENTS`] are served at once per listener (more are closed at
+//! once), and an `accept` that fails (EMFILE) is retried after
+//! [`ACCEPT_BACKOFF`], never in a loop.
 //!
 //! The socket is made mode 0600 (root only, as the daemon runs as root),
 //! and a peer whose uid is neither root nor ours is refused even if the
@@ -12,9 +16,74 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+/// Clients served at once by one listener.
+pub const MAX_CLIENTS: usize = 16;
+
+/// The wait after a failed `accept` (out of descriptors, say) before the
+/// next one.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
+
+/// A listener's accept, for [`accept_loop`].
+trait Accept {
+    type Stream: Send + 'static;
+    fn accept_one(&self) -> impl std::future::Future<Output = io::Result<Self::Stream>> + Send;
+}
+
+impl Accept for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn accept_one(&self) -> io::Result<Self::Stream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+impl Accept for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn accept_one(&self) -> io::Result<Self::Stream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+/// Accepts on `listener` forever, serving each client with `serve` under
+/// the listener's cap.
+async fn accept_loop<L, F, Fut>(what: &'static str, listener: L, serve: F)
+where
+    L: Accept,
+    F: Fn(L::Stream) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let permits = Arc::new(Semaphore::new(MAX_CLIENTS));
+    let mut last_warning: Option<tokio::time::Instant> = None;
+    loop {
+        let stream = match listener.accept_one().await {
+            Ok(s) => s,
+            Err(e) => {
+                // Logged once a minute at most: the condition lasts.
+                let now = tokio::time::Instant::now();
+                if last_warning.is_none_or(|t| now - t > Duration::from_secs(60)) {
+                    log::warn!("{what}: accept: {e}; retrying");
+                    last_warning = Some(now);
+                }
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            // Over the cap: closed at once, the others go on.
+            drop(stream);
+            continue;
+        };
+        let fut = serve(stream);
+        tokio::spawn(async move {
+            let _permit = permit;
+            fut.await;
+        });
+    }
+}
 
 /// The status socket unless configured otherwise.
 pub const DEFAULT_STATUS_SOCKET: &str = "/run/keepalived/status.sock";
@@ -108,35 +177,43 @@ pub fn serve_status(path: &Path, tx: mpsc::UnboundedSender<Request>) -> io::Resu
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     let me = nix::unistd::geteuid().as_raw();
     let task = tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let allowed = stream
-                    .peer_cred()
-                    .is_ok_and(|c| c.uid() == 0 || c.uid() == me);
-                let (r, mut w) = stream.into_split();
-                if !allowed {
-                    let _ = w.write_all(b"error: permission denied\n").await;
-                    return;
+        accept_loop(
+            "status socket",
+            listener,
+            move |stream: tokio::net::UnixStream| {
+                let tx = tx.clone();
+                async move {
+                    let allowed = stream
+                        .peer_cred()
+                        .is_ok_and(|c| c.uid() == 0 || c.uid() == me);
+                    let (r, mut w) = stream.into_split();
+                    if !allowed {
+                        let _ = tokio::time::timeout(
+                            CLIENT_TIMEOUT,
+                            w.write_all(b"error: permission denied\n"),
+                        )
+                        .await;
+                        return;
+                    }
+                    let mut line = String::new();
+                    let mut r = BufReader::new(r.take(4096));
+                    let read = tokio::time::timeout(CLIENT_TIMEOUT, r.read_line(&mut line)).await;
+                    let answer = match read {
+                        Ok(Ok(_)) => match parse_request(&line) {
+                            Ok(q) => ask(&tx, q)
+                                .await
+                                .unwrap_or_else(|| "error: the daemon is stopping\n".into()),
+                            Err(e) => format!("error: {e}\n"),
+                        },
+                        _ => return,
+                    };
+                    // A client that does not read its answer is cut too.
+                    let _ =
+                        tokio::time::timeout(CLIENT_TIMEOUT, w.write_all(answer.as_bytes())).await;
                 }
-                let mut line = String::new();
-                let mut r = BufReader::new(r.take(4096));
-                let read = tokio::time::timeout(CLIENT_TIMEOUT, r.read_line(&mut line)).await;
-                let answer = match read {
-                    Ok(Ok(_)) => match parse_request(&line) {
-                        Ok(q) => ask(&tx, q)
-                            .await
-                            .unwrap_or_else(|| "error: the daemon is stopping\n".into()),
-                        Err(e) => format!("error: {e}\n"),
-                    },
-                    _ => return,
-                };
-                let _ = w.write_all(answer.as_bytes()).await;
-            });
-        }
+            },
+        )
+        .await;
     });
     Ok(StatusSocket {
         path: path.to_path_buf(),
@@ -151,12 +228,9 @@ pub async fn serve_metrics(
 ) -> io::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     Ok(tokio::spawn(async move {
-        loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                continue;
-            };
+        accept_loop("metrics", listener, move |mut stream: tokio::net::TcpStream| {
             let tx = tx.clone();
-            tokio::spawn(async move {
+            async move {
                 let mut buf = Vec::with_capacity(1024);
                 let head = tokio::time::timeout(CLIENT_TIMEOUT, async {
                     let mut chunk = [0u8; 1024];
@@ -188,9 +262,10 @@ pub async fn serve_metrics(
                     "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
-                let _ = stream.write_all(resp.as_bytes()).await;
-            });
-        }
+                let _ = tokio::time::timeout(CLIENT_TIMEOUT, stream.write_all(resp.as_bytes())).await;
+            }
+        })
+        .await;
     }))
 }
 

@@ -228,3 +228,108 @@ fn a_script_cut_short_by_a_reload_takes_its_grandchildren_with_it() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The CPU time `pid` has used, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = s.rsplit_once(") ").unwrap().1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn a_thousand_idle_metrics_clients_under_a_low_fd_limit_stop_nothing() {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    // Our own side needs the descriptors.
+    let (_, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let d = std::env::temp_dir().join(format!("krs-hard-fd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    // A backend that counts the checks it gets.
+    let backend = TcpListener::bind("127.0.0.1:0").unwrap();
+    let bport = backend.local_addr().unwrap().port();
+    let checks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = checks.clone();
+    std::thread::spawn(move || {
+        for s in backend.incoming().flatten() {
+            c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(s);
+        }
+    });
+    let mport = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sock = d.join("status.sock");
+    let conf = d.join("keepalived.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n metrics_listen 127.0.0.1 {mport}\n status_socket {}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
+             real_server 127.0.0.1 {bport} {{\n TCP_CHECK {{\n delay_loop 0.2\n warmup 0\n }}\n }}\n}}\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    // 64 descriptors, soft and hard: the daemon cannot raise them.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_keepalived"));
+    cmd.args(["--dry-run", "-n", "-l", "-f"])
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 64, 64)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let err = common::lines_of(child.stderr.take().unwrap());
+    common::until(&err, "Startup complete");
+    // 1,000 clients that connect and never send.
+    let idle: Vec<TcpStream> = (0..1000)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", mport)).ok())
+        .collect();
+    assert!(idle.len() >= 900, "{} connected", idle.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let (t0, n0) = (
+        cpu_ticks(child.id()),
+        checks.load(std::sync::atomic::Ordering::SeqCst),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let (t1, n1) = (
+        cpu_ticks(child.id()),
+        checks.load(std::sync::atomic::Ordering::SeqCst),
+    );
+    // The checks go on (every 0.2 s) ...
+    assert!(n1 - n0 >= 5, "checks stopped: {n0} -> {n1}");
+    // ... and nothing spins on accept (100 ticks = 1 s of CPU in 3 s).
+    assert!(t1 - t0 < 100, "{} ticks of CPU in 3 s", t1 - t0);
+    // The idle ones are cut; then a real scrape is answered again.
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        assert!(Instant::now() < deadline, "metrics never answered again");
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", mport)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+            let mut b = String::new();
+            let _ = s.read_to_string(&mut b);
+            if b.starts_with("HTTP/1.1 200") {
+                break b;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(body.contains("keepalived"), "{body}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -214,6 +214,8 @@ impl Checking {
         if cfg.global_defs.rs_init_notifies {
             notifier.init_notifies(cfg, &health);
         }
+        // Each check may hold a socket at once.
+        super::process::raise_nofile(plan.checks.len());
         let engine = Engine::start(&plan, prober(scripts), tx.clone(), jitter);
         log::info!(
             "checkers: {} check(s) for {} configured checker(s)",

@@ -385,3 +385,36 @@ pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
     drop(pidfiles);
     code
 }
+
+/// Descriptors kept for everything but the checks (listeners, netlink,
+/// scripts' pipes, logs).
+pub const NOFILE_SPARE: u64 = 128;
+
+/// keepalived's `set_max_file_limit()`: raises `RLIMIT_NOFILE` so that
+/// `checks` checks, each with a socket of its own at once, fit with
+/// [`NOFILE_SPARE`] to spare. Root raises the hard limit too; otherwise the
+/// soft limit goes as far as the hard one allows. Never lowers it.
+pub fn raise_nofile(checks: usize) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let want = checks as u64 + NOFILE_SPARE;
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    if soft >= want {
+        return;
+    }
+    let root = nix::unistd::geteuid().is_root();
+    let new_hard = if root { hard.max(want) } else { hard };
+    let new_soft = want.min(new_hard);
+    match setrlimit(Resource::RLIMIT_NOFILE, new_soft, new_hard) {
+        Ok(()) => {
+            log::info!("open file limit raised from {soft} to {new_soft} for {checks} check(s)")
+        }
+        Err(e) => log::warn!("cannot raise the open file limit to {want}: {e}"),
+    }
+    if new_soft < want {
+        log::warn!(
+            "open file limit {new_soft} is below the {want} that {checks} check(s) may need"
+        );
+    }
+}

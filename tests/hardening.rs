@@ -117,27 +117,34 @@ fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
         make(&tmp);
         std::fs::rename(&tmp, &tracked).unwrap();
     };
-    // A FIFO with no writer: reading it must not wait.
+    let weight = |w: u32| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the weight never became {w}: {seen:?}"
+            );
+            if let Ok(l) = out.recv_timeout(Duration::from_millis(100)) {
+                let hit = l.contains("127.0.0.1:8081") && l.contains(&format!("-w {w}"));
+                seen.push(l);
+                if hit {
+                    return;
+                }
+            }
+        }
+    };
+    // The watch is up once a change is seen.
+    swap(&|p| std::fs::write(p, "4\n").unwrap());
+    weight(5);
+    // A FIFO with no writer: reads as 0 at once, never waits.
     swap(&|p| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap());
-    // An endless device.
+    weight(1);
+    // An endless device: 0 as well, read once.
     swap(&|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap());
     // Then a value again: the daemon is still reading its files.
     swap(&|p| std::fs::write(p, "5\n").unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut seen = Vec::new();
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "the weight never followed the file: {seen:?}"
-        );
-        if let Ok(l) = out.recv_timeout(Duration::from_millis(100)) {
-            let hit = l.contains("127.0.0.1:8081") && l.contains("-w 6");
-            seen.push(l);
-            if hit {
-                break;
-            }
-        }
-    }
+    weight(6);
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);

@@ -151,7 +151,18 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
             _ => None,
         })
         .collect();
-    let mut current: Vec<Option<FileState>> = checks.iter().map(|(_, c)| file_state(c)).collect();
+    // What the tracker was told at planning; a change made before the
+    // watch below was in place is caught by the first pass.
+    let mut current: Vec<Option<FileState>> = checks
+        .iter()
+        .map(|(_, c)| {
+            Some(if c.start.state.is_up {
+                FileState::Weight(c.start.cur_weight)
+            } else {
+                FileState::Fault
+            })
+        })
+        .collect();
     let mut watch = match file::Watch::new(&paths) {
         Ok(w) => w,
         Err(e) => {
@@ -159,14 +170,8 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
             return;
         }
     };
+    let mut touched: Vec<PathBuf> = paths.clone();
     loop {
-        let touched = match watch.changed().await {
-            Ok(t) => t,
-            Err(e) => {
-                log::error!("FILE_CHECK: inotify: {e}");
-                return;
-            }
-        };
         for (k, (id, c)) in checks.iter().enumerate() {
             let ProbeKind::File { path, .. } = &c.kind else {
                 continue;
@@ -192,6 +197,13 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
                 (_, FileState::Fault) => send(&tx, *id, Change::Down, "file value".into()),
             }
         }
+        touched = match watch.changed().await {
+            Ok(t) => t,
+            Err(e) => {
+                log::error!("FILE_CHECK: inotify: {e}");
+                return;
+            }
+        };
     }
 }
 

@@ -499,6 +499,10 @@ pub struct MiscCheck {
     pub misc_dynamic: bool,
     /// `user USER [GROUP]`.
     pub user: Option<(String, Option<String>)>,
+    /// Dropped while being read (its user could not be set); the rest of
+    /// its block is read into it and it is discarded at its end.
+    #[serde(skip)]
+    pub removed: bool,
 }
 
 /// SMTP_CHECK.

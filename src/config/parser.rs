@@ -48,6 +48,28 @@ pub struct Parser<'r, 'l> {
     pub(crate) smtp_outer: Option<Checker>,
     /// The `host { }` blocks of the current SMTP_CHECK, each a checker.
     pub(crate) smtp_hosts: Vec<Checker>,
+    /// The default script user as keepalived resolves it while it parses
+    /// (`get_default_script_user()`): once, at `script_user` or at the
+    /// first script that needs it.
+    pub(crate) default_user: DefaultUser,
+}
+
+/// Where the default script user stands while parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DefaultUser {
+    /// Not needed yet.
+    Unresolved,
+    /// `script_user`, `keepalived_script`, or (without script security)
+    /// ourselves.
+    Resolved,
+    /// It could not be set: scripts that need it are dropped.
+    Failed,
+}
+
+/// Whether the user (and group) a script is to run as exist.
+pub(crate) fn user_exists(user: &str, group: Option<&str>) -> bool {
+    matches!(nix::unistd::User::from_name(user), Ok(Some(_)))
+        && group.is_none_or(|g| matches!(nix::unistd::Group::from_name(g), Ok(Some(_))))
 }
 
 impl<'r, 'l> Parser<'r, 'l> {
@@ -69,7 +91,48 @@ impl<'r, 'l> Parser<'r, 'l> {
             generic: Vec::new(),
             smtp_outer: None,
             smtp_hosts: Vec::new(),
+            default_user: DefaultUser::Unresolved,
         }
+    }
+
+    /// The default script user, resolved at first need: `keepalived_script`
+    /// if it exists, else (with `enable_script_security`) keepalived's
+    /// error, reported once, else ourselves. False when scripts that need
+    /// it must be dropped.
+    pub(crate) fn default_script_user_ok(&mut self) -> bool {
+        match self.default_user {
+            DefaultUser::Resolved => true,
+            DefaultUser::Failed => false,
+            DefaultUser::Unresolved => {
+                if user_exists("keepalived_script", None)
+                    || !self.cfg.global_defs.enable_script_security
+                {
+                    self.default_user = DefaultUser::Resolved;
+                    true
+                } else {
+                    self.err(
+                        ErrClass::GeneralError,
+                        "Unable to set default user keepalived_script for script",
+                    );
+                    self.default_user = DefaultUser::Failed;
+                    false
+                }
+            }
+        }
+    }
+
+    /// A notify script (`notify_up`, `quorum_up`, FIFO scripts...): a
+    /// script without its own user needs the default one, and is dropped
+    /// when that cannot be set (`notify_script_init()`).
+    pub(crate) fn notify_script(
+        &mut self,
+        words: &[Word],
+    ) -> Result<Option<Script>, MissingParameter> {
+        let s = self.script(words)?;
+        if s.as_ref().is_some_and(|s| s.user.is_none()) && !self.default_script_user_ok() {
+            return Ok(None);
+        }
+        Ok(s)
     }
 
     /// Parses everything the reader yields.

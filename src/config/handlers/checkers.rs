@@ -111,10 +111,21 @@ pub fn http_close(p: P) {
 pub fn misc_close(p: P) {
     if let Some(c) = p.checker.take() {
         if let Checker::Misc(m) = &c {
+            if m.removed {
+                return;
+            }
             if m.misc_path.is_none() {
                 p.err(
                     ErrClass::GeneralError,
                     "No script path has been specified for MISC_CHECKER - skipping",
+                );
+                return;
+            }
+            if m.user.is_none() && !p.default_script_user_ok() {
+                let cmd = super::misc_check::misc_cmd(m);
+                p.err(
+                    ErrClass::GeneralError,
+                    format!("Unable to set default user for misc script {cmd} - removing"),
                 );
                 return;
             }

@@ -75,8 +75,21 @@ pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn script_user(p: P, w: &[Word]) -> HandlerResult {
-    let u = p.arg(w, 1)?.to_string();
+    let Some(u) = w.get(1).map(|x| x.text.to_string()) else {
+        p.err(ErrClass::GeneralError, "No script username specified");
+        return Ok(());
+    };
     let g = w.get(2).map(|x| x.text.trim_start_matches(':').to_string());
+    // set_default_script_user(): resolved here, once.
+    if crate::config::parser::user_exists(&u, g.as_deref()) {
+        p.default_user = crate::config::parser::DefaultUser::Resolved;
+    } else {
+        p.err(
+            ErrClass::GeneralError,
+            "Error setting global script uid/gid",
+        );
+        p.default_user = crate::config::parser::DefaultUser::Failed;
+    }
     p.cfg.global_defs.script_user = Some((u, g));
     Ok(())
 }
@@ -132,11 +145,11 @@ pub fn lvs_notify_fifo(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.notify_fifo_script = p.script(w)?;
+    p.cfg.global_defs.notify_fifo_script = p.notify_script(w)?;
     Ok(())
 }
 pub fn lvs_notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.lvs_notify_fifo_script = p.script(w)?;
+    p.cfg.global_defs.lvs_notify_fifo_script = p.notify_script(w)?;
     Ok(())
 }
 pub fn notification_email(p: P, w: &[Word]) -> HandlerResult {

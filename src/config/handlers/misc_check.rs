@@ -33,8 +33,31 @@ pub fn misc_dynamic(p: P, _w: &[Word]) -> HandlerResult {
 pub fn misc_user(p: P, w: &[Word]) -> HandlerResult {
     let u = p.arg(w, 1)?.to_string();
     let g = w.get(2).map(|x| x.text.trim_start_matches(':').to_string());
-    if let Some(Checker::Misc(m)) = p.checker.as_mut() {
-        m.user = Some((u, g));
+    let Some(Checker::Misc(m)) = p.checker.as_mut() else {
+        return Ok(());
+    };
+    if !crate::config::parser::user_exists(&u, g.as_deref()) {
+        let cmd = misc_cmd(m);
+        p.err(
+            ErrClass::GeneralError,
+            format!("Failed to set uid/gid for misc checker script {cmd} - removing"),
+        );
+        // dequeue_new_checker(): the rest of the block is read into nothing.
+        p.checker = Some(Checker::Misc(MiscCheck {
+            removed: true,
+            ..MiscCheck::default()
+        }));
+        return Ok(());
     }
+    m.user = Some((u, g));
     Ok(())
+}
+
+/// keepalived's `cmd_str()` of a MISC_CHECK's script: quoted, or nothing
+/// when no `misc_path` was read yet.
+pub(super) fn misc_cmd(m: &MiscCheck) -> String {
+    match &m.misc_path {
+        Some(a) if !a.is_empty() => format!("'{}'", a.join(" ")),
+        _ => String::new(),
+    }
 }

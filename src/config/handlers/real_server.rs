@@ -139,14 +139,14 @@ pub fn rs_inhibit(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn rs_notify_up(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.script(w)?;
+    let s = p.notify_script(w)?;
     set_once(p, "notify_up script", s, |p| {
         rs(p).map(|r| &mut r.notify_up)
     })
 }
 
 pub fn rs_notify_down(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.script(w)?;
+    let s = p.notify_script(w)?;
     set_once(p, "notify_down script", s, |p| {
         rs(p).map(|r| &mut r.notify_down)
     })

@@ -408,14 +408,14 @@ pub fn vs_hysteresis(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn vs_quorum_up(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.script(w)?;
+    let s = p.notify_script(w)?;
     set_once(p, "quorum_up script", s, |p| {
         vs(p).map(|v| &mut v.quorum_up)
     })
 }
 
 pub fn vs_quorum_down(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.script(w)?;
+    let s = p.notify_script(w)?;
     set_once(p, "quorum_down script", s, |p| {
         vs(p).map(|v| &mut v.quorum_down)
     })

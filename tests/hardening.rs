@@ -340,3 +340,78 @@ fn a_thousand_idle_metrics_clients_under_a_low_fd_limit_stop_nothing() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root: cargo test --features root"
+)]
+fn scripts_others_can_change_are_disabled_and_never_run() {
+    // keepalived 2.2.7's check_script_secure(): run as root, a script in a
+    // directory anyone can write (no sticky bit), or owned by another user,
+    // or reached through a symlink into such a place, is disabled.
+    let safe = std::env::temp_dir().join(format!("krs-hard-safe-{}", std::process::id()));
+    let open = std::env::temp_dir().join(format!("krs-hard-open-{}", std::process::id()));
+    for (d, mode) in [(&safe, 0o755), (&open, 0o777)] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let script = |dir: &Path, name: &str| {
+        let p = dir.join(name);
+        let mark = safe.join(format!("{name}.ran"));
+        std::fs::write(&p, format!("#!/bin/sh\ntouch {}\nexit 0\n", mark.display())).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (p, mark)
+    };
+    let (good, good_ran) = script(&safe, "good.sh");
+    let (in_open, in_open_ran) = script(&open, "open.sh");
+    let (foreign, foreign_ran) = script(&safe, "foreign.sh");
+    std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    let (target, linked_ran) = script(&open, "linked.sh");
+    let link = safe.join("linked.sh");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let conf = safe.join("keepalived.conf");
+    let rs = |port: u16, p: &Path| {
+        format!(
+            " real_server 127.0.0.1 {port} {{\n MISC_CHECK {{\n misc_path {}\n warmup 0\n delay_loop 1\n }}\n }}\n",
+            p.display()
+        )
+    };
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n enable_script_security\n script_user root\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n{}{}{}{}}}\n",
+            rs(8201, &good),
+            rs(8202, &in_open),
+            rs(8203, &foreign),
+            rs(8204, &link)
+        ),
+    )
+    .unwrap();
+    let (mut child, _out, err) = common::spawn_dry_run(&conf, &[]);
+    let log = common::until(&err, "Startup complete");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !good_ran.exists() {
+        assert!(Instant::now() < deadline, "the safe script never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let _ = child.kill();
+    let _ = child.wait();
+    for (what, ran) in [
+        ("in a world-writable directory", &in_open_ran),
+        ("owned by another user", &foreign_ran),
+        ("through a symlink", &linked_ran),
+    ] {
+        assert!(!ran.exists(), "a script {what} ran");
+    }
+    let unsafe_lines = log
+        .iter()
+        .filter(|l| l.contains("Unsafe permissions found for script") && l.contains("- disabling."))
+        .count();
+    assert!(unsafe_lines >= 3, "{log:#?}");
+    let _ = std::fs::remove_dir_all(&safe);
+    let _ = std::fs::remove_dir_all(&open);
+}

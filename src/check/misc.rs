@@ -9,7 +9,7 @@
 
 use super::conn::Failure;
 use nix::sys::signal::{killpg, Signal};
-use nix::unistd::{Gid, Group, Pid, Uid, User};
+use nix::unistd::{Gid, Pid, Uid};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,38 +18,7 @@ use tokio::sync::Semaphore;
 /// How long after SIGTERM the group gets SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// Who a script runs as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RunAs {
-    /// uid.
-    pub uid: u32,
-    /// gid.
-    pub gid: u32,
-}
-
-impl RunAs {
-    /// Resolves `USER [GROUP]`; the user's primary group when no group.
-    pub fn resolve(user: &str, group: Option<&str>) -> Result<RunAs, String> {
-        let u = User::from_name(user)
-            .ok()
-            .flatten()
-            .ok_or_else(|| format!("unknown user {user}"))?;
-        let gid = match group {
-            Some(g) => {
-                Group::from_name(g)
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| format!("unknown group {g}"))?
-                    .gid
-            }
-            None => u.gid,
-        };
-        Ok(RunAs {
-            uid: u.uid.as_raw(),
-            gid: gid.as_raw(),
-        })
-    }
-}
+pub use crate::config::script_security::RunAs;
 
 /// A script to run: argv and identity.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

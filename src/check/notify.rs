@@ -8,7 +8,7 @@
 //! effects of a change, after the state is updated.
 
 use super::engine::{format_rs, script_identity};
-use super::misc::{ScriptSpec, Scripts};
+use super::misc::{RunAs, ScriptSpec, Scripts};
 use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
 use crate::config::model::{Config, Fifo, Script, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
@@ -104,6 +104,26 @@ fn open_fifo(f: &Fifo) -> std::io::Result<(std::fs::File, bool)> {
     Ok((file, created))
 }
 
+/// `check_notify_script_secure()`: the script's argv with its path
+/// resolved, or `None` (logged) when it may not run.
+fn secured(cfg: &Config, argv: &[String], run_as: Option<RunAs>) -> Option<Vec<String>> {
+    let first = argv.first()?;
+    let v = crate::config::script_security::check(
+        first,
+        run_as.unwrap_or_else(RunAs::ours),
+        cfg.global_defs.enable_script_security,
+    );
+    for l in &v.lines {
+        log::info!("{l}");
+    }
+    if !v.runnable {
+        return None;
+    }
+    let mut out = argv.to_vec();
+    out[0] = v.path;
+    Some(out)
+}
+
 /// Starts a FIFO's script (the FIFO's path as its last argument) as its
 /// configured user, in a process group of its own.
 fn start_fifo_script(cfg: &Config, s: &Script, path: &str) -> Option<tokio::process::Child> {
@@ -117,6 +137,7 @@ fn start_fifo_script(cfg: &Config, s: &Script, path: &str) -> Option<tokio::proc
             return None;
         }
     };
+    let argv = secured(cfg, &argv, run_as)?;
     let spec = ScriptSpec { argv, run_as };
     let mut cmd = tokio::process::Command::new(&spec.argv[0]);
     cmd.args(&spec.argv[1..]);
@@ -180,10 +201,10 @@ impl Notifier {
                 return;
             }
         };
-        let spec = ScriptSpec {
-            argv: s.args.clone(),
-            run_as,
+        let Some(argv) = secured(cfg, &s.args, run_as) else {
+            return;
         };
+        let spec = ScriptSpec { argv, run_as };
         let scripts = self.scripts.clone();
         tokio::spawn(async move {
             if let Err(e) = scripts.run(&spec, limit).await {

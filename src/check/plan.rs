@@ -201,14 +201,7 @@ pub fn script_identity(
     cfg: &Config,
     user: Option<&(String, Option<String>)>,
 ) -> Result<Option<RunAs>, String> {
-    let (u, g) = match user.or(cfg.global_defs.script_user.as_ref()) {
-        Some((u, g)) => (u.clone(), g.clone()),
-        None => match nix::unistd::User::from_name("keepalived_script") {
-            Ok(Some(_)) => ("keepalived_script".to_string(), None),
-            _ => return Ok(None),
-        },
-    };
-    RunAs::resolve(&u, g.as_deref()).map(Some)
+    crate::config::script_security::identity(cfg, user)
 }
 
 fn probe_kind(
@@ -260,6 +253,21 @@ fn probe_kind(
                 return Ok(None);
             };
             let run_as = script_identity(cfg, m.user.as_ref())?;
+            // check_misc_script_security(): a script that may not run is
+            // removed, as keepalived removes it.
+            let v = crate::config::script_security::check(
+                &argv[0],
+                run_as.unwrap_or_else(RunAs::ours),
+                cfg.global_defs.enable_script_security,
+            );
+            for l in &v.lines {
+                log::info!("{l}");
+            }
+            if !v.runnable {
+                return Ok(None);
+            }
+            let mut argv = argv;
+            argv[0] = v.path;
             let timeout = match m.misc_timeout {
                 Some(t) if t > 0 => Duration::from_micros(t),
                 _ => vs.delay(),

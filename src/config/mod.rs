@@ -13,6 +13,7 @@ pub mod lexer;
 pub mod model;
 pub mod parser;
 pub mod reader;
+pub mod script_security;
 pub mod validate;
 
 use diag::Diagnostics;

@@ -690,3 +690,51 @@ pub fn parse_port(s: &str) -> Option<u16> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::load_str;
+
+    const SECURE: &str = "global_defs {\n enable_script_security\n}\n\
+        virtual_server 192.0.2.1 80 {\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
+        real_server 192.0.2.2 80 {\n notify_up /bin/true\n notify_down /bin/true\n \
+        MISC_CHECK {\n misc_path /bin/true\n }\n }\n}\n";
+
+    #[test]
+    fn the_default_script_user_is_resolved_once_as_keepalived_does() {
+        let l = load_str(SECURE);
+        let msgs: Vec<(usize, &str)> = l
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| (d.line, d.message.as_str()))
+            .collect();
+        let rs = &l.config.virtual_servers[0].real_servers[0];
+        if super::user_exists("keepalived_script", None) {
+            // The default exists: nothing to say, everything kept.
+            assert!(msgs.is_empty(), "{msgs:?}");
+            assert!(rs.notify_up.is_some() && rs.checkers.len() == 1);
+        } else {
+            // Reported once, at the first script that needs it; every
+            // script that needs it is dropped.
+            assert_eq!(
+                msgs,
+                vec![
+                    (9, "Unable to set default user keepalived_script for script"),
+                    (
+                        13,
+                        "Unable to set default user for misc script '/bin/true' - removing"
+                    ),
+                ]
+            );
+            assert!(rs.notify_up.is_none() && rs.notify_down.is_none());
+            assert!(rs.checkers.is_empty());
+        }
+        // A script with a user of its own does not need the default.
+        let own = SECURE.replace(" notify_up /bin/true\n", " notify_up /bin/true root\n");
+        let l = load_str(&own);
+        assert!(l.config.virtual_servers[0].real_servers[0]
+            .notify_up
+            .is_some());
+    }
+}

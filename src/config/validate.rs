@@ -278,12 +278,18 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
     // calls any remaining script without enable_script_security a
     // SECURITY VIOLATION (`-t` exit 6).
     let mut any_script = false;
+    // The scripts that will run, with their users, for the insecure check.
+    let mut running: Vec<(String, Option<UserGroup>)> = Vec::new();
+    let own = |s: &Script| s.user.clone().map(|u| (u, s.group.clone()));
     for vs in &mut cfg.virtual_servers {
         for sc in [&mut vs.quorum_up, &mut vs.quorum_down] {
             if sc.as_ref().is_some_and(|x| !script_usable(&x.args[0])) {
                 *sc = None;
             }
             any_script |= sc.is_some();
+            if let Some(x) = sc {
+                running.push((x.args[0].clone(), own(x)));
+            }
         }
         for rs in &mut vs.real_servers {
             for sc in [&mut rs.notify_up, &mut rs.notify_down] {
@@ -291,6 +297,9 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     *sc = None;
                 }
                 any_script |= sc.is_some();
+                if let Some(x) = sc {
+                    running.push((x.args[0].clone(), own(x)));
+                }
             }
             rs.checkers.retain(|c| match c {
                 Checker::Misc(m) => m
@@ -301,6 +310,13 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                 _ => true,
             });
             any_script |= rs.checkers.iter().any(|c| matches!(c, Checker::Misc(_)));
+            for c in &rs.checkers {
+                if let Checker::Misc(m) = c {
+                    if let Some(p) = m.misc_path.as_ref().and_then(|a| a.first()) {
+                        running.push((p.clone(), m.user.clone()));
+                    }
+                }
+            }
         }
     }
     for sc in [
@@ -311,6 +327,9 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
     .flatten()
     {
         any_script |= script_usable(&sc.args[0]);
+        if script_usable(&sc.args[0]) {
+            running.push((sc.args[0].clone(), own(sc)));
+        }
     }
     for b in &cfg.other_blocks {
         for s in &b.settings {
@@ -326,14 +345,30 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
         }
     }
     if any_script && !cfg.global_defs.enable_script_security {
+        // keepalived adds that some would be disabled under security.
+        let insecure = running.iter().any(|(path, user)| {
+            let Ok(who) = super::script_security::identity(cfg, user.as_ref()) else {
+                return false;
+            };
+            let who = who.unwrap_or_else(super::script_security::RunAs::ours);
+            super::script_security::check(path, who, false).insecure
+        });
+        let msg = if insecure {
+            "SECURITY VIOLATION - check scripts are being executed but script_security not enabled. There are insecure scripts."
+        } else {
+            "SECURITY VIOLATION - check scripts are being executed but script_security not enabled."
+        };
         diags.report_hint(
             &none,
             ErrClass::SecurityError,
-            "SECURITY VIOLATION - check scripts are being executed but script_security not enabled.",
+            msg,
             "add enable_script_security to global_defs (and a script_user)",
         );
     }
 }
+
+/// `USER [GROUP]` of a script.
+type UserGroup = (String, Option<String>);
 
 /// True when keepalived would run this script: it exists and is executable
 /// (a bare name is looked up in `$PATH`).

@@ -486,6 +486,16 @@ impl<'r, 'l> Parser<'r, 'l> {
         let fmax = max_us as f64 / TIMER_HZ as f64;
         let (val, rest) = strtod(s);
         let ok_range = val >= fmin && val <= fmax;
+        // read_decimal_unsigned_strvec(): a sign is refused first, "-0" too.
+        if s.trim_start_matches(super::lexer::WHITE_SPACE)
+            .starts_with('-')
+        {
+            self.err(
+                ErrClass::InvalidNumber,
+                format!("{warn}negative number '{s}'"),
+            );
+            return None;
+        }
         let us = if val * TIMER_HZ as f64 > max_us as f64 {
             max_us
         } else {
@@ -581,7 +591,7 @@ pub fn fmt_g(v: f64) -> String {
 }
 
 /// C `strtoul(s, &end, 10)` on an already left-trimmed string.
-fn strtoul(s: &str) -> (u64, &str, bool) {
+pub(crate) fn strtoul(s: &str) -> (u64, &str, bool) {
     let t = s.strip_prefix('+').unwrap_or(s);
     let t = if let Some(n) = t.strip_prefix('-') {
         n

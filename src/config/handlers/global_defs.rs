@@ -168,20 +168,30 @@ pub fn notification_email_from(p: P, w: &[Word]) -> HandlerResult {
 }
 pub fn smtp_server(p: P, w: &[Word]) -> HandlerResult {
     let host = p.arg(w, 1)?.to_string();
+    let port_text = w
+        .get(2)
+        .map_or_else(|| "25".to_string(), |x| x.text.to_string());
     let port = match w.get(2) {
-        Some(x) => match parse_port(&x.text) {
-            Some(pt) if pt > 0 => pt,
-            _ => {
-                p.err(
-                    ErrClass::GeneralError,
-                    format!("Invalid smtp_server port '{}'", x.text),
-                );
-                25
-            }
-        },
-        None => 25,
+        Some(x) => {
+            let t = x.text.to_string();
+            p.read_unsigned(&t, 1, 65535, false).map(|v| v as u16)
+        }
+        None => Some(25),
     };
-    p.cfg.global_defs.smtp_server = Some((host, port));
+    // keepalived resolves the name now (an address, or a name the resolver
+    // knows); anything else is its "Invalid smtp server".
+    let resolves = host.parse::<std::net::IpAddr>().is_ok()
+        || port.is_some_and(|pt| {
+            std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), pt))
+                .is_ok_and(|mut a| a.next().is_some())
+        });
+    match port {
+        Some(pt) if resolves => p.cfg.global_defs.smtp_server = Some((host, pt)),
+        _ => p.err(
+            ErrClass::GeneralError,
+            format!("Invalid smtp server {host} {port_text}"),
+        ),
+    }
     Ok(())
 }
 pub fn smtp_helo_name(p: P, w: &[Word]) -> HandlerResult {

@@ -179,21 +179,36 @@ pub fn url_regex_options(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
+/// keepalived's `regex_offset_handler()`: `strtoul()` of the one value,
+/// 0 when it is missing, doubled or not a number, and nothing reported
+/// (keepalived only logs those).
+fn regex_offset(w: &[Word]) -> u32 {
+    if w.len() != 2 {
+        return 0;
+    }
+    let s = w[1].text.trim_start();
+    let (neg, t) = match s.strip_prefix('-') {
+        Some(t) => (true, t),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (val, rest, _) = crate::config::parser::strtoul(t);
+    if !rest.is_empty() {
+        return 0;
+    }
+    let v = if neg { val.wrapping_neg() } else { val };
+    v.min(U32MAX) as u32
+}
 pub fn url_regex_min_offset(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    if let Some(v) = p.read_unsigned(&s, 0, U32MAX, false) {
-        if let Some(u) = url(p) {
-            u.regex_min_offset = Some(v as u32);
-        }
+    let v = regex_offset(w);
+    if let Some(u) = url(p) {
+        u.regex_min_offset = Some(v);
     }
     Ok(())
 }
 pub fn url_regex_max_offset(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    if let Some(v) = p.read_unsigned(&s, 1, U32MAX, false) {
-        if let Some(u) = url(p) {
-            u.regex_max_offset = Some(v as u32);
-        }
+    let v = regex_offset(w);
+    if let Some(u) = url(p) {
+        u.regex_max_offset = Some(v);
     }
     Ok(())
 }

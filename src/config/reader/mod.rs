@@ -179,13 +179,12 @@ impl<'l> Reader<'l> {
                     .report(&pos, ErrClass::GeneralError, "line too long - ignoring");
                 continue;
             }
-            if chunk.contains(&0) {
-                self.report(
-                    ErrClass::GeneralError,
-                    "configuration appears to have embedded NULs - ignoring line".to_string(),
-                );
-                return Some(String::new());
-            }
+            // keepalived reads the line as a C string: it ends at a NUL,
+            // silently (a NUL-only line is an empty one).
+            let chunk = match chunk.iter().position(|&b| b == 0) {
+                Some(i) => &chunk[..i],
+                None => chunk,
+            };
             let text = match std::str::from_utf8(chunk) {
                 Ok(t) => t,
                 Err(_) => {

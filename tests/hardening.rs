@@ -415,3 +415,45 @@ fn scripts_others_can_change_are_disabled_and_never_run() {
     let _ = std::fs::remove_dir_all(&safe);
     let _ = std::fs::remove_dir_all(&open);
 }
+
+/// The daemon's file creation mask, from `/proc`.
+fn umask_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:").map(|v| v.trim().to_string()))
+        .unwrap()
+}
+
+#[test]
+fn the_umask_is_keepalived_s_unless_given() {
+    let d = std::env::temp_dir().join(format!("krs-hard-umask-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let conf = d.join("keepalived.conf");
+    for (args, extra, want) in [
+        (vec![], "", "0177"),
+        (vec!["-u", "0027"], "", "0027"),
+        (vec![], " umask IWGRP|IWOTH\n", "0022"),
+    ] {
+        std::fs::write(
+            &conf,
+            format!("global_defs {{\n{extra}}}\nvirtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n}}\n"),
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+            .args(["--dry-run", "-n", "-l", "-f"])
+            .arg(&conf)
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = common::lines_of(child.stderr.take().unwrap());
+        common::until(&err, "Startup complete");
+        assert_eq!(umask_of(child.id()), want, "{args:?} {extra:?}");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -99,6 +99,10 @@ impl PidFile {
             .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
             .open(path)
             .map_err(io)?;
+        // rw-r--r--, as keepalived's are, whatever the umask.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(io)?;
         let lock = nix::libc::flock {
             l_type: nix::libc::F_WRLCK as i16,
             l_whence: nix::libc::SEEK_SET as i16,
@@ -342,6 +346,7 @@ pub fn init_logging(opts: &Options, ident: &str) {
 /// The daemon: pid files locked (keepalived's "already running"), then
 /// into the background unless `-n`, then logs, then the loop.
 pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
+    apply_umask(opts, &loaded.config);
     // A dry run takes no pid files unless asked to, so that it can run
     // beside a real keepalived.
     let mut pidfiles = Vec::new();
@@ -416,5 +421,78 @@ pub fn raise_nofile(checks: usize) {
         log::warn!(
             "open file limit {new_soft} is below the {want} that {checks} check(s) may need"
         );
+    }
+}
+
+/// keepalived's file creation mask unless `-u` or `umask` says otherwise:
+/// nothing created is readable by others, or executable.
+pub const DEFAULT_UMASK: u32 = 0o177;
+
+/// A mask as keepalived reads one: a number (C's base 0: `0` octal, `0x`
+/// hex) or `|`-joined names (`IWGRP|IWOTH`).
+pub fn parse_umask(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or(s.strip_prefix("0X")) {
+            (h, 16)
+        } else if s.len() > 1 && s.starts_with('0') {
+            (&s[1..], 8)
+        } else {
+            (s, 10)
+        };
+        return u32::from_str_radix(digits, radix)
+            .ok()
+            .filter(|m| *m <= 0o777);
+    }
+    let mut m = 0;
+    for name in s.split('|').map(str::trim) {
+        m |= match name {
+            "IRUSR" => 0o400,
+            "IWUSR" => 0o200,
+            "IXUSR" => 0o100,
+            "IRGRP" => 0o040,
+            "IWGRP" => 0o020,
+            "IXGRP" => 0o010,
+            "IROTH" => 0o004,
+            "IWOTH" => 0o002,
+            "IXOTH" => 0o001,
+            _ => return None,
+        };
+    }
+    Some(m)
+}
+
+/// Sets the process's file creation mask: `-u`, else the configuration's
+/// `umask`, else keepalived's default.
+pub fn apply_umask(opts: &Options, cfg: &Config) {
+    let configured = cfg
+        .global_defs
+        .other
+        .iter()
+        .rev()
+        .find(|s| s.keyword == "umask")
+        .map(|s| s.args.join(""));
+    let mask = match opts.umask.as_deref().or(configured.as_deref()) {
+        Some(s) => parse_umask(s).unwrap_or_else(|| {
+            log::warn!("invalid umask {s:?}; using {DEFAULT_UMASK:04o}");
+            DEFAULT_UMASK
+        }),
+        None => DEFAULT_UMASK,
+    };
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(mask));
+}
+
+#[cfg(test)]
+mod umask_tests {
+    use super::parse_umask;
+
+    #[test]
+    fn umask_forms_as_keepalived_reads_them() {
+        assert_eq!(parse_umask("0027"), Some(0o027));
+        assert_eq!(parse_umask("0x12"), Some(0o022));
+        assert_eq!(parse_umask("18"), Some(0o022));
+        assert_eq!(parse_umask("IWGRP|IWOTH"), Some(0o022));
+        assert_eq!(parse_umask("IWGRP|bad"), None);
+        assert_eq!(parse_umask("01000"), None);
     }
 }

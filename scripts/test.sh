@@ -39,3 +39,5 @@ else
     echo "test.sh: not root: the tests that need root, keepalived, qemu or a mirror are ignored" >&2
     cargo test
 fi
+# The loader's fuzz target, for a bounded time (a crash or hang fails).
+./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -85,7 +85,9 @@ impl<'l> Reader<'l> {
             );
             return false;
         }
-        let after = &after[1..];
+        // The separator after the variable (a ',' when well formed),
+        // whatever its width.
+        let after = &after[after.chars().next().map_or(0, char::len_utf8)..];
         let Some(close) = after.find(')') else {
             self.report(
                 ErrClass::GeneralError,

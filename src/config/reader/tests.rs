@@ -97,3 +97,10 @@ fn include_loops_end_with_keepalived_s_open_problem() {
     );
     assert!(r.diags.items().iter().all(|d| d.class == ErrClass::Ok));
 }
+
+#[test]
+fn a_seq_with_a_wide_character_after_its_variable_does_not_panic() {
+    // Found by the fuzz target: a separator that is not one byte.
+    let (l, _) = lines("~SEQ(i \u{e9}1,2) x $i\nafter 1\n".as_bytes());
+    assert!(l.iter().any(|(t, _)| t == "after 1"), "{l:?}");
+}

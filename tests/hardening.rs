@@ -457,3 +457,43 @@ fn the_umask_is_keepalived_s_unless_given() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_config_of_hundreds_of_thousands_of_bad_lines_costs_megabytes() {
+    use std::io::Write;
+    let d = std::env::temp_dir().join(format!("krs-hard-big-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let conf = d.join("keepalived.conf");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&conf).unwrap());
+    for i in 0..300_000 {
+        writeln!(f, "unknown_keyword_{i} 1").unwrap();
+    }
+    // And a sequence that expands to as many lines.
+    writeln!(
+        f,
+        "virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
+         ~SEQ(i,1,300000) bogus_$i 1\n}}"
+    )
+    .unwrap();
+    drop(f);
+    let out = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .arg("-t")
+        .arg("-f")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("more problem(s) not listed"),
+        "{}",
+        &err[err.len().saturating_sub(500)..]
+    );
+    // 600,000 problems listed in full were over 300 MB.
+    let usage =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    let max_rss_mb = usage.max_rss() / 1024;
+    assert!(max_rss_mb < 150, "{max_rss_mb} MB");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -136,13 +136,22 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// How many problems are kept to be listed; past that they are counted
+/// (their class still decides `-t`'s exit code) and summed up in one
+/// note, so that a file of a million bad lines costs megabytes, not a
+/// gigabyte.
+pub const MAX_LISTED: usize = 10_000;
+
 /// Collects every problem found while loading one configuration.
 #[derive(Debug, Default, Clone)]
 pub struct Diagnostics {
     items: Vec<Diagnostic>,
-    /// Index of `items`, so that de-duplication stays O(1) per report on
-    /// configs with tens of thousands of warnings.
-    seen: std::collections::HashSet<Diagnostic>,
+    /// Hashes of every problem seen, so that de-duplication stays O(1) per
+    /// report and costs 8 bytes a problem.
+    seen: std::collections::HashSet<u64>,
+    /// Problems past [`MAX_LISTED`]: how many, and their highest class.
+    unlisted: usize,
+    unlisted_highest: Option<ErrClass>,
     /// Set when keepalived would have exited with 2 (missing parameter).
     pub missing_parameter: bool,
     /// Set when an include error is fatal (keepalived exits 6).
@@ -185,7 +194,45 @@ impl Diagnostics {
             hint,
         };
         // keepalived validates in several processes and so repeats itself; we don't.
-        if self.seen.insert(d.clone()) {
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            d.hash(&mut h);
+            h.finish()
+        };
+        if !self.seen.insert(key) {
+            return;
+        }
+        if self.items.len() < MAX_LISTED {
+            self.items.push(d);
+        } else {
+            self.unlisted += 1;
+            self.unlisted_highest = self.unlisted_highest.max(Some(class));
+        }
+    }
+
+    /// Whether new problems are only counted now (a caller may skip work
+    /// that only serves the listing, such as a hint).
+    pub fn listing_full(&self) -> bool {
+        self.items.len() >= MAX_LISTED
+    }
+
+    /// Ends the load: the problems past [`MAX_LISTED`] are summed up in a
+    /// note.
+    pub fn finish(&mut self) {
+        if self.unlisted > 0 {
+            let n = self.unlisted;
+            let d = Diagnostic {
+                file: std::sync::Arc::from(""),
+                line: 0,
+                column: None,
+                class: ErrClass::Ok,
+                severity: Severity::Note,
+                message: format!(
+                    "{n} more problem(s) not listed (only the first {MAX_LISTED} are)"
+                ),
+                hint: None,
+            };
             self.items.push(d);
         }
     }
@@ -200,6 +247,7 @@ impl Diagnostics {
         self.items
             .iter()
             .map(|d| d.class)
+            .chain(self.unlisted_highest)
             .max()
             .unwrap_or(ErrClass::Ok)
     }

@@ -93,6 +93,7 @@ pub fn load_with(
     } else {
         validate::resolve(&mut config);
     }
+    diagnostics.finish();
     Loaded {
         config,
         diagnostics,

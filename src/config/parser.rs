@@ -323,7 +323,9 @@ impl<'r, 'l> Parser<'r, 'l> {
                     }
                 }
                 None => {
-                    let hint = keywords::did_you_mean(first, table)
+                    let hint = (!self.r.diags.listing_full())
+                        .then(|| keywords::did_you_mean(first, table))
+                        .flatten()
                         .map(|s| format!("did you mean '{s}'?"))
                         .unwrap_or_else(|| {
                             if first == "}" {

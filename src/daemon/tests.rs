@@ -462,3 +462,37 @@ async fn a_reload_from_a_file_that_is_not_one_keeps_the_running_table() {
     let (code, ()) = tokio::join!(run, test);
     assert_eq!(code, ExitCode::SUCCESS);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_include_loop_at_start_and_at_reload_ends_and_loads() {
+    // The file includes itself: the load ends (keepalived's open-problem
+    // line) and what the file says is programmed.
+    let (d, run) = Daemon::start("incloop", &conf(&[8141], 1));
+    let looped = |ports: &[u16]| format!("include {}\n{}", d.path.display(), conf(ports, 1));
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 1);
+        d.write(&looped(&[8141, 8142]));
+        d.send(Signal::Reload);
+        secs(2).await;
+        assert_eq!(d.table.dests().len(), 2, "{:?}", d.table.dests());
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+    // A start reads it the same way (the shell loads with this function).
+    let loaded = config::load(
+        &d.path,
+        &LoadOptions {
+            config_id: "test".into(),
+            all_config: false,
+            config_test: false,
+        },
+    );
+    assert_eq!(loaded.config.virtual_servers.len(), 1);
+    assert!(loaded
+        .diagnostics
+        .items()
+        .iter()
+        .any(|x| x.message.contains("Too many open files")));
+}

@@ -12,6 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// An empty directory of this test run's own under the temporary one.
+fn fresh_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 fn sticky_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("krs-hard-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -93,9 +101,7 @@ fn pid_and_log_symlinks_planted_by_another_user_are_not_followed() {
 
 #[test]
 fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
-    let d = std::env::temp_dir().join(format!("krs-hard-track-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = fresh_dir("krs-hard-track");
     let tracked = d.join("weight");
     std::fs::write(&tracked, "2\n").unwrap();
     let conf = d.join("keepalived.conf");
@@ -162,9 +168,7 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn a_script_cut_short_by_a_reload_takes_its_grandchildren_with_it() {
-    let d = std::env::temp_dir().join(format!("krs-hard-pgrp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = fresh_dir("krs-hard-pgrp");
     let pids = d.join("pids");
     let script = d.join("check.sh");
     std::fs::write(
@@ -253,9 +257,7 @@ fn a_thousand_idle_metrics_clients_under_a_low_fd_limit_stop_nothing() {
     let (_, hard) =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard).unwrap();
-    let d = std::env::temp_dir().join(format!("krs-hard-fd-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = fresh_dir("krs-hard-fd");
     // A backend that counts the checks it gets.
     let backend = TcpListener::bind("127.0.0.1:0").unwrap();
     let bport = backend.local_addr().unwrap().port();
@@ -427,9 +429,7 @@ fn umask_of(pid: u32) -> String {
 
 #[test]
 fn the_umask_is_keepalived_s_unless_given() {
-    let d = std::env::temp_dir().join(format!("krs-hard-umask-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = fresh_dir("krs-hard-umask");
     let conf = d.join("keepalived.conf");
     for (args, extra, want) in [
         (vec![], "", "0177"),
@@ -461,9 +461,7 @@ fn the_umask_is_keepalived_s_unless_given() {
 #[test]
 fn a_config_of_hundreds_of_thousands_of_bad_lines_costs_megabytes() {
     use std::io::Write;
-    let d = std::env::temp_dir().join(format!("krs-hard-big-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = fresh_dir("krs-hard-big");
     let conf = d.join("keepalived.conf");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&conf).unwrap());
     for i in 0..300_000 {

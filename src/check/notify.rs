@@ -74,7 +74,14 @@ pub struct Notifier {
     scripts: Scripts,
     alerter: Option<Alerter>,
     fifos: Vec<OpenFifo>,
+    /// Each notify script's identity and secured argv, resolved at its
+    /// first run and kept for the configuration's life (keepalived checks
+    /// its scripts once, at load; a flapping server must not re-stat them).
+    resolved: HashMap<ScriptKey, Option<ScriptSpec>>,
 }
+
+/// A configured script: argv, user, group.
+type ScriptKey = (Vec<String>, Option<String>, Option<String>);
 
 /// A notify FIFO the checker writes to, with its script.
 struct OpenFifo {
@@ -178,6 +185,7 @@ impl Notifier {
             scripts,
             alerter: Alerter::new(cfg),
             fifos,
+            resolved: HashMap::new(),
         }
     }
 
@@ -192,19 +200,27 @@ impl Notifier {
         }
     }
 
-    fn script(&self, cfg: &Config, s: &Script, limit: Duration) {
-        let user = s.user.clone().map(|u| (u, s.group.clone()));
-        let run_as = match script_identity(cfg, user.as_ref()) {
-            Ok(r) => r,
-            Err(e) => {
-                log::error!("script {}: {e}", s.args.first().map_or("", |a| a));
-                return;
-            }
-        };
-        let Some(argv) = secured(cfg, &s.args, run_as) else {
+    fn script(&mut self, cfg: &Config, s: &Script, limit: Duration) {
+        let key = (s.args.clone(), s.user.clone(), s.group.clone());
+        let spec = self
+            .resolved
+            .entry(key)
+            .or_insert_with(|| {
+                let user = s.user.clone().map(|u| (u, s.group.clone()));
+                let run_as = match script_identity(cfg, user.as_ref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        log::error!("script {}: {e}", s.args.first().map_or("", |a| a));
+                        return None;
+                    }
+                };
+                let argv = secured(cfg, &s.args, run_as)?;
+                Some(ScriptSpec { argv, run_as })
+            })
+            .clone();
+        let Some(spec) = spec else {
             return;
         };
-        let spec = ScriptSpec { argv, run_as };
         let scripts = self.scripts.clone();
         tokio::spawn(async move {
             if let Err(e) = scripts.run(&spec, limit).await {

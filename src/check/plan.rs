@@ -120,9 +120,6 @@ pub struct Planned {
 pub struct Plan {
     /// Distinct checks.
     pub checks: Vec<Planned>,
-    /// Per (vs, rs): how many checkers it has (shared ones counted for
-    /// each subscriber).
-    pub per_rs: HashMap<(usize, usize), usize>,
     /// Per (vs, rs): the check of each of its checkers, in order.
     pub by_rs: HashMap<(usize, usize), Vec<usize>>,
 }
@@ -415,7 +412,6 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     }
                 }
             }
-            p.per_rs.insert((vi, ri), ids.len());
             p.by_rs.insert((vi, ri), ids);
         }
     }

@@ -326,8 +326,8 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
     .into_iter()
     .flatten()
     {
-        any_script |= script_usable(&sc.args[0]);
         if script_usable(&sc.args[0]) {
+            any_script = true;
             running.push((sc.args[0].clone(), own(sc)));
         }
     }

@@ -21,7 +21,7 @@ use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::{self, Loaded};
 use crate::control::{self, Query, Request};
-use crate::health::{Change, Effect, Event, Health, Tracker, Transition};
+use crate::health::{Change, Effect, Event, Health, Roster, Tracker, Transition};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon};
@@ -114,32 +114,50 @@ pub async fn run(
     progress: Reporter,
 ) -> ExitCode {
     let path = super::reload::config_path(opts);
-    let (qtx, qrx) = mpsc::unbounded_channel();
     if opts.dry_run {
         log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
-        let _listeners = listen(&loaded.config, opts, qtx).await;
-        let deps = Deps::real(qrx);
-        serve(DryRun::new(), loaded, opts, &path, deps, commands, progress).await
-    } else {
-        match IpvsHandle::open().await {
-            Ok(h) => {
-                let (a, b, c) = h.version;
-                log::info!(
-                    "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
-                    h.conn_tab_size
-                );
-                let _listeners = listen(&loaded.config, opts, qtx).await;
-                let deps = Deps::real(qrx);
-                serve(h, loaded, opts, &path, deps, commands, progress).await
-            }
-            Err(e) => {
-                log::error!("{e}");
-                log::error!("use --dry-run to run without the kernel's IPVS");
-                ExitCode::from(1)
-            }
+        return listen_and_serve(DryRun::new(), loaded, opts, &path, commands, progress).await;
+    }
+    match IpvsHandle::open().await {
+        Ok(h) => {
+            let (a, b, c) = h.version;
+            log::info!(
+                "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
+                h.conn_tab_size
+            );
+            listen_and_serve(h, loaded, opts, &path, commands, progress).await
+        }
+        Err(e) => {
+            log::error!("{e}");
+            log::error!("use --dry-run to run without the kernel's IPVS");
+            ExitCode::from(1)
         }
     }
 }
+
+/// The listeners bound, then [`serve`] with the real probes over `backend`.
+async fn listen_and_serve<B: Backend>(
+    backend: B,
+    loaded: Arc<Loaded>,
+    opts: &Options,
+    path: &Path,
+    commands: mpsc::UnboundedReceiver<Command>,
+    progress: Reporter,
+) -> ExitCode {
+    let (qtx, qrx) = mpsc::unbounded_channel();
+    let _listeners = listen(&loaded.config, opts, qtx).await;
+    serve(
+        backend,
+        loaded,
+        opts,
+        path,
+        Deps::real(qrx),
+        commands,
+        progress,
+    )
+    .await
+}
+
 /// Tables larger than this are summarised, not printed, after each change.
 const SHOW_TABLE_MAX: usize = 100;
 
@@ -201,7 +219,7 @@ impl Checking {
             .then(PingGroupRange::ensure);
         notify::log_startup(
             cfg,
-            |vs, rs| plan.per_rs.get(&(vs, rs)).is_some_and(|&n| n > 0),
+            |vs, rs| !plan.checks_of(vs, rs).is_empty(),
             &health,
             |vs| {
                 carry
@@ -220,7 +238,7 @@ impl Checking {
         log::info!(
             "checkers: {} check(s) for {} configured checker(s)",
             plan.checks.len(),
-            plan.per_rs.values().sum::<usize>()
+            plan.by_rs.values().map(Vec::len).sum::<usize>()
         );
         Checking {
             plan,

@@ -21,19 +21,24 @@ pub fn small_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
-/// Runs `f` on the kernel's IPVS table, read once (commands that do not
-/// run the daemon).
-fn with_kernel_table(f: impl FnOnce(Table) -> ExitCode) -> ExitCode {
+/// The kernel's IPVS table, read once (commands that do not run
+/// the daemon).
+async fn kernel_table() -> Result<Table, crate::ipvs::IpvsError> {
+    let mut h = IpvsHandle::open().await?;
+    h.table().await
+}
+
+/// Runs `f` on one small runtime; errors are printed, exit 1.
+fn on_runtime<T, E: std::fmt::Display>(
+    f: impl std::future::Future<Output = Result<T, E>>,
+    then: impl FnOnce(T) -> ExitCode,
+) -> ExitCode {
     let rt = match small_runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let table = rt.block_on(async {
-        let mut h = IpvsHandle::open().await?;
-        h.table().await
-    });
-    match table {
-        Ok(t) => f(t),
+    match rt.block_on(f) {
+        Ok(v) => then(v),
         Err(e) => {
             eprintln!("{e}");
             ExitCode::from(1)
@@ -43,7 +48,7 @@ fn with_kernel_table(f: impl FnOnce(Table) -> ExitCode) -> ExitCode {
 
 /// `--ipvs-save`: the kernel's table in `ipvsadm -S -n` form.
 pub fn ipvs_save() -> ExitCode {
-    with_kernel_table(|t| {
+    on_runtime(kernel_table(), |t| {
         print!("{}", t.save());
         ExitCode::SUCCESS
     })
@@ -57,33 +62,24 @@ pub fn plan_offline(opts: &Options, loaded: &Loaded) -> ExitCode {
         eprintln!("the configuration cannot be loaded");
         return ExitCode::from(1);
     }
-    let print = |current: Table| {
-        let rt = match small_runtime() {
-            Ok(rt) => rt,
-            Err(code) => return code,
+    let ops = async {
+        let current = if opts.dry_run {
+            Table::default()
+        } else {
+            kernel_table().await?
         };
-        match rt.block_on(first_programming(opts, &loaded.config, current)) {
-            Ok(ops) => {
-                println!(
-                    "# starting on this file would make {} IPVS operation(s)",
-                    ops.len()
-                );
-                for op in ops {
-                    println!("ipvsadm {op}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(1)
-            }
-        }
+        first_programming(opts, &loaded.config, current).await
     };
-    if opts.dry_run {
-        print(Table::default())
-    } else {
-        with_kernel_table(print)
-    }
+    on_runtime(ops, |ops| {
+        println!(
+            "# starting on this file would make {} IPVS operation(s)",
+            ops.len()
+        );
+        for op in ops {
+            println!("ipvsadm {op}");
+        }
+        ExitCode::SUCCESS
+    })
 }
 
 /// `-t [FILE]`: every problem (to FILE if given), then keepalived's exit

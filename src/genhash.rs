@@ -214,11 +214,8 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
 /// Fetches and formats the result: (standard output, standard error).
 pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
     let conn = ConnOpts {
-        dst,
-        bind: None,
-        bind_if: None,
         fwmark: a.fwmark,
-        timeout: Duration::from_secs(a.timeout.unwrap_or(5).max(1)),
+        ..ConnOpts::to(dst, Duration::from_secs(a.timeout.unwrap_or(5).max(1)))
     };
     let tls = if a.ssl {
         match Tls::new(None) {

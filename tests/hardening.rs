@@ -62,20 +62,14 @@ fn pid_and_log_symlinks_planted_by_another_user_are_not_followed() {
         "virtual_server 192.0.2.1 80 {\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n}\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
-        .args(["--dry-run", "-n", "-l", "-f"])
-        .arg(&conf)
-        .arg("-p")
+    let mut cmd = common::dry_run(&conf);
+    cmd.arg("-p")
         .arg(&pid)
         .arg("-c")
         .arg(&cpid)
         .arg("-g")
-        .arg(&log)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = common::lines_of(child.stderr.take().unwrap());
+        .arg(&log);
+    let (mut child, _out, err) = common::spawn(cmd);
     common::until(&err, "Startup complete");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     for p in [&pid, &cpid] {
@@ -441,15 +435,9 @@ fn the_umask_is_keepalived_s_unless_given() {
             format!("global_defs {{\n{extra}}}\nvirtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n}}\n"),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_keepalived"))
-            .args(["--dry-run", "-n", "-l", "-f"])
-            .arg(&conf)
-            .args(&args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let err = common::lines_of(child.stderr.take().unwrap());
+        let mut cmd = common::dry_run(&conf);
+        cmd.args(&args);
+        let (mut child, _out, err) = common::spawn(cmd);
         common::until(&err, "Startup complete");
         assert_eq!(umask_of(child.id()), want, "{args:?} {extra:?}");
         let _ = child.kill();

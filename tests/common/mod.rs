@@ -43,13 +43,15 @@ pub fn spawn_dry_run_args(
     spawn(cmd)
 }
 
-fn dry_run(conf: &Path) -> Command {
+/// `keepalived --dry-run -n -l -f CONF`, to add arguments to.
+pub fn dry_run(conf: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_keepalived"));
     cmd.args(["--dry-run", "-n", "-l", "-f"]).arg(conf);
     cmd
 }
 
-fn spawn(mut cmd: Command) -> (Child, Receiver<String>, Receiver<String>) {
+/// Starts `cmd` with its stdout and stderr as line receivers.
+pub fn spawn(mut cmd: Command) -> (Child, Receiver<String>, Receiver<String>) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -179,7 +179,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     format_vs(&vs)
                 ),
             );
-            vs.lvs_method = Some(Forwarding::Nat);
+            vs.lvs_method = Some(DEFAULT_METHOD);
         }
         if vs.lvs_sched.is_none() {
             diags.report(
@@ -190,7 +190,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                     format_vs(&vs)
                 ),
             );
-            vs.lvs_sched = Some("wlc".into());
+            vs.lvs_sched = Some(DEFAULT_SCHED.into());
         }
         if vs.ops && by_address && vs.protocol != Some(Protocol::Udp) {
             diags.report(
@@ -385,6 +385,11 @@ pub fn script_usable(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// keepalived's forwarding method when none is set.
+const DEFAULT_METHOD: Forwarding = Forwarding::Nat;
+/// keepalived's scheduler when none is set.
+const DEFAULT_SCHED: &str = "wlc";
+
 /// The resolution alone, without validation's checks and messages: a
 /// load that stopped at a fatal include still hands out a model whose
 /// every value is resolved (see the accessors of [`super::model`]).
@@ -392,8 +397,8 @@ pub fn resolve(cfg: &mut Config) {
     let mut scratch = Diagnostics::default();
     let log_all = cfg.global_defs.checker_log_all_failures;
     for vs in &mut cfg.virtual_servers {
-        vs.lvs_method.get_or_insert(Forwarding::Nat);
-        vs.lvs_sched.get_or_insert_with(|| "wlc".into());
+        vs.lvs_method.get_or_insert(DEFAULT_METHOD);
+        vs.lvs_sched.get_or_insert_with(|| DEFAULT_SCHED.into());
         resolve_defaults(vs, log_all, &mut scratch);
     }
     resolve_references(cfg);
@@ -406,7 +411,7 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
     let vs_ct = vs.connect_timeout.unwrap_or(5 * TIMER_HZ);
     vs.delay_loop = Some(vs_delay);
     vs.connect_timeout = Some(vs_ct);
-    let method = vs.lvs_method.unwrap_or(Forwarding::Nat);
+    let method = vs.lvs_method.unwrap_or(DEFAULT_METHOD);
     if let Some(s) = vs.sorry_server.as_mut() {
         s.lvs_method.get_or_insert(method);
     }

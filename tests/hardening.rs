@@ -95,10 +95,18 @@ fn pid_and_log_symlinks_planted_by_another_user_are_not_followed() {
 
 #[test]
 fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
+    // The tracked file lives in a directory another user owns; run as
+    // root, that user (uid 65534) makes the swaps, as an attacker would.
     let d = fresh_dir("krs-hard-track");
     let tracked = d.join("weight");
     std::fs::write(&tracked, "2\n").unwrap();
-    let conf = d.join("keepalived.conf");
+    let other = nix::unistd::geteuid().is_root().then_some(65534);
+    if let Some(u) = other {
+        for p in [&d, &tracked] {
+            std::os::unix::fs::chown(p, Some(u), Some(u)).unwrap();
+        }
+    }
+    let conf = std::env::temp_dir().join(format!("krs-hard-track-{}.conf", std::process::id()));
     std::fs::write(
         &conf,
         format!(
@@ -111,11 +119,20 @@ fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
     .unwrap();
     let (mut child, out, err) = common::spawn_dry_run(&conf, &[]);
     common::until(&err, "Startup complete");
-    let swap = |make: &dyn Fn(&Path)| {
-        let tmp = d.join("swap");
-        let _ = std::fs::remove_file(&tmp);
-        make(&tmp);
-        std::fs::rename(&tmp, &tracked).unwrap();
+    // `make` builds `swap` in the directory, then it is renamed over the
+    // tracked file, all as the directory's owner.
+    let swap = |make: &str| {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("set -e; rm -f swap; {make}; mv -T swap weight"))
+            .current_dir(&d);
+        if let Some(u) = other {
+            cmd.uid(u).gid(u);
+        }
+        assert!(cmd.status().expect("sh").success(), "{make}");
+        if let Some(u) = other {
+            assert_eq!(tracked.symlink_metadata().unwrap().uid(), u);
+        }
     };
     let weight = |w: u32| {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -135,19 +152,20 @@ fn a_tracked_file_swapped_for_a_fifo_or_dev_zero_never_blocks_the_checks() {
         }
     };
     // The watch is up once a change is seen.
-    swap(&|p| std::fs::write(p, "4\n").unwrap());
+    swap("echo 4 > swap");
     weight(5);
     // A FIFO with no writer: reads as 0 at once, never waits.
-    swap(&|p| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap());
+    swap("mkfifo swap");
     weight(1);
     // An endless device: 0 as well, read once.
-    swap(&|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap());
+    swap("ln -s /dev/zero swap");
     // Then a value again: the daemon is still reading its files.
-    swap(&|p| std::fs::write(p, "5\n").unwrap());
+    swap("echo 5 > swap");
     weight(6);
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_file(&conf);
 }
 
 /// Whether `pid` is still a live process (a zombie is not).
@@ -481,5 +499,90 @@ fn a_config_of_hundreds_of_thousands_of_bad_lines_costs_megabytes() {
         nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
     let max_rss_mb = usage.max_rss() / 1024;
     assert!(max_rss_mb < 150, "{max_rss_mb} MB");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The `Uid:`, `Gid:` and `Groups:` lines a script wrote from its
+/// `/proc/self/status`, once it has run.
+fn identity_written(out: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(out) {
+            if s.contains("Groups:") {
+                return s;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was never written",
+            out.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root: cargo test --features root"
+)]
+fn scripts_run_as_their_user_with_only_their_group() {
+    // keepalived's set_privileges(): setgid(gid), setgroups(1, &gid),
+    // setuid(uid). A MISC_CHECK with its own `user nobody daemon`, and a
+    // notify_up under `script_user nobody` (its primary group, nogroup);
+    // neither keeps root's supplementary groups.
+    let d = fresh_dir("krs-hard-ids");
+    let outs = d.join("out");
+    std::fs::create_dir_all(&outs).unwrap();
+    std::fs::set_permissions(&outs, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let script = |name: &str| {
+        let p = d.join(name);
+        let out = outs.join(format!("{name}.ids"));
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\ngrep -E '^(Uid|Gid|Groups):' /proc/self/status > {}.tmp\nmv {0}.tmp {0}\nexit 0\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (p, out)
+    };
+    let (check, check_ids) = script("check.sh");
+    let (notify, notify_ids) = script("notify.sh");
+    let conf = d.join("keepalived.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n enable_script_security\n script_user nobody\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
+             real_server 127.0.0.1 8081 {{\n alpha\n notify_up {}\n MISC_CHECK {{\n misc_path {}\n \
+             user nobody daemon\n warmup 0\n delay_loop 1\n }}\n }}\n}}\n",
+            notify.display(),
+            check.display()
+        ),
+    )
+    .unwrap();
+    let (mut child, _out, err) = common::spawn_dry_run(&conf, &[]);
+    common::until(&err, "Startup complete");
+    let fields = |s: &str, key: &str| -> Vec<String> {
+        s.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let ids = identity_written(&check_ids);
+    assert_eq!(fields(&ids, "Uid:"), ["65534"; 4], "{ids}");
+    assert_eq!(fields(&ids, "Gid:"), ["1"; 4], "{ids}");
+    assert_eq!(fields(&ids, "Groups:"), ["1"], "{ids}");
+    let ids = identity_written(&notify_ids);
+    assert_eq!(fields(&ids, "Uid:"), ["65534"; 4], "{ids}");
+    assert_eq!(fields(&ids, "Gid:"), ["65534"; 4], "{ids}");
+    assert_eq!(fields(&ids, "Groups:"), ["65534"], "{ids}");
+    let _ = child.kill();
+    let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);
 }

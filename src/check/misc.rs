@@ -166,16 +166,30 @@ pub fn prepare(cmd: &mut tokio::process::Command, spec: &ScriptSpec) {
         .env_remove("LD_LIBRARY_PATH")
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(r) = spec.run_as {
-        if r.uid != Uid::effective().as_raw() || r.gid != Gid::effective().as_raw() {
-            cmd.uid(r.uid).gid(r.gid);
-        }
-    }
-    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
-    // no memory of the parent; it is all that runs between fork and exec.
+    // keepalived's set_privileges(): setgid, the supplementary groups cut
+    // to that one group, then setuid — each only when not 0. std's own
+    // uid()/gid() would leave no supplementary group at all, so the switch
+    // is done here. A script already running as the daemon switches nothing.
+    let switch = spec
+        .run_as
+        .filter(|r| r.uid != Uid::effective().as_raw() || r.gid != Gid::effective().as_raw());
+    // SAFETY: prctl(PR_SET_PDEATHSIG), setgid, setgroups and setuid are
+    // async-signal-safe system calls on values copied into the closure; no
+    // allocation or lock is taken between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+            if let Some(r) = switch {
+                if r.gid != 0 {
+                    let gid = Gid::from_raw(r.gid);
+                    nix::unistd::setgid(gid)?;
+                    nix::unistd::setgroups(&[gid])?;
+                }
+                if r.uid != 0 {
+                    nix::unistd::setuid(Uid::from_raw(r.uid))?;
+                }
+            }
+            Ok(())
         });
     }
 }

@@ -690,6 +690,13 @@ pub struct VirtualServer {
     pub inhibit_on_failure: bool,
     /// Real servers.
     pub real_servers: Vec<RealServer>,
+    /// The MISC_CHECKs of its real servers dropped at their block's end
+    /// (an address family that is not the virtual server's). keepalived
+    /// frees the real server but leaves its checkers queued until the
+    /// virtual server goes, so their scripts still count for SECURITY
+    /// VIOLATION; they never run.
+    #[serde(skip)]
+    pub orphaned_misc: Vec<MiscCheck>,
 }
 
 /// `track_file NAME { file PATH; weight N [reverse]; init_file [VAL] [overwrite] }`.

@@ -19,6 +19,9 @@ pub struct Verdict {
     pub path: String,
     /// It may run.
     pub runnable: bool,
+    /// It was found (`SC_ISSCRIPT`): it counts for SECURITY VIOLATION,
+    /// runnable or not.
+    pub found: bool,
     /// Some part of its path is changeable by others (`SC_INSECURE`),
     /// whether or not that disabled it.
     pub insecure: bool,
@@ -158,6 +161,16 @@ pub fn check(argv0: &str, who: RunAs, security: bool) -> Verdict {
         ..Verdict::default()
     };
     if !argv0.contains('/') {
+        // keepalived 2.2.7's find_path() searches as the script's user:
+        // seteuid() to it, then setgroups(), which a non-root euid may not
+        // do — the search fails for every script of another user.
+        let ours = RunAs::ours();
+        if who.uid != ours.uid || (who.gid != ours.gid && ours.uid != 0) {
+            v.lines.push(format!(
+                "Permissions failure for script {argv0} in path - disabling"
+            ));
+            return v;
+        }
         match find_in_path(argv0, who) {
             Some(p) => {
                 v.lines.push(format!(
@@ -175,8 +188,13 @@ pub fn check(argv0: &str, who: RunAs, security: bool) -> Verdict {
     let real = match std::fs::canonicalize(&v.path) {
         Ok(r) => r.display().to_string(),
         Err(e) => {
+            // strerror()'s words, as keepalived prints them.
+            let why = e
+                .raw_os_error()
+                .map(|n| nix::errno::Errno::from_raw(n).desc().to_string())
+                .unwrap_or_else(|| e.to_string());
             v.lines
-                .push(format!("Script {} cannot be accessed - {e}", v.path));
+                .push(format!("Script {} cannot be accessed - {why}", v.path));
             return v;
         }
     };
@@ -207,6 +225,7 @@ pub fn check(argv0: &str, who: RunAs, security: bool) -> Verdict {
             .push(format!("Unable to access script `{}` - disabling", v.path));
         return v;
     };
+    v.found = true;
     if !is_executable(&m, who) {
         v.lines.push(format!(
             "WARNING - script '{}' is not executable for uid:gid {}:{} - disabling.",
@@ -319,9 +338,30 @@ mod tests {
         );
         assert!(!v.runnable, "{v:?}");
         assert!(v.lines[0].contains("is not executable for uid:gid 65534:65534"));
+        // Found, though: it counts for SECURITY VIOLATION (SC_ISSCRIPT).
+        assert!(v.found);
+        assert!(!check("/nonexistent/krs/s.sh", me, true).found);
         // A bare name found in $PATH runs by its full path.
         let v = check("sh", me, false);
-        assert!(v.runnable && v.path.ends_with("/sh"), "{v:?}");
+        assert!(v.runnable && v.found && v.path.ends_with("/sh"), "{v:?}");
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_bare_name_run_as_another_user_is_never_found() {
+        // keepalived 2.2.7's find_path() drops to the script's euid before
+        // its setgroups(), which then fails: the search always fails.
+        let other = RunAs {
+            uid: nix::unistd::geteuid().as_raw().wrapping_add(1),
+            gid: nix::unistd::getegid().as_raw(),
+        };
+        let v = check("sh", other, false);
+        assert!(!v.runnable && !v.found, "{v:?}");
+        assert_eq!(
+            v.lines,
+            vec!["Permissions failure for script sh in path - disabling"]
+        );
+        // A full path is not searched.
+        assert!(check("/bin/sh", other, false).found);
     }
 }

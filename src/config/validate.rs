@@ -128,9 +128,11 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
         }
         if let VsAddress::Group { name } = &vs.address {
             if !groups.contains(name) {
+                // keepalived finds this when it programs the table and
+                // logs it; `-t` says nothing and exits 0 for it.
                 diags.report(
                     &at(file, vs.line),
-                    ErrClass::GeneralError,
+                    ErrClass::Ok,
                     format!("Virtual server group {name} specified but not configured - ignoring virtual server {}", format_vs(&vs)),
                 );
                 continue;
@@ -256,80 +258,215 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
         }
         vs.real_servers = rss;
         resolve_defaults(&mut vs, cfg.global_defs.checker_log_all_failures, diags);
-        // Quorum cannot exceed what the real servers can give.
-        let total: u64 = vs
-            .real_servers
-            .iter()
-            .map(|r| r.weight.unwrap_or(vs.weight).max(0) as u64)
-            .sum();
-        if vs.quorum as u64 > total && total > 0 {
-            vs.quorum = total as u32;
-        }
-        if vs.hysteresis >= vs.quorum && vs.quorum > 0 {
-            vs.hysteresis = vs.quorum - 1;
-        }
+        check_sorry_server(&mut vs, diags);
+        check_quorum(&mut vs, diags);
         kept.push(vs);
     }
     cfg.virtual_servers = kept;
     cfg.virtual_server_groups.retain(|g| !g.entries.is_empty());
 
-    // keepalived silently drops scripts it cannot execute (a MISC_CHECK with
-    // a missing script is removed, leaving its server always up) and then
-    // calls any remaining script without enable_script_security a
-    // SECURITY VIOLATION (`-t` exit 6).
-    let mut any_script = false;
-    // The scripts that will run, with their users, for the insecure check.
-    let mut running: Vec<(String, Option<UserGroup>)> = Vec::new();
-    let own = |s: &Script| s.user.clone().map(|u| (u, s.group.clone()));
-    for vs in &mut cfg.virtual_servers {
-        for sc in [&mut vs.quorum_up, &mut vs.quorum_down] {
-            if sc.as_ref().is_some_and(|x| !script_usable(&x.args[0])) {
-                *sc = None;
-            }
-            any_script |= sc.is_some();
-            if let Some(x) = sc {
-                running.push((x.args[0].clone(), own(x)));
+    check_script_security(cfg, diags);
+}
+
+/// The sorry server as keepalived fixes it up: one that is also a real
+/// server takes that server's `inhibit_on_failure`; unless NAT, its port is
+/// cleared for a fwmark service and is the virtual server's otherwise.
+fn check_sorry_server(vs: &mut VirtualServer, diags: &mut Diagnostics) {
+    let vs_name = format_vs(vs);
+    let Some(s) = vs.sorry_server.as_mut() else {
+        return;
+    };
+    if let Some(rs) = vs
+        .real_servers
+        .iter()
+        .find(|r| r.ip == s.ip && r.port == s.port)
+    {
+        let inhibit = rs.inhibit();
+        if inhibit != s.inhibit {
+            diags.report(
+                &Pos::none(),
+                ErrClass::GeneralError,
+                format!(
+                    "Virtual server {vs_name}: real server {} matches sorry server, but inhibit setting differs, {}ing on sorry server",
+                    format_rs(rs.ip, rs.port, vs.protocol),
+                    if inhibit { "sett" } else { "clear" }
+                ),
+            );
+            s.inhibit = inhibit;
+        }
+    }
+    if s.lvs_method == Some(Forwarding::Nat) {
+        return;
+    }
+    match vs.address {
+        VsAddress::Fwmark { .. } if s.port != 0 => {
+            diags.report(
+                &Pos::none(),
+                ErrClass::GeneralError,
+                format!("WARNING - virtual server {vs_name}, sorry server has port specified - clearing"),
+            );
+            s.port = 0;
+        }
+        VsAddress::Addr { port, .. } if s.port == 0 => s.port = port,
+        VsAddress::Addr { port, .. } if s.port != port => {
+            diags.report(
+                &Pos::none(),
+                ErrClass::GeneralError,
+                format!(
+                    "WARNING - virtual server {vs_name} and sorry server ports don't match - resetting"
+                ),
+            );
+            s.port = port;
+        }
+        _ => {}
+    }
+}
+
+/// keepalived's quorum checks: never above the real servers' total weight
+/// (it could never be gained), and hysteresis below the quorum — computed
+/// in its unsigned arithmetic, so a quorum cut to 0 leaves a hysteresis of
+/// 2^32 - 1 and the quorum is never gained.
+fn check_quorum(vs: &mut VirtualServer, diags: &mut Diagnostics) {
+    let total: u64 = vs
+        .real_servers
+        .iter()
+        .map(|r| r.weight.unwrap_or(vs.weight).max(0) as u64)
+        .sum();
+    let total = u32::try_from(total).unwrap_or(u32::MAX);
+    if vs.quorum > total {
+        diags.report(
+            &Pos::none(),
+            ErrClass::GeneralError,
+            format!(
+                "Warning - quorum {} for {} exceeds total weight of real servers {total}, reducing quorum to {total}",
+                vs.quorum,
+                format_vs(vs)
+            ),
+        );
+        vs.quorum = total;
+    }
+    if vs.hysteresis >= vs.quorum {
+        let h = vs.quorum.wrapping_sub(1);
+        diags.report(
+            &Pos::none(),
+            ErrClass::GeneralError,
+            format!(
+                "Virtual server {}: hysteresis {} >= quorum {}; setting hysteresis to {h}",
+                format_vs(vs),
+                vs.hysteresis,
+                vs.quorum
+            ),
+        );
+        vs.hysteresis = h;
+    }
+}
+
+/// What keepalived's judgement of every script found (`SC_*` flags).
+#[derive(Default)]
+struct Judged {
+    /// Some script exists (`SC_ISSCRIPT`), runnable or not.
+    is_script: bool,
+    /// Some script's path is changeable by others (`SC_INSECURE`).
+    insecure: bool,
+}
+
+impl Judged {
+    /// Judges the script `argv0` run as its user (else the default) and
+    /// says whether it stays: one that cannot run for a reason other than
+    /// insecurity is dropped here with keepalived's line (a MISC_CHECK with
+    /// a missing script is removed, leaving its server always up); an
+    /// insecure one is dropped by the checker, which logs why, when it
+    /// plans the scripts it runs.
+    fn keep(
+        &mut self,
+        cfg: &Config,
+        argv0: &str,
+        user: Option<&UserGroup>,
+        diags: &mut Diagnostics,
+    ) -> bool {
+        use super::script_security::{check, identity, RunAs};
+        // A user that cannot be set was reported, and the script removed,
+        // where it was read.
+        let Ok(who) = identity(cfg, user) else {
+            return false;
+        };
+        let v = check(
+            argv0,
+            who.unwrap_or_else(RunAs::ours),
+            cfg.global_defs.enable_script_security,
+        );
+        self.is_script |= v.found;
+        self.insecure |= v.insecure;
+        let keep = v.runnable || v.insecure;
+        if !keep {
+            for l in v.lines {
+                diags.report(&Pos::none(), ErrClass::Ok, l);
             }
         }
+        keep
+    }
+}
+
+/// keepalived's `check_check_script_security()`: every script of the
+/// checker side judged as `check_script_secure()` judges it, then, when
+/// any exists and `enable_script_security` is off, the SECURITY VIOLATION
+/// (`-t` exit 6) — with " There are insecure scripts." when one is.
+fn check_script_security(cfg: &mut Config, diags: &mut Diagnostics) {
+    let mut judged = Judged::default();
+    let own = |s: &Script| s.user.clone().map(|u| (u, s.group.clone()));
+    // keepalived judges nothing of the checker side when no virtual server
+    // is left (its check returns at an empty list).
+    let checker_side = !cfg.virtual_servers.is_empty();
+    let mut vss = std::mem::take(&mut cfg.virtual_servers);
+    for vs in &mut vss {
         for rs in &mut vs.real_servers {
-            for sc in [&mut rs.notify_up, &mut rs.notify_down] {
-                if sc.as_ref().is_some_and(|x| !script_usable(&x.args[0])) {
-                    *sc = None;
-                }
-                any_script |= sc.is_some();
-                if let Some(x) = sc {
-                    running.push((x.args[0].clone(), own(x)));
-                }
-            }
             rs.checkers.retain(|c| match c {
                 Checker::Misc(m) => m
                     .misc_path
                     .as_ref()
                     .and_then(|a| a.first())
-                    .is_some_and(|p| script_usable(p)),
+                    .is_some_and(|p| judged.keep(cfg, p, m.user.as_ref(), diags)),
                 _ => true,
             });
-            any_script |= rs.checkers.iter().any(|c| matches!(c, Checker::Misc(_)));
-            for c in &rs.checkers {
-                if let Checker::Misc(m) = c {
-                    if let Some(p) = m.misc_path.as_ref().and_then(|a| a.first()) {
-                        running.push((p.clone(), m.user.clone()));
-                    }
+        }
+    }
+    // Checkers of real servers dropped for their address family stay in
+    // keepalived's queue and are judged too.
+    for m in vss.iter().flat_map(|vs| &vs.orphaned_misc) {
+        if let Some(p) = m.misc_path.as_ref().and_then(|a| a.first()) {
+            judged.keep(cfg, p, m.user.as_ref(), diags);
+        }
+    }
+    for vs in &mut vss {
+        for sc in [&mut vs.quorum_up, &mut vs.quorum_down] {
+            if sc
+                .as_ref()
+                .is_some_and(|x| !judged.keep(cfg, &x.args[0], own(x).as_ref(), diags))
+            {
+                *sc = None;
+            }
+        }
+        for rs in &mut vs.real_servers {
+            for sc in [&mut rs.notify_up, &mut rs.notify_down] {
+                if sc
+                    .as_ref()
+                    .is_some_and(|x| !judged.keep(cfg, &x.args[0], own(x).as_ref(), diags))
+                {
+                    *sc = None;
                 }
             }
         }
     }
+    cfg.virtual_servers = vss;
     for sc in [
-        &cfg.global_defs.lvs_notify_fifo_script,
-        &cfg.global_defs.notify_fifo_script,
+        cfg.global_defs.notify_fifo_script.clone(),
+        cfg.global_defs.lvs_notify_fifo_script.clone(),
     ]
     .into_iter()
     .flatten()
+    .filter(|_| checker_side)
     {
-        if script_usable(&sc.args[0]) {
-            any_script = true;
-            running.push((sc.args[0].clone(), own(sc)));
-        }
+        judged.keep(cfg, &sc.args[0], own(&sc).as_ref(), diags);
     }
     for b in &cfg.other_blocks {
         for s in &b.settings {
@@ -339,27 +476,19 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
                 s.keyword.starts_with("notify") && s.keyword != "notify_priority_changes";
             if is_script {
                 if let Some(cmd) = s.args.first().and_then(|a| a.split_whitespace().next()) {
-                    any_script |= script_usable(cmd);
+                    judged.is_script |= script_usable(cmd);
                 }
             }
         }
     }
-    if any_script && !cfg.global_defs.enable_script_security {
-        // keepalived adds that some would be disabled under security.
-        let insecure = running.iter().any(|(path, user)| {
-            let Ok(who) = super::script_security::identity(cfg, user.as_ref()) else {
-                return false;
-            };
-            let who = who.unwrap_or_else(super::script_security::RunAs::ours);
-            super::script_security::check(path, who, false).insecure
-        });
-        let msg = if insecure {
+    if judged.is_script && !cfg.global_defs.enable_script_security {
+        let msg = if judged.insecure {
             "SECURITY VIOLATION - check scripts are being executed but script_security not enabled. There are insecure scripts."
         } else {
             "SECURITY VIOLATION - check scripts are being executed but script_security not enabled."
         };
         diags.report_hint(
-            &none,
+            &Pos::none(),
             ErrClass::SecurityError,
             msg,
             "add enable_script_security to global_defs (and a script_user)",
@@ -459,7 +588,15 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
                 }
                 rs.port = vp;
             }
-        } else if fwmark && !is_nat {
+        } else if fwmark && !is_nat && rs.port != 0 {
+            diags.report(
+                &Pos::none(),
+                ErrClass::GeneralError,
+                format!(
+                    "WARNING - fwmark virtual server {vs_name}, real server {} has port specified - clearing",
+                    format_rs(rs.ip, rs.port, vs_protocol)
+                ),
+            );
             rs.port = 0;
         }
         for c in &mut rs.checkers {

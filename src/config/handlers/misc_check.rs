@@ -31,7 +31,22 @@ pub fn misc_dynamic(p: P, _w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn misc_user(p: P, w: &[Word]) -> HandlerResult {
-    let u = p.arg(w, 1)?.to_string();
+    let Some(Checker::Misc(m)) = p.checker.as_mut() else {
+        return Ok(());
+    };
+    if m.removed {
+        return Ok(());
+    }
+    // misc_user_handler() checks the word count itself: not keepalived's
+    // missing-parameter error (exit 2), a general one.
+    let Some(u) = w.get(1).map(|x| x.text.to_string()) else {
+        let cmd = misc_cmd(m);
+        p.err(
+            ErrClass::GeneralError,
+            format!("No user specified for misc checker script {cmd}"),
+        );
+        return Ok(());
+    };
     let g = w.get(2).map(|x| x.text.trim_start_matches(':').to_string());
     let Some(Checker::Misc(m)) = p.checker.as_mut() else {
         return Ok(());

@@ -72,6 +72,13 @@ pub fn rs_close(p: P) {
                         rs.ip
                     ),
                 );
+                if let Some(vs) = p.vs.as_mut() {
+                    vs.orphaned_misc
+                        .extend(rs.checkers.into_iter().filter_map(|c| match c {
+                            Checker::Misc(m) => Some(m),
+                            _ => None,
+                        }));
+                }
                 return;
             }
         }

@@ -82,6 +82,7 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         warmup: None,
         inhibit_on_failure: false,
         real_servers: Vec::new(),
+        orphaned_misc: Vec::new(),
     });
     Ok(())
 }

@@ -68,6 +68,7 @@ fn generic_open(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
         keyword: w[0].text.clone(),
         args: w[1..].iter().map(|x| x.text.clone()).collect(),
         line: p.pos.line,
+        end_line: p.pos.line,
         settings: Vec::new(),
         values: Vec::new(),
         children: Vec::new(),
@@ -89,7 +90,8 @@ fn attach(p: &mut Parser<'_, '_>, b: Block) {
 }
 
 fn generic_close(p: &mut Parser<'_, '_>) {
-    if let Some(b) = p.generic.pop() {
+    if let Some(mut b) = p.generic.pop() {
+        b.end_line = p.pos.line;
         attach(p, b);
     }
 }
@@ -110,6 +112,7 @@ fn generic_value_block(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
         keyword: w[0].text.clone(),
         args: w[1..].iter().map(|x| x.text.clone()).collect(),
         line,
+        end_line: line,
         settings: Vec::new(),
         values,
         children: Vec::new(),

@@ -15,6 +15,7 @@ pub mod parser;
 pub mod reader;
 pub mod script_security;
 pub mod validate;
+mod violation;
 
 use diag::Diagnostics;
 use model::Config;
@@ -86,6 +87,11 @@ pub fn load_with(
     let mut p = parser::Parser::new(&mut reader, opts.config_test);
     p.run();
     let mut config = std::mem::take(&mut p.cfg);
+    config.default_user_ok = match p.default_user {
+        parser::DefaultUser::Unresolved => None,
+        parser::DefaultUser::Resolved => Some(true),
+        parser::DefaultUser::Failed => Some(false),
+    };
     let mut diagnostics = std::mem::take(&mut reader.diags);
     if !diagnostics.fatal_include {
         let file: Arc<str> = Arc::from(path.to_string_lossy().as_ref());

@@ -31,6 +31,12 @@ pub struct Config {
     pub track_files: Vec<TrackFile>,
     /// VRRP, BFD and static sections, keywords checked, runtime not built yet.
     pub other_blocks: Vec<Block>,
+    /// The default script user as the checker's parse left it: `None` not
+    /// needed, else whether it could be set. keepalived's `-t` runs its
+    /// parses in one process and this state outlives the checker's, so
+    /// the VRRP parse starts from it.
+    #[serde(skip)]
+    pub default_user_ok: Option<bool>,
 }
 
 /// Root-level keywords (not valid inside `global_defs`).
@@ -725,6 +731,9 @@ pub struct Block {
     pub args: Vec<String>,
     /// Line of the keyword.
     pub line: usize,
+    /// Line of its closing `}` (keepalived reports a block's end checks
+    /// there).
+    pub end_line: usize,
     /// Keywords inside, in order.
     pub settings: Vec<Setting>,
     /// Value-block lines (addresses, routes, ...).

@@ -265,7 +265,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
     cfg.virtual_servers = kept;
     cfg.virtual_server_groups.retain(|g| !g.entries.is_empty());
 
-    check_script_security(cfg, diags);
+    super::violation::check_scripts(cfg, diags);
 }
 
 /// The sorry server as keepalived fixes it up: one that is also a real
@@ -359,159 +359,6 @@ fn check_quorum(vs: &mut VirtualServer, diags: &mut Diagnostics) {
         );
         vs.hysteresis = h;
     }
-}
-
-/// What keepalived's judgement of every script found (`SC_*` flags).
-#[derive(Default)]
-struct Judged {
-    /// Some script exists (`SC_ISSCRIPT`), runnable or not.
-    is_script: bool,
-    /// Some script's path is changeable by others (`SC_INSECURE`).
-    insecure: bool,
-}
-
-impl Judged {
-    /// Judges the script `argv0` run as its user (else the default) and
-    /// says whether it stays: one that cannot run for a reason other than
-    /// insecurity is dropped here with keepalived's line (a MISC_CHECK with
-    /// a missing script is removed, leaving its server always up); an
-    /// insecure one is dropped by the checker, which logs why, when it
-    /// plans the scripts it runs.
-    fn keep(
-        &mut self,
-        cfg: &Config,
-        argv0: &str,
-        user: Option<&UserGroup>,
-        diags: &mut Diagnostics,
-    ) -> bool {
-        use super::script_security::{check, identity, RunAs};
-        // A user that cannot be set was reported, and the script removed,
-        // where it was read.
-        let Ok(who) = identity(cfg, user) else {
-            return false;
-        };
-        let v = check(
-            argv0,
-            who.unwrap_or_else(RunAs::ours),
-            cfg.global_defs.enable_script_security,
-        );
-        self.is_script |= v.found;
-        self.insecure |= v.insecure;
-        let keep = v.runnable || v.insecure;
-        if !keep {
-            for l in v.lines {
-                diags.report(&Pos::none(), ErrClass::Ok, l);
-            }
-        }
-        keep
-    }
-}
-
-/// keepalived's `check_check_script_security()`: every script of the
-/// checker side judged as `check_script_secure()` judges it, then, when
-/// any exists and `enable_script_security` is off, the SECURITY VIOLATION
-/// (`-t` exit 6) — with " There are insecure scripts." when one is.
-fn check_script_security(cfg: &mut Config, diags: &mut Diagnostics) {
-    let mut judged = Judged::default();
-    let own = |s: &Script| s.user.clone().map(|u| (u, s.group.clone()));
-    // keepalived judges nothing of the checker side when no virtual server
-    // is left (its check returns at an empty list).
-    let checker_side = !cfg.virtual_servers.is_empty();
-    let mut vss = std::mem::take(&mut cfg.virtual_servers);
-    for vs in &mut vss {
-        for rs in &mut vs.real_servers {
-            rs.checkers.retain(|c| match c {
-                Checker::Misc(m) => m
-                    .misc_path
-                    .as_ref()
-                    .and_then(|a| a.first())
-                    .is_some_and(|p| judged.keep(cfg, p, m.user.as_ref(), diags)),
-                _ => true,
-            });
-        }
-    }
-    // Checkers of real servers dropped for their address family stay in
-    // keepalived's queue and are judged too.
-    for m in vss.iter().flat_map(|vs| &vs.orphaned_misc) {
-        if let Some(p) = m.misc_path.as_ref().and_then(|a| a.first()) {
-            judged.keep(cfg, p, m.user.as_ref(), diags);
-        }
-    }
-    for vs in &mut vss {
-        for sc in [&mut vs.quorum_up, &mut vs.quorum_down] {
-            if sc
-                .as_ref()
-                .is_some_and(|x| !judged.keep(cfg, &x.args[0], own(x).as_ref(), diags))
-            {
-                *sc = None;
-            }
-        }
-        for rs in &mut vs.real_servers {
-            for sc in [&mut rs.notify_up, &mut rs.notify_down] {
-                if sc
-                    .as_ref()
-                    .is_some_and(|x| !judged.keep(cfg, &x.args[0], own(x).as_ref(), diags))
-                {
-                    *sc = None;
-                }
-            }
-        }
-    }
-    cfg.virtual_servers = vss;
-    for sc in [
-        cfg.global_defs.notify_fifo_script.clone(),
-        cfg.global_defs.lvs_notify_fifo_script.clone(),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|_| checker_side)
-    {
-        judged.keep(cfg, &sc.args[0], own(&sc).as_ref(), diags);
-    }
-    for b in &cfg.other_blocks {
-        for s in &b.settings {
-            // vrrp_script scripts are judged by the VRRP process, whose
-            // tracking rules are not built yet; notify scripts always count.
-            let is_script =
-                s.keyword.starts_with("notify") && s.keyword != "notify_priority_changes";
-            if is_script {
-                if let Some(cmd) = s.args.first().and_then(|a| a.split_whitespace().next()) {
-                    judged.is_script |= script_usable(cmd);
-                }
-            }
-        }
-    }
-    if judged.is_script && !cfg.global_defs.enable_script_security {
-        let msg = if judged.insecure {
-            "SECURITY VIOLATION - check scripts are being executed but script_security not enabled. There are insecure scripts."
-        } else {
-            "SECURITY VIOLATION - check scripts are being executed but script_security not enabled."
-        };
-        diags.report_hint(
-            &Pos::none(),
-            ErrClass::SecurityError,
-            msg,
-            "add enable_script_security to global_defs (and a script_user)",
-        );
-    }
-}
-
-/// `USER [GROUP]` of a script.
-type UserGroup = (String, Option<String>);
-
-/// True when keepalived would run this script: it exists and is executable
-/// (a bare name is looked up in `$PATH`).
-pub fn script_usable(cmd: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let ok = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if cmd.contains('/') {
-        return ok(std::path::Path::new(cmd));
-    }
-    std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).any(|d| ok(&d.join(cmd))))
-        .unwrap_or(false)
 }
 
 /// keepalived's forwarding method when none is set.
@@ -638,13 +485,17 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
     }
 }
 
+/// The VRRP side's checks, then its script audit unless keepalived's VRRP
+/// process would stop first (a non-existent interface).
 fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, host: &dyn Host) {
+    let dropped = super::violation::vrrp_script_users(cfg, diags, file);
     let script_names: Vec<String> = cfg
         .other_blocks
         .iter()
         .filter(|b| b.keyword == "vrrp_script")
         .filter(|b| b.settings.iter().any(|s| s.keyword == "script"))
         .filter_map(|b| b.args.first().cloned())
+        .filter(|n| !dropped.names.contains(n))
         .collect();
     let mut bad_if = false;
     for b in &cfg.other_blocks {
@@ -742,6 +593,9 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
             None,
             None,
         );
+    }
+    if !bad_if {
+        super::violation::vrrp_scripts(cfg, &dropped, diags);
     }
 }
 

@@ -2,7 +2,17 @@
 
 use super::*;
 
+/// A MISC_CHECK removed while being read (its user could not be set):
+/// keepalived's MISC_CHECK keywords then act on nothing and say nothing;
+/// the common checker keywords are still read and checked.
+fn removed(p: &P) -> bool {
+    matches!(p.checker.as_ref(), Some(Checker::Misc(m)) if m.removed)
+}
+
 pub fn misc_path(p: P, w: &[Word]) -> HandlerResult {
+    if removed(&p) {
+        return Ok(());
+    }
     let s = p.script(w)?;
     if let Some(Checker::Misc(m)) = p.checker.as_mut() {
         m.misc_path = s.map(|s| s.args);
@@ -10,6 +20,9 @@ pub fn misc_path(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn misc_timeout(p: P, w: &[Word]) -> HandlerResult {
+    if removed(&p) {
+        return Ok(());
+    }
     let s = p.arg(w, 1)?.to_string();
     match p.read_unsigned(&s, 0, U32MAX / TIMER_HZ, true) {
         Some(v) => {

@@ -110,7 +110,7 @@ num_kw!(
     Timer,
     1,
     0,
-    Some("real server delay loop '{}' invalid - ignoring"),
+    Some("real server delay_loop '{}' invalid - ignoring"),
     Some
 );
 
@@ -174,7 +174,7 @@ num_kw!(
     Timer,
     1,
     0,
-    Some("Invalid delay_loop value '{}'"),
+    Some("delay_loop '{}' is invalid - ignoring"),
     Some
 );
 num_kw!(

@@ -94,7 +94,13 @@ pub fn decomment(line: &str) -> Decommented {
                     chars.next();
                 }
             },
-            '#' | '!' if !quote => break,
+            '#' | '!' if !quote => {
+                // keepalived takes a line's trailing `\` off before it
+                // removes the comment: `# note \` still ends in `\` (a
+                // multi-line definition goes on; elsewhere the `\` is a word).
+                cont = s.trim_end_matches([' ', '\t']).ends_with('\\');
+                break;
+            }
             _ => out.push(c),
         }
     }
@@ -393,6 +399,12 @@ mod tests {
         assert_eq!(decomment("a\\#b").text, "a#b");
         assert_eq!(decomment("lb_algo rr \\").text, "lb_algo rr\\");
         assert!(decomment("a \"b").unterminated_quote);
+        // The trailing `\` outlives the comment (keepalived 2.2.7): a
+        // comment line inside a multi-line definition continues it.
+        assert_eq!(decomment("# a note \\").text, "\\");
+        assert_eq!(decomment("! a note \\  ").text, "\\");
+        assert_eq!(decomment("lb_algo rr # x \\").text, "lb_algo rr\\");
+        assert_eq!(decomment("lb_algo rr \\ # x").text, "lb_algo rr \\");
     }
 
     #[test]

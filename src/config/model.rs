@@ -420,6 +420,10 @@ pub struct CheckerCommon {
     pub line: usize,
     /// `connect_ip` (default: the real server's address).
     pub connect_ip: Option<IpAddr>,
+    /// A `connect_ip` that did not parse was read: keepalived's parse
+    /// then holds no destination family, so `bindto` is not compared.
+    #[serde(skip)]
+    pub connect_ip_invalid: bool,
     /// `connect_port` (default: the port on the real_server line, 0 if none).
     pub connect_port: Option<u16>,
     /// `bindto`.

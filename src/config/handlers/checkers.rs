@@ -201,12 +201,18 @@ pub fn ck_connect_ip(p: P, w: &[Word]) -> HandlerResult {
                 );
             } else if let Some(c) = common(p) {
                 c.connect_ip = Some(ip);
+                c.connect_ip_invalid = false;
             }
         }
-        None => p.err(
-            ErrClass::GeneralError,
-            format!("Invalid connect_ip address {s} - ignoring"),
-        ),
+        None => {
+            p.err(
+                ErrClass::GeneralError,
+                format!("Invalid connect_ip address {s} - ignoring"),
+            );
+            if let Some(c) = common(p) {
+                c.connect_ip_invalid = true;
+            }
+        }
     }
     Ok(())
 }
@@ -218,7 +224,11 @@ pub fn ck_bindto(p: P, w: &[Word]) -> HandlerResult {
             // (SMTP_CHECK fills its destination in only when it ends).
             let smtp = matches!(p.checker, Some(Checker::Smtp(_)));
             let rs_ip = p.rs.as_ref().map(|r| r.ip).filter(|_| !smtp);
-            let other = common(p).and_then(|c| c.connect_ip).or(rs_ip);
+            let invalid = common(p).is_some_and(|c| c.connect_ip_invalid);
+            let other = common(p)
+                .and_then(|c| c.connect_ip)
+                .or(rs_ip)
+                .filter(|_| !invalid);
             if other.is_some_and(|c| c.is_ipv6() != ip.is_ipv6()) {
                 p.err(
                     ErrClass::GeneralError,

@@ -365,6 +365,11 @@ fn gen_config(seed: u64, dir: &Path) -> String {
                 "smtp_connect_timeout 30",
                 "routr_id x",
                 "lvs_timeouts",
+                "vrrp_version",
+                "umask",
+                "vrrp_garp_interval",
+                "vmac_prefix",
+                "dynamic_interfaces",
                 "vrrp_strict",
                 "notification_email {\n a@b\n}",
             ]);

@@ -389,7 +389,45 @@ pub const GLOBAL_DEFS_OTHER: &[&str] = &[
     "lvs_process_name",
 ];
 
+/// `global_defs` keywords kept as written whose handler in keepalived
+/// 2.2.7 reads its first value unchecked: without one, keepalived's
+/// missing-parameter error (exit 2).
+const GLOBAL_NEEDS_VALUE: &[&str] = &[
+    "bfd_process_name",
+    "bfd_rlimit_rtime",
+    "bfd_rlimit_rttime",
+    "checker_rlimit_rtime",
+    "checker_rlimit_rttime",
+    "config_save_dir",
+    "lvs_process_name",
+    "nftables_ipvs_priority",
+    "nftables_ipvs_start_fwmark",
+    "nftables_priority",
+    "umask",
+    "vmac_addr_prefix",
+    "vmac_prefix",
+    "vrrp_down_timer_adverts",
+    "vrrp_garp_interval",
+    "vrrp_garp_lower_prio_delay",
+    "vrrp_garp_lower_prio_repeat",
+    "vrrp_garp_master_delay",
+    "vrrp_garp_master_refresh",
+    "vrrp_garp_master_refresh_repeat",
+    "vrrp_garp_master_repeat",
+    "vrrp_gna_interval",
+    "vrrp_mcast_group4",
+    "vrrp_mcast_group6",
+    "vrrp_process_name",
+    "vrrp_rlimit_rtime",
+    "vrrp_rlimit_rttime",
+    "vrrp_startup_delay",
+    "vrrp_version",
+];
+
 fn global_other(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
+    if GLOBAL_NEEDS_VALUE.contains(&w[0].text.as_str()) {
+        p.arg(w, 1)?;
+    }
     let line = p.pos.line;
     p.cfg.global_defs.other.push(Setting {
         keyword: w[0].text.clone(),

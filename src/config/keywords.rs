@@ -7,7 +7,6 @@
 //! (VRRP, BFD, static addresses) use generic handlers that keep what was
 //! written in [`Block`]s.
 
-use super::diag::ErrClass;
 use super::handlers as h;
 use super::lexer::Word;
 use super::model::{Block, Setting, ValueLine};
@@ -390,150 +389,6 @@ pub const GLOBAL_DEFS_OTHER: &[&str] = &[
     "lvs_process_name",
 ];
 
-/// `global_defs` keywords kept as written whose handler in keepalived
-/// 2.2.7 reads its first value unchecked: without one, keepalived's
-/// missing-parameter error (exit 2).
-const GLOBAL_NEEDS_VALUE: &[&str] = &[
-    "bfd_process_name",
-    "bfd_rlimit_rtime",
-    "bfd_rlimit_rttime",
-    "checker_rlimit_rtime",
-    "checker_rlimit_rttime",
-    "config_save_dir",
-    "lvs_process_name",
-    "nftables_ipvs_priority",
-    "nftables_ipvs_start_fwmark",
-    "nftables_priority",
-    "umask",
-    "vmac_addr_prefix",
-    "vmac_prefix",
-    "vrrp_down_timer_adverts",
-    "vrrp_garp_interval",
-    "vrrp_garp_lower_prio_delay",
-    "vrrp_garp_lower_prio_repeat",
-    "vrrp_garp_master_delay",
-    "vrrp_garp_master_refresh",
-    "vrrp_garp_master_refresh_repeat",
-    "vrrp_garp_master_repeat",
-    "vrrp_gna_interval",
-    "vrrp_mcast_group4",
-    "vrrp_mcast_group6",
-    "vrrp_process_name",
-    "vrrp_rlimit_rtime",
-    "vrrp_rlimit_rttime",
-    "vrrp_startup_delay",
-    "vrrp_version",
-];
-
-/// The process a `vrrp_`/`checker_`/`bfd_` tuning keyword is for, in
-/// keepalived's words.
-fn process_of(kw: &str) -> &'static str {
-    if kw.starts_with("checker") {
-        "checker"
-    } else if kw.starts_with("bfd") {
-        "bfd"
-    } else {
-        "vrrp"
-    }
-}
-
-/// keepalived 2.2.7's value checks of the process tuning and GARP timing
-/// globals (no effect here yet; the checks are what `-t` says).
-fn check_global_value(p: &mut Parser<'_, '_>, w: &[Word]) {
-    let kw = w[0].text.as_str();
-    let v = w.get(1).map(|x| x.text.clone());
-    let proc_ = process_of(kw);
-    match kw {
-        "vrrp_priority" | "checker_priority" | "bfd_priority" => match v {
-            None => p.err(
-                ErrClass::GeneralError,
-                format!("No {proc_} process priority specified"),
-            ),
-            Some(v) => {
-                if p.read_int(&v, -20, 19, false).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid {proc_} process priority specified"),
-                    );
-                }
-            }
-        },
-        "vrrp_rt_priority" | "checker_rt_priority" | "bfd_rt_priority" => match v {
-            None => p.err(
-                ErrClass::GeneralError,
-                format!("No {proc_} process real-time priority specified"),
-            ),
-            Some(v) => match p.read_int(&v, i32::MIN as i64, i32::MAX as i64, false) {
-                None => p.err(
-                    ErrClass::GeneralError,
-                    format!("{proc_} process real-time priority '{v}' invalid"),
-                ),
-                Some(n) if n < 1 => p.err(
-                    ErrClass::GeneralError,
-                    format!("{proc_} process real-time priority {n} less than minimum 1 - setting to minimum"),
-                ),
-                Some(n) if n > 99 => p.err(
-                    ErrClass::GeneralError,
-                    format!("{proc_} process real-time priority {n} greater than maximum 99 - setting to maximum"),
-                ),
-                Some(_) => {}
-            },
-        },
-        "vrrp_rlimit_rtime" | "checker_rlimit_rtime" | "bfd_rlimit_rtime" | "vrrp_rlimit_rttime"
-        | "checker_rlimit_rttime" | "bfd_rlimit_rttime" => {
-            if let Some(v) = v {
-                if p.read_unsigned(&v, 1, u32::MAX as u64, false).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid {proc_} real-time limit - {v}"),
-                    );
-                }
-            }
-        }
-        "vrrp_garp_interval" | "vrrp_gna_interval" => {
-            if let Some(v) = v {
-                if p.read_timer(&v, 1, u32::MAX as u64, false).is_none() {
-                    p.err(ErrClass::GeneralError, format!("{kw} '{v}' is invalid"));
-                }
-            }
-        }
-        "vrrp_lower_prio_no_advert" | "vrrp_higher_prio_send_advert" => {
-            if let Some(v) = v {
-                if check_true_false(&v).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid value for {kw} specified"),
-                    );
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// keepalived's `check_true_false()`.
-fn check_true_false(v: &str) -> Option<bool> {
-    match v {
-        "true" | "on" | "yes" => Some(true),
-        "false" | "off" | "no" => Some(false),
-        _ => None,
-    }
-}
-
-fn global_other(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
-    if GLOBAL_NEEDS_VALUE.contains(&w[0].text.as_str()) {
-        p.arg(w, 1)?;
-    }
-    check_global_value(p, w);
-    let line = p.pos.line;
-    p.cfg.global_defs.other.push(Setting {
-        keyword: w[0].text.clone(),
-        args: w[1..].iter().map(|x| x.text.clone()).collect(),
-        line,
-    });
-    Ok(())
-}
-
 fn noop_close(_: &mut Parser<'_, '_>) {}
 
 fn noop(_: &mut Parser<'_, '_>, _: &[Word]) -> HandlerResult {
@@ -572,7 +427,7 @@ fn global_defs() -> Vec<Kw> {
         kw("metrics_listen", h::metrics_listen),
         kw("include_check", h::include_check),
     ];
-    v.extend(GLOBAL_DEFS_OTHER.iter().map(|n| kw(n, global_other)));
+    v.extend(GLOBAL_DEFS_OTHER.iter().map(|n| kw(n, h::global_other)));
     v
 }
 

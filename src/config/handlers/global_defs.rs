@@ -293,3 +293,251 @@ pub fn include_check(p: P, w: &[Word]) -> HandlerResult {
     p.r.set_include_check(c);
     Ok(())
 }
+
+/// `global_defs` keywords kept as written whose handler in keepalived
+/// 2.2.7 reads its first value unchecked: without one, keepalived's
+/// missing-parameter error (exit 2).
+const GLOBAL_NEEDS_VALUE: &[&str] = &[
+    "bfd_process_name",
+    "bfd_rlimit_rtime",
+    "bfd_rlimit_rttime",
+    "checker_rlimit_rtime",
+    "checker_rlimit_rttime",
+    "config_save_dir",
+    "lvs_process_name",
+    "nftables_ipvs_priority",
+    "nftables_ipvs_start_fwmark",
+    "nftables_priority",
+    "umask",
+    "vmac_addr_prefix",
+    "vmac_prefix",
+    "vrrp_down_timer_adverts",
+    "vrrp_garp_interval",
+    "vrrp_garp_lower_prio_delay",
+    "vrrp_garp_lower_prio_repeat",
+    "vrrp_garp_master_delay",
+    "vrrp_garp_master_refresh",
+    "vrrp_garp_master_refresh_repeat",
+    "vrrp_garp_master_repeat",
+    "vrrp_gna_interval",
+    "vrrp_mcast_group4",
+    "vrrp_mcast_group6",
+    "vrrp_process_name",
+    "vrrp_rlimit_rtime",
+    "vrrp_rlimit_rttime",
+    "vrrp_startup_delay",
+    "vrrp_version",
+];
+
+/// The process a `vrrp_`/`checker_`/`bfd_` tuning keyword is for, in
+/// keepalived's words.
+fn process_of(kw: &str) -> &'static str {
+    if kw.starts_with("checker") {
+        "checker"
+    } else if kw.starts_with("bfd") {
+        "bfd"
+    } else {
+        "vrrp"
+    }
+}
+
+/// keepalived 2.2.7's value checks of the process tuning and GARP timing
+/// globals (no effect here yet; the checks are what `-t` says).
+fn check_global_value(p: P, w: &[Word]) {
+    let kw = w[0].text.as_str();
+    let v = w.get(1).map(|x| x.text.clone());
+    let proc_ = process_of(kw);
+    match kw {
+        "vrrp_priority" | "checker_priority" | "bfd_priority" => match v {
+            None => p.err(
+                ErrClass::GeneralError,
+                format!("No {proc_} process priority specified"),
+            ),
+            Some(v) => {
+                if p.read_int(&v, -20, 19, false).is_none() {
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!("Invalid {proc_} process priority specified"),
+                    );
+                }
+            }
+        },
+        "vrrp_rt_priority" | "checker_rt_priority" | "bfd_rt_priority" => match v {
+            None => p.err(
+                ErrClass::GeneralError,
+                format!("No {proc_} process real-time priority specified"),
+            ),
+            Some(v) => match p.read_int(&v, i32::MIN as i64, i32::MAX as i64, false) {
+                None => p.err(
+                    ErrClass::GeneralError,
+                    format!("{proc_} process real-time priority '{v}' invalid"),
+                ),
+                Some(n) if n < 1 => p.err(
+                    ErrClass::GeneralError,
+                    format!("{proc_} process real-time priority {n} less than minimum 1 - setting to minimum"),
+                ),
+                Some(n) if n > 99 => p.err(
+                    ErrClass::GeneralError,
+                    format!("{proc_} process real-time priority {n} greater than maximum 99 - setting to maximum"),
+                ),
+                Some(_) => {}
+            },
+        },
+        "vrrp_rlimit_rtime" | "checker_rlimit_rtime" | "bfd_rlimit_rtime" | "vrrp_rlimit_rttime"
+        | "checker_rlimit_rttime" | "bfd_rlimit_rttime" => {
+            if let Some(v) = v {
+                if p.read_unsigned(&v, 1, u32::MAX as u64, false).is_none() {
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!("Invalid {proc_} real-time limit - {v}"),
+                    );
+                }
+            }
+        }
+        "vrrp_garp_interval" | "vrrp_gna_interval" => {
+            if let Some(v) = v {
+                if p.read_timer(&v, 1, u32::MAX as u64, false).is_none() {
+                    p.err(ErrClass::GeneralError, format!("{kw} '{v}' is invalid"));
+                }
+            }
+        }
+        "vrrp_lower_prio_no_advert" | "vrrp_higher_prio_send_advert" | "vrrp_min_garp" => {
+            if let Some(v) = v {
+                if check_true_false(&v).is_none() {
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!("Invalid value for {kw} specified"),
+                    );
+                }
+            }
+        }
+        "vrrp_netlink_cmd_rcv_bufs_force"
+        | "vrrp_netlink_monitor_rcv_bufs_force"
+        | "lvs_netlink_cmd_rcv_bufs_force"
+        | "lvs_netlink_monitor_rcv_bufs_force"
+        | "process_monitor_rcv_bufs_force"
+        | "data_use_instance"
+        | "smtp_alert_vrrp"
+        | "vrrp_notify_priority_changes" => {
+            if let Some(v) = v {
+                if check_true_false(&v).is_none() {
+                    // keepalived's own spelling for data_use_instance.
+                    let name = if kw == "data_use_instance" {
+                        "date_use_instance"
+                    } else {
+                        kw
+                    };
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!("Invalid value '{v}' for global {name} specified"),
+                    );
+                }
+            }
+        }
+        "vrrp_netlink_cmd_rcv_bufs"
+        | "vrrp_netlink_monitor_rcv_bufs"
+        | "lvs_netlink_cmd_rcv_bufs"
+        | "lvs_netlink_monitor_rcv_bufs"
+        | "process_monitor_rcv_bufs" => match v {
+            None => p.err(ErrClass::GeneralError, format!("{kw} size missing")),
+            Some(v) => {
+                if p.read_unsigned(&v, 0, u32::MAX as u64, false).is_none() {
+                    p.err(ErrClass::GeneralError, format!("{kw} size ({v}) invalid"));
+                }
+            }
+        },
+        "vrrp_garp_master_repeat" | "vrrp_garp_master_refresh_repeat" => {
+            if let Some(v) = v {
+                match p.read_unsigned(&v, 0, u32::MAX as u64, false) {
+                    None => p.err(
+                        ErrClass::GeneralError,
+                        format!("{kw} '{v}' invalid - ignoring"),
+                    ),
+                    Some(0) => p.err(
+                        ErrClass::GeneralError,
+                        format!("{kw} must be greater than 0, setting to 1"),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+        "vrrp_garp_master_delay" | "vrrp_garp_lower_prio_delay" | "vrrp_garp_master_refresh"
+        | "vrrp_garp_lower_prio_repeat" => {
+            if let Some(v) = v {
+                if p.read_unsigned(&v, 0, u32::MAX as u64, false).is_none() {
+                    let msg = match kw {
+                        "vrrp_garp_master_refresh" => format!("Invalid {kw} '{v}' - ignoring"),
+                        "vrrp_garp_lower_prio_repeat" => format!("Invalid {kw} '{v}'"),
+                        _ => format!("{kw} '{v}' invalid - ignoring"),
+                    };
+                    p.err(ErrClass::GeneralError, msg);
+                }
+            }
+        }
+        "vrrp_version" => {
+            if let Some(v) = v {
+                if p.read_unsigned(&v, 2, 3, false).is_none() {
+                    p.err(
+                        ErrClass::GeneralError,
+                        "VRRP Error: Version must be either 2 or 3",
+                    );
+                }
+            }
+        }
+        "vrrp_down_timer_adverts" => {
+            if let Some(v) = v {
+                if p.read_unsigned(&v, 1, 100, false).is_none() {
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!("Invalid {kw} [1:100] '{v}'"),
+                    );
+                }
+            }
+        }
+        "vrrp_mcast_group4" | "vrrp_mcast_group6" => {
+            if let Some(v) = v {
+                let v6 = kw.ends_with('6');
+                match v.parse::<std::net::IpAddr>() {
+                    Ok(a) if a.is_ipv6() == v6 => {
+                        if !a.is_multicast() {
+                            p.err(
+                                ErrClass::GeneralError,
+                                format!("{kw} [{v}] is not multicast. Skipping"),
+                            );
+                        }
+                    }
+                    _ => p.err(
+                        ErrClass::GeneralError,
+                        format!("Can't parse {kw} [{v}]. Skipping"),
+                    ),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// keepalived's `check_true_false()`.
+fn check_true_false(v: &str) -> Option<bool> {
+    match v {
+        "true" | "on" | "yes" => Some(true),
+        "false" | "off" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// A `global_defs` keyword kept as written (no effect yet), with
+/// keepalived's checks of its value.
+pub fn global_other(p: P, w: &[Word]) -> HandlerResult {
+    if GLOBAL_NEEDS_VALUE.contains(&w[0].text.as_str()) {
+        p.arg(w, 1)?;
+    }
+    check_global_value(p, w);
+    let line = p.pos.line;
+    p.cfg.global_defs.other.push(Setting {
+        keyword: w[0].text.clone(),
+        args: w[1..].iter().map(|x| x.text.clone()).collect(),
+        line,
+    });
+    Ok(())
+}

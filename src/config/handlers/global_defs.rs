@@ -69,8 +69,20 @@ pub fn lvs_timeouts(p: P, w: &[Word]) -> HandlerResult {
     p.cfg.global_defs.lvs_timeouts = Some(t);
     Ok(())
 }
+/// A keyword whose handler checks its own value count: keepalived's
+/// message (a general error, exit 5), not the missing-parameter exit 2.
+fn no_value(p: P, w: &[Word], msg: &str) -> bool {
+    if w.len() > 1 {
+        return false;
+    }
+    p.err(ErrClass::GeneralError, msg.to_string());
+    true
+}
+
 pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
-    p.arg(w, 1)?;
+    if no_value(p, w, "lvs_sync_daemon requires interface") {
+        return Ok(());
+    }
     p.cfg.global_defs.lvs_sync_daemon = Some(w[1..].iter().map(|x| x.text.clone()).collect());
     Ok(())
 }
@@ -135,20 +147,32 @@ fn fifo(p: P, w: &[Word]) -> Result<Fifo, crate::config::parser::MissingParamete
     })
 }
 pub fn notify_fifo(p: P, w: &[Word]) -> HandlerResult {
+    if no_value(p, w, "No notify_fifo name specified") {
+        return Ok(());
+    }
     let f = fifo(p, w)?;
     p.cfg.global_defs.notify_fifo = Some(f);
     Ok(())
 }
 pub fn lvs_notify_fifo(p: P, w: &[Word]) -> HandlerResult {
+    if no_value(p, w, "No lvs_notify_fifo name specified") {
+        return Ok(());
+    }
     let f = fifo(p, w)?;
     p.cfg.global_defs.lvs_notify_fifo = Some(f);
     Ok(())
 }
 pub fn notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
+    if no_value(p, w, "No notify_fifo_script specified") {
+        return Ok(());
+    }
     p.cfg.global_defs.notify_fifo_script = p.notify_script(w)?;
     Ok(())
 }
 pub fn lvs_notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
+    if no_value(p, w, "No lvs_notify_fifo_script specified") {
+        return Ok(());
+    }
     p.cfg.global_defs.lvs_notify_fifo_script = p.notify_script(w)?;
     Ok(())
 }
@@ -163,6 +187,9 @@ pub fn notification_email(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn notification_email_from(p: P, w: &[Word]) -> HandlerResult {
+    if no_value(p, w, "emailfrom missing - ignoring") {
+        return Ok(());
+    }
     p.cfg.global_defs.notification_email_from = Some(p.arg(w, 1)?.to_string());
     Ok(())
 }
@@ -195,7 +222,10 @@ pub fn smtp_server(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn smtp_helo_name(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.smtp_helo_name = Some(p.arg(w, 1)?.to_string());
+    // keepalived ignores it silently without a value.
+    if let Some(h) = w.get(1) {
+        p.cfg.global_defs.smtp_helo_name = Some(h.text.clone());
+    }
     Ok(())
 }
 pub fn smtp_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
@@ -308,6 +338,7 @@ const GLOBAL_NEEDS_VALUE: &[&str] = &[
     "nftables_ipvs_priority",
     "nftables_ipvs_start_fwmark",
     "nftables_priority",
+    "process_name",
     "umask",
     "vmac_addr_prefix",
     "vmac_prefix",

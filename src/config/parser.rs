@@ -178,6 +178,17 @@ impl<'r, 'l> Parser<'r, 'l> {
         self.skip_sublevel = -1;
     }
 
+    /// The word at `i`, or keepalived's own message for a keyword whose
+    /// handler checks its value count itself (a general error, not the
+    /// missing-parameter exit 2).
+    pub(crate) fn value_or(&mut self, words: &[Word], i: usize, msg: &str) -> Option<String> {
+        let v = words.get(i).map(|w| w.text.clone());
+        if v.is_none() {
+            self.err(ErrClass::GeneralError, msg.to_string());
+        }
+        v
+    }
+
     /// The word at `i` or the missing-parameter error keepalived exits on.
     pub(crate) fn arg<'w>(
         &mut self,

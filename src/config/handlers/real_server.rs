@@ -178,7 +178,9 @@ pub fn rs_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn rs_virtualhost(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = p.value_or(w, 1, "real server virtualhost missing") else {
+        return Ok(());
+    };
     if let Some(r) = rs(p) {
         r.virtualhost = Some(s);
     }
@@ -186,7 +188,9 @@ pub fn rs_virtualhost(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn rs_snmp_name(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = p.value_or(w, 1, "real server snmp_name missing or extra parameters") else {
+        return Ok(());
+    };
     if let Some(r) = rs(p) {
         r.snmp_name = Some(s);
     }

@@ -3,7 +3,9 @@
 use super::*;
 
 pub fn smtp_helo(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = p.value_or(w, 1, "SMTP_CHECK helo name missing") else {
+        return Ok(());
+    };
     if let Some(Checker::Smtp(s2)) = p.checker.as_mut() {
         s2.helo_name = Some(s);
     }

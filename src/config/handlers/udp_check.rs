@@ -29,7 +29,11 @@ fn hex_bytes(s: &str, allow_wild: bool) -> Option<Vec<(u8, u8)>> {
 }
 
 pub fn udp_payload(p: P, w: &[Word]) -> HandlerResult {
-    p.arg(w, 1)?;
+    if p.value_or(w, 1, "UDP_CHECK payload requires a payload")
+        .is_none()
+    {
+        return Ok(());
+    }
     let text: Vec<&str> = w[1..].iter().map(|x| x.text.as_str()).collect();
     match hex_bytes(&text.join(" "), false) {
         Some(b) => {

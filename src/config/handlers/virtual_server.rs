@@ -503,7 +503,9 @@ pub fn vs_ip_family(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn vs_virtualhost(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = p.value_or(w, 1, "virtual server virtualhost missing") else {
+        return Ok(());
+    };
     if let Some(v) = vs(p) {
         v.virtualhost = Some(s);
     }
@@ -520,7 +522,9 @@ pub fn vs_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn vs_snmp_name(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = p.value_or(w, 1, "virtual server snmp_name missing or extra parameters") else {
+        return Ok(());
+    };
     if let Some(v) = vs(p) {
         v.snmp_name = Some(s);
     }

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The most lines one `~SEQ` may repeat (a million real servers).
+const MAX_SEQ_LINES: i128 = 1_000_000;
+
 /// One active `~SEQ` or `~LST`.
 #[derive(Debug, Clone)]
 pub(super) enum Repeat {
@@ -146,6 +149,16 @@ impl<'l> Reader<'l> {
             .to_string();
         if (step > 0 && start > end) || (step < 0 && start < end) {
             return true;
+        }
+        // keepalived would spin (or run out of memory) on a range of 10^18
+        // values; refuse one of more than MAX_SEQ_LINES (docs/compat.md).
+        let lines = (end as i128 - start as i128) / step as i128 + 1;
+        if lines > MAX_SEQ_LINES {
+            self.report(
+                ErrClass::GeneralError,
+                format!("~SEQ would repeat {lines} times (more than {MAX_SEQ_LINES}) - ignoring '{buf}'"),
+            );
+            return false;
         }
         self.repeats.push(Repeat::Seq {
             var: var.to_string(),

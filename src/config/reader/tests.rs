@@ -104,3 +104,20 @@ fn a_seq_with_a_wide_character_after_its_variable_does_not_panic() {
     let (l, _) = lines("~SEQ(i \u{e9}1,2) x $i\nafter 1\n".as_bytes());
     assert!(l.iter().any(|(t, _)| t == "after 1"), "{l:?}");
 }
+
+#[test]
+fn a_seq_of_more_than_a_million_lines_is_refused_at_once() {
+    // keepalived would spin on it; found by the fuzz target.
+    let l = crate::config::load_str(
+        "~SEQ(i, 166666666666666666666, 0) virtual_server 192.0.2.$i 80 {\n}\n",
+    );
+    assert!(
+        l.diagnostics
+            .items()
+            .iter()
+            .any(|d| d.message.contains("~SEQ would repeat")),
+        "{:?}",
+        l.diagnostics.items()
+    );
+    assert!(l.config.virtual_servers.is_empty());
+}

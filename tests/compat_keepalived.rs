@@ -734,6 +734,21 @@ fn opener(segment: &str) -> String {
     }
 }
 
+/// A minimal config with `line` inside the blocks of `section`
+/// (`virtual_server/real_server/...`, as `keyword_paths()` names them).
+fn inside(section: &str, line: &str) -> String {
+    let segments: Vec<&str> = section.split('/').filter(|s| !s.is_empty()).collect();
+    let mut conf = String::new();
+    for s in &segments {
+        conf.push_str(&opener(s));
+        conf.push('\n');
+    }
+    conf.push_str(line);
+    conf.push('\n');
+    conf.push_str(&"}\n".repeat(segments.len()));
+    conf
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "reference"),
@@ -746,14 +761,7 @@ fn every_keyword_we_accept_is_a_keepalived_keyword() {
     let mut unknown = Vec::new();
     let paths = keepalived::config::keywords::keyword_paths();
     for (section, kw, _) in &paths {
-        let segments: Vec<&str> = section.split('/').filter(|s| !s.is_empty()).collect();
-        let mut conf = String::new();
-        for s in &segments {
-            conf.push_str(&opener(s));
-            conf.push('\n');
-        }
-        conf.push_str(&format!("{kw} 1\n"));
-        conf.push_str(&"}\n".repeat(segments.len()));
+        let conf = inside(section, &format!("{kw} 1"));
         std::fs::write(dir.join("k.conf"), &conf).unwrap();
         let (_, err) = run(KEEPALIVED, &dir, "k.conf");
         if err.contains(&format!("Unknown keyword '{kw}'")) {
@@ -810,14 +818,7 @@ fn every_keyword_without_its_value_gets_keepalived_s_exit_code() {
     let mut diffs = Vec::new();
     let paths = keepalived::config::keywords::keyword_paths();
     for (section, kw, _) in &paths {
-        let segments: Vec<&str> = section.split('/').filter(|s| !s.is_empty()).collect();
-        let mut conf = String::new();
-        for s in &segments {
-            conf.push_str(&opener(s));
-            conf.push('\n');
-        }
-        conf.push_str(&format!("{kw}\n"));
-        conf.push_str(&"}\n".repeat(segments.len()));
+        let conf = inside(section, kw);
         std::fs::write(dir.join("k.conf"), &conf).unwrap();
         let (ka, _) = run(KEEPALIVED, &dir, "k.conf");
         let (us, _) = run(ours(), &dir, "k.conf");

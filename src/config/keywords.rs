@@ -268,24 +268,6 @@ pub const VRRP_TRACK_PROCESS: &[&str] = &[
     "fork_delay",
 ];
 
-/// `bfd_instance` keywords.
-pub const BFD_INSTANCE: &[&str] = &[
-    "source_ip",
-    "neighbor_ip",
-    "neighbour_ip",
-    "min_rx",
-    "min_tx",
-    "idle_tx",
-    "multiplier",
-    "passive",
-    "ttl",
-    "hoplimit",
-    "max_hops",
-    "weight",
-    "vrrp",
-    "checker",
-];
-
 /// `global_defs` keywords kept as written (the typed ones are in `handlers`).
 pub const GLOBAL_DEFS_OTHER: &[&str] = &[
     "bfd_cpu_affinity",
@@ -338,11 +320,9 @@ pub const GLOBAL_DEFS_OTHER: &[&str] = &[
     "reload_file",
     "reload_repeat",
     "reload_time_file",
-    "shutdown_script",
     "shutdown_script_timeout",
     "smtp_alert_vrrp",
     "snmp_socket",
-    "startup_script",
     "startup_script_timeout",
     "tmp_config_directory",
     "umask",
@@ -422,6 +402,8 @@ fn global_defs() -> Vec<Kw> {
         kw("checker_process_name", h::checker_process_name),
         kw("random_seed", h::random_seed),
         kw("reload_check_config", h::reload_check_config),
+        kw("startup_script", h::start_stop_script),
+        kw("shutdown_script", h::start_stop_script),
         // keepalived-rs extensions (grammar/keywords.md).
         kw("status_socket", h::status_socket),
         kw("metrics_listen", h::metrics_listen),
@@ -664,7 +646,28 @@ pub fn root() -> Vec<Kw> {
         generic_named_block("vrrp_instance", vrrp_instance),
         generic_named_block("vrrp_script", settings(VRRP_SCRIPT)),
         generic_named_block("vrrp_track_process", settings(VRRP_TRACK_PROCESS)),
-        generic_named_block("bfd_instance", settings(BFD_INSTANCE)),
+        Kw {
+            name: "bfd_instance",
+            handler: Some(h::bfd_instance_open),
+            sub: Some(vec![
+                kw("source_ip", h::bfd_source),
+                kw("neighbor_ip", h::bfd_neighbor),
+                kw("neighbour_ip", h::bfd_neighbor),
+                kw("min_rx", h::bfd_interval),
+                kw("min_tx", h::bfd_interval),
+                kw("idle_tx", h::bfd_interval),
+                kw("multiplier", h::bfd_multiplier),
+                kw("passive", h::bfd_passive),
+                kw("ttl", h::bfd_ttl),
+                kw("hoplimit", h::bfd_ttl),
+                kw("max_hops", h::bfd_max_hops),
+                kw("weight", h::bfd_weight),
+                kw("vrrp", h::bfd_event),
+                kw("checker", h::bfd_event),
+            ]),
+            close: Some(h::bfd_instance_close),
+            abandon: Some(h::bfd_instance_abandon),
+        },
         block("track_file", h::tf_open, track_file(), h::tf_close),
         block("vrrp_track_file", h::tf_open, track_file(), h::tf_close),
         block(
@@ -687,6 +690,43 @@ pub fn root() -> Vec<Kw> {
             abandon: None,
         },
     ]
+}
+
+/// The root keywords keepalived's parent process reads: `global_defs` and
+/// the root settings; every other block is skipped there (the checker,
+/// VRRP and BFD processes read those). For the lines only the parent
+/// reads at the top level (see `Parser::global_defs`).
+pub fn parent_root() -> Vec<Kw> {
+    const PARENT: &[&str] = &[
+        "global_defs",
+        "net_namespace",
+        "net_namespace_ipvs",
+        "namespace_with_ipsets",
+        "use_pid_dir",
+        "instance",
+        "child_wait_time",
+        "linkbeat_use_polling",
+    ];
+    fn skip(p: &mut Parser<'_, '_>, _: &[Word]) -> HandlerResult {
+        p.skip_block();
+        Ok(())
+    }
+    root()
+        .into_iter()
+        .map(|k| {
+            if PARENT.contains(&k.name) {
+                k
+            } else {
+                Kw {
+                    name: k.name,
+                    handler: Some(skip),
+                    sub: Some(Vec::new()),
+                    close: None,
+                    abandon: None,
+                }
+            }
+        })
+        .collect()
 }
 
 /// The closest keyword of `table` to `word`, for "did you mean".

@@ -29,7 +29,11 @@ pub struct Config {
     pub virtual_servers: Vec<VirtualServer>,
     /// `track_file` (and deprecated `vrrp_track_file`) blocks.
     pub track_files: Vec<TrackFile>,
-    /// VRRP, BFD and static sections, keywords checked, runtime not built yet.
+    /// `bfd_instance` blocks in file order, those keepalived's BFD process
+    /// drops included (`valid` false): the checker and VRRP still know
+    /// their names.
+    pub bfd_instances: Vec<BfdInstance>,
+    /// VRRP and static sections, keywords checked, runtime not built yet.
     pub other_blocks: Vec<Block>,
     /// The default script user as the checker's parse left it: `None` not
     /// needed, else whether it could be set. keepalived's `-t` runs its
@@ -170,6 +174,10 @@ pub struct GlobalDefs {
     /// `metrics_listen ADDR PORT` (keepalived-rs extension): where
     /// Prometheus metrics are served; none by default.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `startup_script` (kept; keepalived's parent runs it before the children).
+    pub startup_script: Option<Script>,
+    /// `shutdown_script` (kept; run by keepalived's parent at stop).
+    pub shutdown_script: Option<Script>,
     /// Every other `global_defs` keyword, checked and kept as written.
     pub other: Vec<Setting>,
 }
@@ -203,6 +211,8 @@ impl Default for GlobalDefs {
             reload_check_config: None,
             status_socket: None,
             metrics_listen: None,
+            startup_script: None,
+            shutdown_script: None,
             other: Vec::new(),
         }
     }
@@ -707,6 +717,77 @@ pub struct VirtualServer {
     /// VIOLATION; they never run.
     #[serde(skip)]
     pub orphaned_misc: Vec<MiscCheck>,
+}
+
+/// `bfd_instance NAME { ... }`, as keepalived 2.2.7 reads it (BFD itself
+/// does not run yet).
+#[derive(Debug, Clone, Serialize)]
+pub struct BfdInstance {
+    /// The instance name (< 32 characters).
+    pub name: String,
+    /// Line of the keyword.
+    pub line: usize,
+    /// `neighbor_ip` / `neighbour_ip` (required).
+    pub neighbor: Option<IpAddr>,
+    /// `source_ip`.
+    pub source: Option<IpAddr>,
+    /// `min_rx` (ms, kept in µs; default 10 ms).
+    pub min_rx_us: u64,
+    /// `min_tx` (default 10 ms).
+    pub min_tx_us: u64,
+    /// `idle_tx` (default 1 s).
+    pub idle_tx_us: u64,
+    /// `multiplier` (1..255, default 5).
+    pub multiplier: u8,
+    /// `passive`.
+    pub passive: bool,
+    /// `ttl` / `hoplimit` (default 255 for IPv4, 64 for IPv6).
+    pub ttl: Option<u8>,
+    /// `max_hops` (-1..ttl, default 0).
+    pub max_hops: i16,
+    /// `weight` for the VRRP instances tracking it (-253..253).
+    pub weight: i32,
+    /// `vrrp`: events go to VRRP (with `checker`: only the named ones).
+    pub vrrp: bool,
+    /// `checker`: events go to the checker.
+    pub checker: bool,
+    /// Kept by keepalived's BFD process.
+    pub valid: bool,
+    /// In the checker's and VRRP's lists (the first block of its name).
+    pub listed: bool,
+}
+
+impl BfdInstance {
+    /// A session with keepalived's defaults.
+    pub fn new(name: String, line: usize) -> Self {
+        BfdInstance {
+            name,
+            line,
+            neighbor: None,
+            source: None,
+            min_rx_us: 10_000,
+            min_tx_us: 10_000,
+            idle_tx_us: 1_000_000,
+            multiplier: 5,
+            passive: false,
+            ttl: None,
+            max_hops: 0,
+            weight: 0,
+            vrrp: false,
+            checker: false,
+            valid: true,
+            listed: true,
+        }
+    }
+
+    /// A block whose name keepalived refuses: read, kept by no process.
+    pub fn unnamed(name: String, line: usize) -> Self {
+        BfdInstance {
+            valid: false,
+            listed: false,
+            ..Self::new(name, line)
+        }
+    }
 }
 
 /// `track_file NAME { file PATH; weight N [reverse]; init_file [VAL] [overwrite] }`.

@@ -43,6 +43,7 @@ pub struct Parser<'r, 'l> {
     pub(crate) checker: Option<Checker>,
     pub(crate) url: Option<Url>,
     pub(crate) track_file: Option<TrackFile>,
+    pub(crate) bfd: Option<BfdInstance>,
     pub(crate) generic: Vec<Block>,
     /// The SMTP_CHECK whose deprecated `host { }` block is being read.
     pub(crate) smtp_outer: Option<Checker>,
@@ -52,6 +53,12 @@ pub struct Parser<'r, 'l> {
     /// (`get_default_script_user()`): once, at `script_user` or at the
     /// first script that needs it.
     pub(crate) default_user: DefaultUser,
+    /// Lines to read again before the reader's (see [`Parser::global_defs`]).
+    replay: std::collections::VecDeque<crate::config::reader::LogicalLine>,
+    /// Only the replayed lines are read (the rest of the input waits).
+    replay_only: bool,
+    /// The lines read while `global_defs` is being parsed.
+    record: Option<Vec<crate::config::reader::LogicalLine>>,
 }
 
 /// Where the default script user stands while parsing.
@@ -88,10 +95,14 @@ impl<'r, 'l> Parser<'r, 'l> {
             checker: None,
             url: None,
             track_file: None,
+            bfd: None,
             generic: Vec::new(),
             smtp_outer: None,
             smtp_hosts: Vec::new(),
             default_user: DefaultUser::Unresolved,
+            replay: Default::default(),
+            replay_only: false,
+            record: None,
         }
     }
 
@@ -231,7 +242,15 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// Reads the next logical line and splits it into words, remembering
     /// its position and raw text; `None` at the end of input.
     fn next_words(&mut self) -> Option<Vec<Word>> {
-        let Some(line) = self.r.next_line() else {
+        let line = match self.replay.pop_front() {
+            Some(l) => Some(l),
+            None if self.replay_only => None,
+            None => self.r.next_line(),
+        };
+        if let (Some(rec), Some(l)) = (self.record.as_mut(), line.as_ref()) {
+            rec.push(l.clone());
+        }
+        let Some(line) = line else {
             // Blocks left open at the end are closed with no line current:
             // keepalived reports what their end handlers find without one.
             self.pos = Pos::none();
@@ -320,7 +339,13 @@ impl<'r, 'l> Parser<'r, 'l> {
                         // A missing parameter is recorded inside `arg`.
                         let _ = h(self, &words);
                     }
-                    if let Some(sub) = &kw.sub {
+                    if kw.name == "global_defs"
+                        && self.kw_level == 0
+                        && self.record.is_none()
+                        && !self.replay_only
+                    {
+                        self.global_defs(kw, bob_needed);
+                    } else if let Some(sub) = &kw.sub {
                         self.kw_level += 1;
                         let skipped = self.process_stream(sub, bob_needed);
                         self.kw_level -= 1;
@@ -359,9 +384,89 @@ impl<'r, 'l> Parser<'r, 'l> {
         ret_err
     }
 
+    /// `global_defs` as keepalived's processes read it: the parent parses it
+    /// with the global keywords (what `-t` reports), the checker and VRRP
+    /// processes skip it by counting braces. Where the two disagree about
+    /// its end (a `notification_email` without `{` reads on through the
+    /// block's `}`; an unknown keyword's `{` makes a `}` close it early),
+    /// the rest of the file is read as the processes that run it read it:
+    /// lines the parent took into the block are read again at the top
+    /// level, and lines the parent reads at the top level but the others
+    /// skip are only checked as the parent checks them.
+    fn global_defs(&mut self, kw: &keywords::Kw, bob_needed: bool) {
+        self.record = Some(Vec::new());
+        self.kw_level += 1;
+        let sub = kw.sub.as_deref().unwrap_or(&[]);
+        let skipped = self.process_stream(sub, bob_needed);
+        self.kw_level -= 1;
+        if !skipped {
+            if let Some(close) = kw.close {
+                close(self);
+            }
+        }
+        let rec = self.record.take().unwrap_or_default();
+        let mut depth: i32 = if bob_needed { -1 } else { 1 };
+        let end = rec.iter().enumerate().find_map(|(i, l)| {
+            skip_step(&mut depth, &tokenize(&l.text).words)
+                .map(|closes| if closes { i + 1 } else { i })
+        });
+        match end {
+            Some(e) if e < rec.len() => {
+                // The parent read on past the block's end: it goes on at
+                // the top level from where its own view of the block
+                // ended, the others from `e`. The parent's view of the
+                // rest is checked first, then everyone's is read.
+                let mut rest: Vec<_> = std::iter::from_fn(|| self.r.next_line()).collect();
+                self.replay = rest.clone().into();
+                self.replay_only = true;
+                let table = keywords::parent_root();
+                self.process_stream(&table, false);
+                self.replay_only = false;
+                let mut again = rec[e..].to_vec();
+                again.append(&mut rest);
+                self.replay = again.into();
+            }
+            Some(_) => {}
+            None => {
+                let mut parent_only = Vec::new();
+                let mut after = None;
+                while let Some(l) = self.r.next_line() {
+                    match skip_step(&mut depth, &tokenize(&l.text).words) {
+                        None => parent_only.push(l),
+                        Some(true) => {
+                            parent_only.push(l);
+                            break;
+                        }
+                        Some(false) => {
+                            after = Some(l);
+                            break;
+                        }
+                    }
+                }
+                if !parent_only.is_empty() {
+                    self.replay = parent_only.into();
+                    self.replay_only = true;
+                    let table = keywords::parent_root();
+                    self.process_stream(&table, false);
+                    self.replay_only = false;
+                    self.replay.clear();
+                }
+                if let Some(l) = after {
+                    self.replay.push_back(l);
+                }
+            }
+        }
+    }
+
     /// keepalived's `alloc_value_block()`: the lines of a `{ ... }` value block.
     pub(crate) fn read_value_block(&mut self, words: &[Word]) -> Vec<(Vec<Word>, usize)> {
         let block = words.first().map(|w| w.text.clone()).unwrap_or_default();
+        if let Some(extra) = words.get(1).filter(|w| w.text != "{") {
+            self.err(
+                ErrClass::GeneralError,
+                format!("Block {block} has extra parameters {} ...", extra.text),
+            );
+        }
         let mut out = Vec::new();
         let mut need_bob = true;
         while let Some(mut vec) = self.next_words() {
@@ -375,8 +480,9 @@ impl<'r, 'l> Parser<'r, 'l> {
                         continue;
                     }
                     vec.remove(0);
-                } else {
-                    // keepalived only logs this; it does not count as a config error.
+                } else if !self.config_test {
+                    // keepalived only logs this (not under -t); it does not
+                    // count as a config error.
                     let pos = self.pos.clone();
                     self.r.diags.push(
                         &pos,
@@ -590,6 +696,33 @@ impl<'r, 'l> Parser<'r, 'l> {
     pub(crate) fn generic_top(&mut self) -> Option<&mut Block> {
         self.generic.last_mut()
     }
+}
+
+/// One line of a block skipped by counting braces, as keepalived's
+/// `skip_block()` (and [`Parser::process_stream`]) count them: `depth` -1
+/// waits for the `{` line. `Some(true)` when the line closes the block,
+/// `Some(false)` when the block never opened (the line is not part of it).
+fn skip_step(depth: &mut i32, words: &[Word]) -> Option<bool> {
+    let first = words.first()?;
+    if *depth == -1 {
+        if first.text == "{" {
+            *depth = 1;
+            return None;
+        }
+        *depth = 0;
+        return Some(false);
+    }
+    for w in words {
+        if w.text == "{" {
+            *depth += 1;
+        } else if w.text == "}" {
+            *depth -= 1;
+            if *depth == 0 {
+                return Some(true);
+            }
+        }
+    }
+    None
 }
 
 /// Formats like C's `%g`.

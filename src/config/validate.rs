@@ -265,6 +265,7 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
     cfg.virtual_servers = kept;
     cfg.virtual_server_groups.retain(|g| !g.entries.is_empty());
 
+    super::violation::start_stop_scripts(cfg, diags);
     super::violation::check_scripts(cfg, diags);
 }
 
@@ -526,6 +527,16 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                         }
                     }
                 }
+                for s in b.settings.iter().filter(|s| s.keyword == "state") {
+                    match s.args.first().map(String::as_str) {
+                        Some("MASTER" | "BACKUP") | None => {}
+                        Some(other) => diags.report(
+                            &at(file, s.line),
+                            ErrClass::GeneralError,
+                            format!("({name}) unknown state '{other}', defaulting to BACKUP"),
+                        ),
+                    }
+                }
                 let master = b.settings.iter().any(|s| {
                     s.keyword == "state" && s.args.first().map(String::as_str) == Some("MASTER")
                 });
@@ -642,9 +653,13 @@ fn check_addr_lines(
             i += 1;
         }
         if !is_rule {
+            // An address list's first word is the address; a route's may
+            // be a keyword (`src`, `blackhole`, ...) or a name.
+            let is_addresses = b.keyword.contains("ipaddress");
             if let Some(first) = v.first() {
-                if first.contains(['.', ':'])
-                    && super::parser::parse_ip(first).is_none()
+                let addr = first.split('/').next().unwrap_or(first);
+                if (is_addresses || first.contains(['.', ':']))
+                    && super::parser::parse_ip(addr).is_none()
                     && first != "default"
                 {
                     diags.report(

@@ -146,6 +146,26 @@ pub(super) fn check_scripts(cfg: &mut Config, diags: &mut Diagnostics) {
     );
 }
 
+/// keepalived's parent audit of `startup_script` and `shutdown_script`
+/// (it runs them itself, whatever else the config holds).
+pub(super) fn start_stop_scripts(cfg: &Config, diags: &mut Diagnostics) {
+    let mut judged = Judged::default();
+    let mut scratch = Diagnostics::default();
+    let g = &cfg.global_defs;
+    for s in [&g.startup_script, &g.shutdown_script]
+        .into_iter()
+        .flatten()
+    {
+        let user = s.user.clone().map(|u| (u, s.group.clone()));
+        judged.keep(cfg, &s.args[0], user.as_ref(), &mut scratch);
+    }
+    judged.report(
+        cfg,
+        diags,
+        "SECURITY VIOLATION - start/shutdown scripts are being executed but script_security not enabled.",
+    );
+}
+
 /// The VRRP process's audit: every `vrrp_script`'s script (tracked or
 /// not), the instances' and sync groups' notify scripts and the global
 /// FIFO scripts, judged when there is a `vrrp_instance` (else keepalived

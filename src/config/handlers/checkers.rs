@@ -159,22 +159,11 @@ pub fn file_close(p: P) {
 pub fn bfd_close(p: P) {
     if let Some(c) = p.checker.take() {
         if let Checker::Bfd(b) = &c {
-            let Some(name) = &b.name else {
+            if b.name.is_none() {
+                let rs = super::bfd_check::bfd_rs(&p);
                 p.err(
                     ErrClass::GeneralError,
-                    "BFD_CHECK has no name specified - ignoring",
-                );
-                return;
-            };
-            let known = p
-                .cfg
-                .other_blocks
-                .iter()
-                .any(|b| b.keyword == "bfd_instance" && b.args.first() == Some(name));
-            if !known {
-                p.err(
-                    ErrClass::GeneralError,
-                    format!("BFD_CHECK - {name} not configured"),
+                    format!("({rs}) No name has been specified for BFD_CHECKER - skipping"),
                 );
                 return;
             }

@@ -10,7 +10,9 @@ pub fn file_track_file(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn file_weight(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = p.value_or(w, 1, "track file weight missing") else {
+        return Ok(());
+    };
     let Some(v) = p.read_int(&s, -(i32::MAX as i64), i32::MAX as i64, true) else {
         p.err(
             ErrClass::GeneralError,

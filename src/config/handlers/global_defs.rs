@@ -83,8 +83,94 @@ pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
     if no_value(p, w, "lvs_sync_daemon requires interface") {
         return Ok(());
     }
+    let ifname = &w[1].text;
+    if ifname.len() >= 16 {
+        p.err(
+            ErrClass::GeneralError,
+            format!("lvs_sync_daemon interface name '{ifname}' too long - ignoring"),
+        );
+        return Ok(());
+    }
+    sync_daemon_options(p, w);
     p.cfg.global_defs.lvs_sync_daemon = Some(w[1..].iter().map(|x| x.text.clone()).collect());
     Ok(())
+}
+
+/// `lvs_sync_daemon IF [INSTANCE] [id N] [maxlen N] [port N] [ttl N]
+/// [group IP]`, checked as keepalived 2.2.7 checks it (the options have no
+/// effect until the VRRP side drives the sync daemon). A bare number after
+/// the instance is the old form of `id`.
+fn sync_daemon_options(p: P, w: &[Word]) {
+    let mut i = 3;
+    while i < w.len() {
+        let opt = w[i].text.clone();
+        let value = w.get(i + 1).map(|x| x.text.clone());
+        let range = match opt.as_str() {
+            "id" => Some((0, 255)),
+            "maxlen" => Some((1, 65507)),
+            "port" => Some((1, 65535)),
+            "ttl" => Some((1, 255)),
+            "group" => None,
+            _ => {
+                if i == 3 {
+                    if p.read_unsigned(&opt, 0, 255, false).is_some() {
+                        p.err(
+                            ErrClass::GeneralError,
+                            "Please use keyword \"id\" before lvs_sync_daemon SYNCID",
+                        );
+                    } else {
+                        p.err(
+                            ErrClass::GeneralError,
+                            format!("Invalid syncid ({opt}) - defaulting to vrid"),
+                        );
+                    }
+                } else {
+                    p.err(
+                        ErrClass::GeneralError,
+                        format!("Unknown option {opt} specified for lvs_sync_daemon"),
+                    );
+                }
+                i += 1;
+                continue;
+            }
+        };
+        let Some(v) = value else {
+            let tail = if opt == "id" {
+                ", defaulting to vrid"
+            } else {
+                " - ignoring"
+            };
+            p.err(
+                ErrClass::GeneralError,
+                format!("No value specified for lvs_sync_daemon {opt}{tail}"),
+            );
+            break;
+        };
+        match range {
+            Some((min, max)) => {
+                if p.read_unsigned(&v, min, max, false).is_none() {
+                    let msg = if opt == "id" {
+                        format!("Invalid syncid ({v}) - defaulting to vrid")
+                    } else {
+                        format!("Invalid lvs_sync_daemon {opt} ({v}) - ignoring")
+                    };
+                    p.err(ErrClass::GeneralError, msg);
+                }
+            }
+            None => match parse_ip(&v) {
+                None => p.err(
+                    ErrClass::GeneralError,
+                    format!("Invalid lvs_sync_daemon group ({v}) - ignoring"),
+                ),
+                Some(a) if !a.is_multicast() => p.err(
+                    ErrClass::GeneralError,
+                    format!("lvs_sync_daemon group address {v} is not multicast - ignoring"),
+                ),
+                Some(_) => {}
+            },
+        }
+        i += 2;
+    }
 }
 pub fn script_user(p: P, w: &[Word]) -> HandlerResult {
     let Some(u) = w.get(1).map(|x| x.text.to_string()) else {
@@ -92,8 +178,10 @@ pub fn script_user(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     let g = w.get(2).map(|x| x.text.trim_start_matches(':').to_string());
-    // set_default_script_user(): resolved here, once.
-    if crate::config::parser::user_exists(&u, g.as_deref()) {
+    // set_default_script_user(): resolved here, once. After a failure
+    // keepalived 2.2.7 fails every later script_user too.
+    let failed_before = p.default_user == crate::config::parser::DefaultUser::Failed;
+    if !failed_before && crate::config::parser::user_exists(&u, g.as_deref()) {
         p.default_user = crate::config::parser::DefaultUser::Resolved;
     } else {
         p.err(
@@ -178,6 +266,12 @@ pub fn lvs_notify_fifo_script(p: P, w: &[Word]) -> HandlerResult {
 }
 pub fn notification_email(p: P, w: &[Word]) -> HandlerResult {
     let vals = p.read_value_block(w);
+    if vals.is_empty() {
+        p.err(
+            ErrClass::GeneralError,
+            "Warning - empty notification_email block",
+        );
+    }
     for (v, _) in vals {
         p.cfg
             .global_defs
@@ -259,6 +353,30 @@ pub fn reload_check_config(p: P, w: &[Word]) -> HandlerResult {
     );
     Ok(())
 }
+/// `startup_script` / `shutdown_script SCRIPT [USER [GROUP]]`: run by the
+/// parent at start and stop in keepalived; kept, and judged for the
+/// start/shutdown SECURITY VIOLATION.
+pub fn start_stop_script(p: P, w: &[Word]) -> HandlerResult {
+    let what = w[0].text.trim_end_matches("_script").to_string();
+    if no_value(p, w, &format!("{what} script missing")) {
+        return Ok(());
+    }
+    let Some(s) = p.script(w)? else {
+        return Ok(());
+    };
+    if let Some(u) = &s.user {
+        if !crate::config::parser::user_exists(u, s.group.as_deref()) {
+            p.err(ErrClass::GeneralError, format!("Invalid {what} script"));
+            return Ok(());
+        }
+    }
+    if what == "startup" {
+        p.cfg.global_defs.startup_script = Some(s);
+    } else {
+        p.cfg.global_defs.shutdown_script = Some(s);
+    }
+    Ok(())
+}
 /// `status_socket PATH`: an extension of ours.
 pub fn status_socket(p: P, w: &[Word]) -> HandlerResult {
     match w.get(1) {
@@ -324,246 +442,13 @@ pub fn include_check(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 
-/// `global_defs` keywords kept as written whose handler in keepalived
-/// 2.2.7 reads its first value unchecked: without one, keepalived's
-/// missing-parameter error (exit 2).
-const GLOBAL_NEEDS_VALUE: &[&str] = &[
-    "bfd_process_name",
-    "bfd_rlimit_rtime",
-    "bfd_rlimit_rttime",
-    "checker_rlimit_rtime",
-    "checker_rlimit_rttime",
-    "config_save_dir",
-    "lvs_process_name",
-    "nftables_ipvs_priority",
-    "nftables_ipvs_start_fwmark",
-    "nftables_priority",
-    "process_name",
-    "umask",
-    "vmac_addr_prefix",
-    "vmac_prefix",
-    "vrrp_down_timer_adverts",
-    "vrrp_garp_interval",
-    "vrrp_garp_lower_prio_delay",
-    "vrrp_garp_lower_prio_repeat",
-    "vrrp_garp_master_delay",
-    "vrrp_garp_master_refresh",
-    "vrrp_garp_master_refresh_repeat",
-    "vrrp_garp_master_repeat",
-    "vrrp_gna_interval",
-    "vrrp_mcast_group4",
-    "vrrp_mcast_group6",
-    "vrrp_process_name",
-    "vrrp_rlimit_rtime",
-    "vrrp_rlimit_rttime",
-    "vrrp_startup_delay",
-    "vrrp_version",
-];
-
-/// The process a `vrrp_`/`checker_`/`bfd_` tuning keyword is for, in
-/// keepalived's words.
-fn process_of(kw: &str) -> &'static str {
-    if kw.starts_with("checker") {
-        "checker"
-    } else if kw.starts_with("bfd") {
-        "bfd"
-    } else {
-        "vrrp"
-    }
-}
-
-/// keepalived 2.2.7's value checks of the process tuning and GARP timing
-/// globals (no effect here yet; the checks are what `-t` says).
-fn check_global_value(p: P, w: &[Word]) {
-    let kw = w[0].text.as_str();
-    let v = w.get(1).map(|x| x.text.clone());
-    let proc_ = process_of(kw);
-    match kw {
-        "vrrp_priority" | "checker_priority" | "bfd_priority" => match v {
-            None => p.err(
-                ErrClass::GeneralError,
-                format!("No {proc_} process priority specified"),
-            ),
-            Some(v) => {
-                if p.read_int(&v, -20, 19, false).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid {proc_} process priority specified"),
-                    );
-                }
-            }
-        },
-        "vrrp_rt_priority" | "checker_rt_priority" | "bfd_rt_priority" => match v {
-            None => p.err(
-                ErrClass::GeneralError,
-                format!("No {proc_} process real-time priority specified"),
-            ),
-            Some(v) => match p.read_int(&v, i32::MIN as i64, i32::MAX as i64, false) {
-                None => p.err(
-                    ErrClass::GeneralError,
-                    format!("{proc_} process real-time priority '{v}' invalid"),
-                ),
-                Some(n) if n < 1 => p.err(
-                    ErrClass::GeneralError,
-                    format!("{proc_} process real-time priority {n} less than minimum 1 - setting to minimum"),
-                ),
-                Some(n) if n > 99 => p.err(
-                    ErrClass::GeneralError,
-                    format!("{proc_} process real-time priority {n} greater than maximum 99 - setting to maximum"),
-                ),
-                Some(_) => {}
-            },
-        },
-        "vrrp_rlimit_rtime" | "checker_rlimit_rtime" | "bfd_rlimit_rtime" | "vrrp_rlimit_rttime"
-        | "checker_rlimit_rttime" | "bfd_rlimit_rttime" => {
-            if let Some(v) = v {
-                if p.read_unsigned(&v, 1, u32::MAX as u64, false).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid {proc_} real-time limit - {v}"),
-                    );
-                }
-            }
-        }
-        "vrrp_garp_interval" | "vrrp_gna_interval" => {
-            if let Some(v) = v {
-                if p.read_timer(&v, 1, u32::MAX as u64, false).is_none() {
-                    p.err(ErrClass::GeneralError, format!("{kw} '{v}' is invalid"));
-                }
-            }
-        }
-        "vrrp_lower_prio_no_advert" | "vrrp_higher_prio_send_advert" | "vrrp_min_garp" => {
-            if let Some(v) = v {
-                if check_true_false(&v).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid value for {kw} specified"),
-                    );
-                }
-            }
-        }
-        "vrrp_netlink_cmd_rcv_bufs_force"
-        | "vrrp_netlink_monitor_rcv_bufs_force"
-        | "lvs_netlink_cmd_rcv_bufs_force"
-        | "lvs_netlink_monitor_rcv_bufs_force"
-        | "process_monitor_rcv_bufs_force"
-        | "data_use_instance"
-        | "smtp_alert_vrrp"
-        | "vrrp_notify_priority_changes" => {
-            if let Some(v) = v {
-                if check_true_false(&v).is_none() {
-                    // keepalived's own spelling for data_use_instance.
-                    let name = if kw == "data_use_instance" {
-                        "date_use_instance"
-                    } else {
-                        kw
-                    };
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid value '{v}' for global {name} specified"),
-                    );
-                }
-            }
-        }
-        "vrrp_netlink_cmd_rcv_bufs"
-        | "vrrp_netlink_monitor_rcv_bufs"
-        | "lvs_netlink_cmd_rcv_bufs"
-        | "lvs_netlink_monitor_rcv_bufs"
-        | "process_monitor_rcv_bufs" => match v {
-            None => p.err(ErrClass::GeneralError, format!("{kw} size missing")),
-            Some(v) => {
-                if p.read_unsigned(&v, 0, u32::MAX as u64, false).is_none() {
-                    p.err(ErrClass::GeneralError, format!("{kw} size ({v}) invalid"));
-                }
-            }
-        },
-        "vrrp_garp_master_repeat" | "vrrp_garp_master_refresh_repeat" => {
-            if let Some(v) = v {
-                match p.read_unsigned(&v, 0, u32::MAX as u64, false) {
-                    None => p.err(
-                        ErrClass::GeneralError,
-                        format!("{kw} '{v}' invalid - ignoring"),
-                    ),
-                    Some(0) => p.err(
-                        ErrClass::GeneralError,
-                        format!("{kw} must be greater than 0, setting to 1"),
-                    ),
-                    Some(_) => {}
-                }
-            }
-        }
-        "vrrp_garp_master_delay" | "vrrp_garp_lower_prio_delay" | "vrrp_garp_master_refresh"
-        | "vrrp_garp_lower_prio_repeat" => {
-            if let Some(v) = v {
-                if p.read_unsigned(&v, 0, u32::MAX as u64, false).is_none() {
-                    let msg = match kw {
-                        "vrrp_garp_master_refresh" => format!("Invalid {kw} '{v}' - ignoring"),
-                        "vrrp_garp_lower_prio_repeat" => format!("Invalid {kw} '{v}'"),
-                        _ => format!("{kw} '{v}' invalid - ignoring"),
-                    };
-                    p.err(ErrClass::GeneralError, msg);
-                }
-            }
-        }
-        "vrrp_version" => {
-            if let Some(v) = v {
-                if p.read_unsigned(&v, 2, 3, false).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        "VRRP Error: Version must be either 2 or 3",
-                    );
-                }
-            }
-        }
-        "vrrp_down_timer_adverts" => {
-            if let Some(v) = v {
-                if p.read_unsigned(&v, 1, 100, false).is_none() {
-                    p.err(
-                        ErrClass::GeneralError,
-                        format!("Invalid {kw} [1:100] '{v}'"),
-                    );
-                }
-            }
-        }
-        "vrrp_mcast_group4" | "vrrp_mcast_group6" => {
-            if let Some(v) = v {
-                let v6 = kw.ends_with('6');
-                match v.parse::<std::net::IpAddr>() {
-                    Ok(a) if a.is_ipv6() == v6 => {
-                        if !a.is_multicast() {
-                            p.err(
-                                ErrClass::GeneralError,
-                                format!("{kw} [{v}] is not multicast. Skipping"),
-                            );
-                        }
-                    }
-                    _ => p.err(
-                        ErrClass::GeneralError,
-                        format!("Can't parse {kw} [{v}]. Skipping"),
-                    ),
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// keepalived's `check_true_false()`.
-fn check_true_false(v: &str) -> Option<bool> {
-    match v {
-        "true" | "on" | "yes" => Some(true),
-        "false" | "off" | "no" => Some(false),
-        _ => None,
-    }
-}
-
 /// A `global_defs` keyword kept as written (no effect yet), with
 /// keepalived's checks of its value.
 pub fn global_other(p: P, w: &[Word]) -> HandlerResult {
-    if GLOBAL_NEEDS_VALUE.contains(&w[0].text.as_str()) {
+    if super::global_values::GLOBAL_NEEDS_VALUE.contains(&w[0].text.as_str()) {
         p.arg(w, 1)?;
     }
-    check_global_value(p, w);
+    super::global_values::check_global_value(p, w);
     let line = p.pos.line;
     p.cfg.global_defs.other.push(Setting {
         keyword: w[0].text.clone(),

@@ -10,7 +10,9 @@ fn removed(p: &P) -> bool {
 }
 
 pub fn misc_path(p: P, w: &[Word]) -> HandlerResult {
-    if removed(&p) {
+    // Without a value keepalived says nothing here: the end of the block
+    // reports the missing script.
+    if removed(&p) || w.len() < 2 {
         return Ok(());
     }
     let s = p.script(w)?;

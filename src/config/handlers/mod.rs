@@ -97,10 +97,12 @@ fn set_once<'r, 'l, T>(
 }
 
 mod bfd_check;
+mod bfd_instance;
 mod checkers;
 mod dns_check;
 mod file_check;
 mod global_defs;
+mod global_values;
 mod http_get;
 mod misc_check;
 mod numbers;
@@ -114,6 +116,7 @@ mod virtual_server;
 mod virtual_server_group;
 
 pub(super) use bfd_check::*;
+pub(super) use bfd_instance::*;
 pub(super) use checkers::*;
 pub(super) use dns_check::*;
 pub(super) use file_check::*;

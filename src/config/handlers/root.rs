@@ -4,7 +4,10 @@
 use super::*;
 
 pub fn net_namespace(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.root.net_namespace = Some(p.arg(w, 1)?.to_string());
+    let Some(n) = p.value_or(w, 1, "net_namespace name missing - ignoring") else {
+        return Ok(());
+    };
+    p.cfg.root.net_namespace = Some(n);
     Ok(())
 }
 pub fn net_namespace_ipvs(p: P, w: &[Word]) -> HandlerResult {
@@ -20,7 +23,10 @@ pub fn use_pid_dir(p: P, _w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn instance(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.root.instance = Some(p.arg(w, 1)?.to_string());
+    let Some(n) = p.value_or(w, 1, "instance name missing - ignoring") else {
+        return Ok(());
+    };
+    p.cfg.root.instance = Some(n);
     Ok(())
 }
 pub fn child_wait_time(p: P, w: &[Word]) -> HandlerResult {

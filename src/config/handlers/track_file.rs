@@ -21,14 +21,24 @@ pub fn tf_open(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn tf_file(p: P, w: &[Word]) -> HandlerResult {
-    let f = p.arg(w, 1)?.to_string();
+    let Some(f) = p.value_or(w, 1, "track file file name missing") else {
+        return Ok(());
+    };
     if let Some(t) = p.track_file.as_mut() {
         t.file = Some(f);
     }
     Ok(())
 }
 pub fn tf_weight(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
+    let name = p
+        .track_file
+        .as_ref()
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
+    let msg = format!("No weight specified for track file {name} - ignoring");
+    let Some(s) = p.value_or(w, 1, &msg) else {
+        return Ok(());
+    };
     let Some(v) = p.read_int(&s, -254, 254, true) else {
         p.err(
             ErrClass::GeneralError,
@@ -54,7 +64,7 @@ pub fn tf_close(p: P) {
         if t.file.is_none() {
             p.err(
                 ErrClass::GeneralError,
-                format!("No file set for track_file {} - removing", t.name),
+                format!("No file set for track_file {} - ignoring", t.name),
             );
             return;
         }

@@ -470,15 +470,19 @@ pub fn vs_sorry_server_inhibit(p: P, _w: &[Word]) -> HandlerResult {
 }
 
 pub fn vs_sorry_server_lvs_method(p: P, w: &[Word]) -> HandlerResult {
+    // keepalived looks for the sorry server before the value.
+    if p.vs.as_ref().is_some_and(|v| v.sorry_server.is_none()) {
+        p.err_hint(
+            ErrClass::GeneralError,
+            "sorry_server forwarding used without sorry_server",
+            "sorry_server_lvs_method must come after sorry_server",
+        );
+        return Ok(());
+    }
     p.arg(w, 1)?;
     let f = forwarding(p, w, "sorry server");
-    match (f, p.vs.as_mut().and_then(|v| v.sorry_server.as_mut())) {
-        (Some(f), Some(s)) => s.lvs_method = Some(f),
-        (_, None) => p.err(
-            ErrClass::GeneralError,
-            "No sorry server defined for sorry_server_lvs_method",
-        ),
-        _ => {}
+    if let (Some(f), Some(s)) = (f, p.vs.as_mut().and_then(|v| v.sorry_server.as_mut())) {
+        s.lvs_method = Some(f);
     }
     Ok(())
 }

@@ -944,13 +944,9 @@ fn every_keyword_without_its_value_gets_keepalived_s_exit_code() {
         diffs.len(),
         diffs.join("\n")
     );
-    // A ratchet while issue 15's "missing values" class is worked down
-    // (most of what is left are VRRP and BFD keywords, whose blocks are
-    // validated with the VRRP work): it may only fall.
-    const STILL_DIFFERENT: usize = 104;
     assert!(
-        diffs.len() <= STILL_DIFFERENT,
-        "{} keywords without a value differ from keepalived (at most {STILL_DIFFERENT}):\n{}",
+        diffs.is_empty(),
+        "{} keywords without a value differ from keepalived:\n{}",
         diffs.len(),
         diffs.join("\n")
     );

@@ -77,7 +77,25 @@ fn generic_open(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
 }
 
 fn generic_open_named(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
-    p.arg(w, 1)?;
+    if w.len() < 2 {
+        // keepalived's own words for some blocks; a missing parameter for
+        // the others. A nameless block is skipped (and kept, nameless, so
+        // that the block stack stays right).
+        let msg = match w[0].text.as_str() {
+            "vrrp_instance" => "vrrp_instance must have a name",
+            "vrrp_sync_group" => "vrrp_sync_group must have a name - skipping",
+            "track_group" => "track_group must have a name - skipping",
+            "garp_group" => return generic_open(p, w),
+            _ => {
+                p.arg(w, 1)?;
+                ""
+            }
+        };
+        p.err(crate::config::diag::ErrClass::GeneralError, msg);
+        generic_open(p, w)?;
+        p.skip_block();
+        return Ok(());
+    }
     generic_open(p, w)
 }
 
@@ -112,7 +130,8 @@ fn generic_value_block(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
         keyword: w[0].text.clone(),
         args: w[1..].iter().map(|x| x.text.clone()).collect(),
         line,
-        end_line: line,
+        // Where the value block ended (its `}`).
+        end_line: p.pos.line,
         settings: Vec::new(),
         values,
         children: Vec::new(),

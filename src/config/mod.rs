@@ -11,11 +11,13 @@ mod handlers;
 pub mod keywords;
 pub mod lexer;
 pub mod model;
+pub mod numbers;
 pub mod parser;
 pub mod reader;
 pub mod script_security;
 pub mod validate;
 mod violation;
+pub mod vrrp;
 
 use diag::Diagnostics;
 use model::Config;

@@ -33,8 +33,10 @@ pub struct Config {
     /// drops included (`valid` false): the checker and VRRP still know
     /// their names.
     pub bfd_instances: Vec<BfdInstance>,
-    /// VRRP and static sections, keywords checked, runtime not built yet.
+    /// VRRP and static sections as written.
     pub other_blocks: Vec<Block>,
+    /// The VRRP side, typed and checked (built from `other_blocks`).
+    pub vrrp: super::vrrp::VrrpConfig,
     /// The default script user as the checker's parse left it: `None` not
     /// needed, else whether it could be set. keepalived's `-t` runs its
     /// parses in one process and this state outlives the checker's, so

@@ -511,15 +511,7 @@ impl<'r, 'l> Parser<'r, 'l> {
         out
     }
 
-    // ---- number readers (keepalived's read_int/read_unsigned/read_double) ----
-
-    fn warn_prefix(&self, ignore_error: bool) -> &'static str {
-        if ignore_error && !self.config_test {
-            "WARNING - "
-        } else {
-            ""
-        }
-    }
+    // ---- number readers: see `super::numbers` ----
 
     /// `read_unsigned_func()`: Some(value) when accepted.
     pub(crate) fn read_unsigned(
@@ -529,34 +521,7 @@ impl<'r, 'l> Parser<'r, 'l> {
         max: u64,
         ignore_error: bool,
     ) -> Option<u64> {
-        let warn = self.warn_prefix(ignore_error);
-        let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
-        let (val, rest, overflow) = strtoul(t);
-        let ok_range = val >= min && val <= max;
-        if t.starts_with('-') {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}negative number '{s}'"),
-            );
-        } else if !rest.is_empty() {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}invalid number '{s}'"),
-            );
-        } else if overflow || val > u32::MAX as u64 {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}number '{s}' outside unsigned integer range"),
-            );
-        } else if !ok_range {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}number '{s}' outside range [{min}, {max}]"),
-            );
-        } else {
-            return Some(val);
-        }
-        (ignore_error && ok_range && !self.config_test && !t.starts_with('-')).then_some(val)
+        super::numbers::read_unsigned(self, s, min, max, ignore_error)
     }
 
     /// `read_int_func()`.
@@ -567,28 +532,7 @@ impl<'r, 'l> Parser<'r, 'l> {
         max: i64,
         ignore_error: bool,
     ) -> Option<i64> {
-        let warn = self.warn_prefix(ignore_error);
-        let (val, rest, overflow) = strtol(s);
-        let ok_range = val >= min && val <= max;
-        if !rest.is_empty() {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}invalid number '{s}'"),
-            );
-        } else if overflow || val < i32::MIN as i64 || val > i32::MAX as i64 {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}number '{s}' outside integer range"),
-            );
-        } else if !ok_range {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("number '{s}' outside range [{min}, {max}]"),
-            );
-        } else {
-            return Some(val);
-        }
-        (ignore_error && ok_range && !self.config_test).then_some(val)
+        super::numbers::read_int(self, s, min, max, ignore_error)
     }
 
     /// `read_timer()`: seconds with up to 6 decimals, returned in µs.
@@ -599,49 +543,7 @@ impl<'r, 'l> Parser<'r, 'l> {
         max_us: u64,
         ignore_error: bool,
     ) -> Option<u64> {
-        let warn = self.warn_prefix(ignore_error);
-        let max_us = if max_us == 0 { TIMER_MAXIMUM } else { max_us };
-        let fmin = min_us as f64 / TIMER_HZ as f64;
-        let fmax = max_us as f64 / TIMER_HZ as f64;
-        let (val, rest) = strtod(s);
-        let ok_range = val >= fmin && val <= fmax;
-        // read_decimal_unsigned_strvec(): a sign is refused first, "-0" too.
-        if s.trim_start_matches(super::lexer::WHITE_SPACE)
-            .starts_with('-')
-        {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}negative number '{s}'"),
-            );
-            return None;
-        }
-        let us = if val * TIMER_HZ as f64 > max_us as f64 {
-            max_us
-        } else {
-            (val * TIMER_HZ as f64).max(0.0) as u64
-        };
-        if !rest.is_empty() {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!("{warn}invalid number '{s}'"),
-            );
-        } else if val.is_infinite() {
-            self.err(ErrClass::InvalidNumber, format!("infinite number '{s}'"));
-        } else if val.is_nan() {
-            self.err(ErrClass::InvalidNumber, format!("not a number '{s}'"));
-        } else if !ok_range {
-            self.err(
-                ErrClass::InvalidNumber,
-                format!(
-                    "number '{s}' outside range [{}, {}]",
-                    fmt_g(fmin),
-                    fmt_g(fmax)
-                ),
-            );
-        } else {
-            return Some(us);
-        }
-        (ignore_error && ok_range && !self.config_test).then_some(us)
+        super::numbers::read_timer(self, s, min_us, max_us, ignore_error)
     }
 
     /// keepalived's `check_true_false()` for an optional BOOL argument.
@@ -755,7 +657,7 @@ pub(crate) fn strtoul(s: &str) -> (u64, &str, bool) {
 }
 
 /// C `strtol(s, &end, 10)`.
-fn strtol(s: &str) -> (i64, &str, bool) {
+pub(crate) fn strtol(s: &str) -> (i64, &str, bool) {
     let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
     let (neg, u) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -773,7 +675,7 @@ fn strtol(s: &str) -> (i64, &str, bool) {
 }
 
 /// C `strtod`, decimal forms only (what keepalived configs use).
-fn strtod(s: &str) -> (f64, &str) {
+pub(crate) fn strtod(s: &str) -> (f64, &str) {
     let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
     let b = t.as_bytes();
     let mut i = 0;
@@ -844,6 +746,15 @@ pub fn parse_port(s: &str) -> Option<u16> {
     match s.parse::<u32>() {
         Ok(p) if (1..=65535).contains(&p) => Some(p as u16),
         _ => None,
+    }
+}
+
+impl super::numbers::Report for Parser<'_, '_> {
+    fn report(&mut self, class: ErrClass, msg: String) {
+        self.err(class, msg);
+    }
+    fn config_test(&self) -> bool {
+        self.config_test
     }
 }
 

@@ -15,6 +15,10 @@ use std::sync::Arc;
 pub trait Host {
     /// True when a network interface of that name exists.
     fn interface_exists(&self, name: &str) -> bool;
+    /// True unless the interface is known not to do multicast.
+    fn interface_multicast(&self, _name: &str) -> bool {
+        true
+    }
 }
 
 /// The running host, via `/sys/class/net`.
@@ -26,6 +30,20 @@ impl Host for RealHost {
         !name.is_empty()
             && !name.contains('/')
             && std::path::Path::new("/sys/class/net").join(name).exists()
+    }
+    fn interface_multicast(&self, name: &str) -> bool {
+        // IFF_MULTICAST in the flags sysfs shows as hex.
+        const IFF_MULTICAST: u64 = 0x1000;
+        let flags = std::fs::read_to_string(
+            std::path::Path::new("/sys/class/net")
+                .join(name)
+                .join("flags"),
+        );
+        match flags {
+            Ok(f) => u64::from_str_radix(f.trim().trim_start_matches("0x"), 16)
+                .map_or(true, |v| v & IFF_MULTICAST != 0),
+            Err(_) => true,
+        }
     }
 }
 
@@ -494,16 +512,16 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
         .other_blocks
         .iter()
         .filter(|b| b.keyword == "vrrp_script")
-        .filter(|b| b.settings.iter().any(|s| s.keyword == "script"))
+        .filter(|b| has_script(b))
         .filter_map(|b| b.args.first().cloned())
         .filter(|n| !dropped.names.contains(n))
         .collect();
     let mut bad_if = false;
     for b in &cfg.other_blocks {
         match b.keyword.as_str() {
-            "vrrp_script" if !b.settings.iter().any(|s| s.keyword == "script") => {
+            "vrrp_script" if !has_script(b) => {
                 diags.report(
-                    &at(file, b.line),
+                    &at(file, b.end_line),
                     ErrClass::GeneralError,
                     format!(
                         "No script set for vrrp_script {} - removing",
@@ -511,91 +529,15 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                     ),
                 );
             }
-            "vrrp_instance" => {
-                let name = b.args.first().cloned().unwrap_or_default();
-                for s in &b.settings {
-                    if s.keyword == "interface" {
-                        if let Some(ifn) = s.args.first() {
-                            if !host.interface_exists(ifn) {
-                                bad_if = true;
-                                diags.report(
-                                    &at(file, s.line),
-                                    ErrClass::Warning,
-                                    format!("WARNING - interface {ifn} for vrrp_instance {name} doesn't exist"),
-                                );
-                            }
-                        }
-                    }
-                }
-                for s in b.settings.iter().filter(|s| s.keyword == "state") {
-                    match s.args.first().map(String::as_str) {
-                        Some("MASTER" | "BACKUP") | None => {}
-                        Some(other) => diags.report(
-                            &at(file, s.line),
-                            ErrClass::GeneralError,
-                            format!("({name}) unknown state '{other}', defaulting to BACKUP"),
-                        ),
-                    }
-                }
-                let master = b.settings.iter().any(|s| {
-                    s.keyword == "state" && s.args.first().map(String::as_str) == Some("MASTER")
-                });
-                for c in &b.children {
-                    match c.keyword.as_str() {
-                        "track_interface" => {
-                            for v in &c.values {
-                                let Some(ifn) = v.words.first() else { continue };
-                                if !host.interface_exists(ifn) {
-                                    bad_if = true;
-                                    diags.report(
-                                        &at(file, v.line),
-                                        ErrClass::BadIf,
-                                        format!("({name}) tracked interface {ifn} doesn't exist"),
-                                    );
-                                }
-                            }
-                        }
-                        "track_script" => {
-                            for v in &c.values {
-                                let Some(sn) = v.words.first() else { continue };
-                                if !script_names.contains(sn) {
-                                    diags.report(
-                                        &at(file, v.line),
-                                        ErrClass::GeneralError,
-                                        format!(
-                                            "({name}) track script {sn} not found, ignoring..."
-                                        ),
-                                    );
-                                }
-                            }
-                        }
-                        "authentication" => {
-                            let ah = c.settings.iter().any(|s| {
-                                s.keyword == "auth_type"
-                                    && s.args.first().map(String::as_str) == Some("AH")
-                            });
-                            if ah && master {
-                                diags.report(
-                                    &Pos::none(),
-                                    ErrClass::GeneralError,
-                                    format!("({name}) Initial state master is incompatible with AH authentication - clearing"),
-                                );
-                            }
-                        }
-                        "virtual_ipaddress"
-                        | "virtual_ipaddress_excluded"
-                        | "virtual_routes"
-                        | "virtual_rules" => check_addr_lines(c, diags, file, host, &mut bad_if),
-                        _ => {}
-                    }
-                }
-            }
             "static_ipaddress" | "static_routes" | "static_rules" => {
                 check_addr_lines(b, diags, file, host, &mut bad_if)
             }
             _ => {}
         }
     }
+    let mut cx = super::vrrp::build::Ctx::new(diags, file.clone(), host, true);
+    cfg.vrrp = super::vrrp::build(cfg, &mut cx, &script_names);
+    bad_if |= cx.bad_if;
     if bad_if {
         diags.push(
             &Pos::none(),
@@ -608,6 +550,13 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
     if !bad_if {
         super::violation::vrrp_scripts(cfg, &dropped, diags);
     }
+}
+
+/// A `vrrp_script` block with a `script` that has a command.
+fn has_script(b: &Block) -> bool {
+    b.settings
+        .iter()
+        .any(|s| s.keyword == "script" && !s.args.is_empty())
 }
 
 fn check_addr_lines(

@@ -1,0 +1,147 @@
+//! keepalived's number readers (`read_int`, `read_unsigned`, `read_timer`
+//! of `lib/parser.c`): their ranges, their messages and their `-t`
+//! strictness, for whoever reads a config value — the block parser and
+//! the VRRP model's builder. Pure: problems go to a [`Report`].
+
+use super::diag::ErrClass;
+use super::model::TIMER_HZ;
+use super::parser::{fmt_g, strtod, strtol, strtoul, TIMER_MAXIMUM};
+
+/// Where a reader's complaints go, and whether it reads as `-t` does.
+pub trait Report {
+    /// Records a problem at the current line.
+    fn report(&mut self, class: ErrClass, msg: String);
+    /// `-t` mode: values with trailing garbage are refused.
+    fn config_test(&self) -> bool;
+}
+
+fn warn_prefix(r: &impl Report, ignore_error: bool) -> &'static str {
+    if ignore_error && !r.config_test() {
+        "WARNING - "
+    } else {
+        ""
+    }
+}
+
+/// `read_unsigned_func()`: Some(value) when accepted.
+pub fn read_unsigned(
+    r: &mut impl Report,
+    s: &str,
+    min: u64,
+    max: u64,
+    ignore_error: bool,
+) -> Option<u64> {
+    let warn = warn_prefix(r, ignore_error);
+    let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
+    let (val, rest, overflow) = strtoul(t);
+    let ok_range = val >= min && val <= max;
+    if t.starts_with('-') {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}negative number '{s}'"),
+        );
+    } else if !rest.is_empty() {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}invalid number '{s}'"),
+        );
+    } else if overflow || val > u32::MAX as u64 {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}number '{s}' outside unsigned integer range"),
+        );
+    } else if !ok_range {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}number '{s}' outside range [{min}, {max}]"),
+        );
+    } else {
+        return Some(val);
+    }
+    (ignore_error && ok_range && !r.config_test() && !t.starts_with('-')).then_some(val)
+}
+
+/// `read_int_func()`.
+pub fn read_int(
+    r: &mut impl Report,
+    s: &str,
+    min: i64,
+    max: i64,
+    ignore_error: bool,
+) -> Option<i64> {
+    let warn = warn_prefix(r, ignore_error);
+    let (val, rest, overflow) = strtol(s);
+    let ok_range = val >= min && val <= max;
+    if !rest.is_empty() {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}invalid number '{s}'"),
+        );
+    } else if overflow || val < i32::MIN as i64 || val > i32::MAX as i64 {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}number '{s}' outside integer range"),
+        );
+    } else if !ok_range {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("number '{s}' outside range [{min}, {max}]"),
+        );
+    } else {
+        return Some(val);
+    }
+    (ignore_error && ok_range && !r.config_test()).then_some(val)
+}
+
+/// `read_timer()`: seconds with up to 6 decimals, returned in µs.
+pub fn read_timer(
+    r: &mut impl Report,
+    s: &str,
+    min_us: u64,
+    max_us: u64,
+    ignore_error: bool,
+) -> Option<u64> {
+    let warn = warn_prefix(r, ignore_error);
+    let max_us = if max_us == 0 { TIMER_MAXIMUM } else { max_us };
+    let fmin = min_us as f64 / TIMER_HZ as f64;
+    let fmax = max_us as f64 / TIMER_HZ as f64;
+    let (val, rest) = strtod(s);
+    let ok_range = val >= fmin && val <= fmax;
+    // read_decimal_unsigned_strvec(): a sign is refused first, "-0" too.
+    if s.trim_start_matches(super::lexer::WHITE_SPACE)
+        .starts_with('-')
+    {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}negative number '{s}'"),
+        );
+        return None;
+    }
+    let us = if val * TIMER_HZ as f64 > max_us as f64 {
+        max_us
+    } else {
+        (val * TIMER_HZ as f64).max(0.0) as u64
+    };
+    if !rest.is_empty() {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!("{warn}invalid number '{s}'"),
+        );
+    } else if val.is_infinite() {
+        r.report(ErrClass::InvalidNumber, format!("infinite number '{s}'"));
+    } else if val.is_nan() {
+        r.report(ErrClass::InvalidNumber, format!("not a number '{s}'"));
+    } else if !ok_range {
+        r.report(
+            ErrClass::InvalidNumber,
+            format!(
+                "number '{s}' outside range [{}, {}]",
+                fmt_g(fmin),
+                fmt_g(fmax)
+            ),
+        );
+    } else {
+        return Some(us);
+    }
+    (ignore_error && ok_range && !r.config_test()).then_some(us)
+}

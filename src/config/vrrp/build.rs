@@ -1,0 +1,914 @@
+//! Builds the [`VrrpConfig`] from the VRRP blocks as written, with
+//! keepalived 2.2.7's checks: the value checks its keyword handlers make
+//! (`vrrp_parser.c`) and those of `vrrp_complete_instance()` once a block
+//! is read. Pure but for the host's interfaces, passed in.
+
+use super::*;
+use crate::config::diag::{Diagnostics, ErrClass, Pos};
+use crate::config::model::{Block, Config, Setting, TIMER_HZ};
+use crate::config::numbers::{self, Report};
+use crate::config::parser::parse_ip;
+use crate::config::validate::Host;
+use std::sync::Arc;
+
+/// Where the builder reports: the line being read, the host it asks.
+pub struct Ctx<'a> {
+    diags: &'a mut Diagnostics,
+    file: Arc<str>,
+    /// The line problems are reported at.
+    pub line: usize,
+    /// The machine's interfaces.
+    pub host: &'a dyn Host,
+    config_test: bool,
+    /// An interface named in the config does not exist (keepalived's VRRP
+    /// process stops on that).
+    pub bad_if: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context reporting into `diags` for `file`.
+    pub fn new(
+        diags: &'a mut Diagnostics,
+        file: Arc<str>,
+        host: &'a dyn Host,
+        config_test: bool,
+    ) -> Self {
+        Ctx {
+            diags,
+            file,
+            line: 0,
+            host,
+            config_test,
+            bad_if: false,
+        }
+    }
+
+    fn pos(&self) -> Pos {
+        if self.line == 0 {
+            Pos::none()
+        } else {
+            Pos {
+                file: self.file.clone(),
+                line: self.line,
+            }
+        }
+    }
+
+    /// A general error at the current line.
+    pub fn err(&mut self, msg: impl Into<String>) {
+        let pos = self.pos();
+        self.diags.report(&pos, ErrClass::GeneralError, msg);
+    }
+
+    /// A problem keepalived reports without a line (end-of-block checks).
+    fn err_nolines(&mut self, msg: impl Into<String>) {
+        self.diags.report(&Pos::none(), ErrClass::GeneralError, msg);
+    }
+
+    /// An interface that does not exist.
+    pub fn bad_interface(&mut self, msg: String) {
+        let pos = self.pos();
+        self.diags.report(&pos, ErrClass::Warning, msg);
+        self.bad_if = true;
+    }
+
+    /// keepalived's missing-parameter error (exit 2).
+    pub(super) fn missing(&mut self, s: &Setting) {
+        self.line = s.line;
+        let pos = self.pos();
+        self.diags.report(
+            &pos,
+            ErrClass::MissingParameter,
+            format!(
+                "*** Configuration line starting `{0}` is missing a parameter after keyword `{0}` at word position 2",
+                s.keyword
+            ),
+        );
+        self.diags.missing_parameter = true;
+    }
+
+    /// `read_unsigned()` as `-t` reads it.
+    pub fn read_unsigned(&mut self, s: &str, min: u64, max: u64) -> Option<u64> {
+        numbers::read_unsigned(self, s, min, max, false)
+    }
+
+    pub(super) fn read_int(&mut self, s: &str, min: i64, max: i64) -> Option<i64> {
+        numbers::read_int(self, s, min, max, false)
+    }
+
+    pub(super) fn read_timer(&mut self, s: &str, min_us: u64, max_us: u64) -> Option<u64> {
+        numbers::read_timer(self, s, min_us, max_us, false)
+    }
+}
+
+impl Report for Ctx<'_> {
+    fn report(&mut self, class: ErrClass, msg: String) {
+        let pos = self.pos();
+        self.diags.report(&pos, class, msg);
+    }
+    fn config_test(&self) -> bool {
+        self.config_test
+    }
+}
+
+/// keepalived's `check_true_false()`.
+fn bool_word(v: &str) -> Option<bool> {
+    match v {
+        "true" | "on" | "yes" => Some(true),
+        "false" | "off" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// Keywords whose handler reads its first value unchecked: without one,
+/// keepalived's missing-parameter exit 2.
+const NEEDS_VALUE: &[&str] = &[
+    "state",
+    "interface",
+    "virtual_router_id",
+    "priority",
+    "advert_int",
+    "version",
+    "preempt_delay",
+    "debug",
+    "mcast_src_ip",
+    "unicast_src_ip",
+    "unicast_ttl",
+    "mcast_dst_ip",
+    "lvs_sync_daemon_interface",
+    "vrf",
+    "notify_master",
+    "notify_backup",
+    "notify_fault",
+    "notify_stop",
+    "notify",
+    "notify_master_rx_lower_pri",
+    "garp_master_delay",
+    "garp_master_refresh",
+    "garp_master_repeat",
+    "garp_master_refresh_repeat",
+    "garp_lower_prio_delay",
+    "garp_lower_prio_repeat",
+    "down_timer_adverts",
+];
+
+/// Builds the VRRP model; `script_names` are the `vrrp_script`s that keep
+/// their script (the others were reported where they were read).
+pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig {
+    let mut out = VrrpConfig::default();
+    let mut names: Vec<String> = Vec::new();
+    for b in cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "vrrp_instance")
+    {
+        cx.line = b.line;
+        // A nameless block was reported and skipped where it was read.
+        let Some(name) = b.args.first().cloned() else {
+            continue;
+        };
+        if names.contains(&name) {
+            cx.err(format!("vrrp instance {name} already defined"));
+            continue;
+        }
+        names.push(name.clone());
+        if let Some(i) = instance(cfg, cx, b, name, script_names) {
+            out.instances.push(i);
+        }
+    }
+    out.scripts = super::track::scripts(cfg, cx, script_names);
+    out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
+    super::track::track_processes(cfg, cx);
+    super::track::garp_groups(cfg, cx);
+    super::track::track_groups(cfg, cx);
+    // Two instances may not share a VRID on one interface and family.
+    for (n, a) in out.instances.iter().enumerate() {
+        for b in &out.instances[n + 1..] {
+            if a.vrid == b.vrid
+                && a.ipv6 == b.ipv6
+                && a.interface.is_some()
+                && a.interface == b.interface
+                && a.unicast_peers.is_empty() == b.unicast_peers.is_empty()
+            {
+                let fam = if a.ipv6 { "IPv6" } else { "IPv4" };
+                cx.err_nolines(format!(
+                    "{} and {} both use VRID {} with {fam} on interface {}",
+                    a.name,
+                    b.name,
+                    a.vrid,
+                    a.interface.as_deref().unwrap_or("")
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn first(s: &Setting) -> Option<&str> {
+    s.args.first().map(String::as_str)
+}
+
+/// One `vrrp_instance`, or `None` when keepalived drops it.
+fn instance(
+    cfg: &Config,
+    cx: &mut Ctx,
+    b: &Block,
+    name: String,
+    script_names: &[String],
+) -> Option<Instance> {
+    let g = &cfg.global_defs;
+    let global_bool = |k: &str| g.other.iter().any(|s| s.keyword == k);
+    let mut i = Instance {
+        name: name.clone(),
+        line: b.line,
+        interface: None,
+        vrid: 0,
+        priority: 0,
+        init_state: InitState::Backup,
+        advert_int_us: TIMER_HZ,
+        version: g
+            .other
+            .iter()
+            .rev()
+            .find(|s| s.keyword == "vrrp_version")
+            .and_then(|s| s.args.first())
+            .and_then(|v| v.parse().ok())
+            .filter(|v| *v == 2 || *v == 3)
+            .unwrap_or(2),
+        ipv6: false,
+        nopreempt: false,
+        preempt_delay_us: 0,
+        accept: true,
+        strict: global_bool("vrrp_strict"),
+        dont_track_primary: false,
+        track_src_ip: false,
+        src_ip: None,
+        mcast_dst: None,
+        unicast_peers: Vec::new(),
+        unicast_ttl: 255,
+        unicast_fault_no_peer: false,
+        check_unicast_src: false,
+        vips: Vec::new(),
+        evips: Vec::new(),
+        virtual_routes: Vec::new(),
+        virtual_rules: Vec::new(),
+        track_interfaces: Vec::new(),
+        track_scripts: Vec::new(),
+        track_files: Vec::new(),
+        track_processes: Vec::new(),
+        track_bfds: Vec::new(),
+        auth: None,
+        garp: Garp::default(),
+        down_timer_adverts: 3,
+        lower_prio_no_advert: global_bool("vrrp_lower_prio_no_advert"),
+        higher_prio_send_advert: global_bool("vrrp_higher_prio_send_advert"),
+        skip_check_adv_addr: global_bool("vrrp_skip_check_adv_addr"),
+        notify: Notify::default(),
+        smtp_alert: None,
+        notify_priority_changes: None,
+        vmac: None,
+        vmac_xmit_base: false,
+        promote_secondaries: false,
+        sync_group: None,
+    };
+    let mut priority: Option<u8> = None;
+    let mut vrid: Option<u8> = None;
+    let mut state_master = false;
+    let mut advert_text: Option<f64> = None;
+    let mut unicast_keyword = false;
+    let mut ipvlan = false;
+    let mut native_ipv6 = false;
+    for s in &b.settings {
+        cx.line = s.line;
+        let kw = s.keyword.as_str();
+        if NEEDS_VALUE.contains(&kw) && s.args.is_empty() {
+            if kw == "lvs_sync_daemon_interface" {
+                deprecated_syncd(cx, &name);
+            }
+            cx.missing(s);
+            continue;
+        }
+        let v = first(s).unwrap_or("");
+        match kw {
+            "state" => match v {
+                "MASTER" => {
+                    i.init_state = InitState::Master;
+                    state_master = true;
+                }
+                "BACKUP" => {
+                    i.init_state = InitState::Backup;
+                    state_master = false;
+                }
+                other => {
+                    cx.err(format!("({name}) unknown state '{other}', defaulting to BACKUP"));
+                    i.init_state = InitState::Backup;
+                    state_master = false;
+                }
+            },
+            "interface" => {
+                if v.len() >= 16 {
+                    cx.err(format!("Interface name '{v}' too long - ignoring"));
+                } else if v == "lo" {
+                    cx.err(format!(
+                        "({name}) cannot use a loopback interface ({v}) for vrrp - ignoring"
+                    ));
+                } else {
+                    if !cx.host.interface_exists(v) {
+                        cx.bad_interface(format!(
+                            "WARNING - interface {v} for vrrp_instance {name} doesn't exist"
+                        ));
+                    }
+                    i.interface = Some(v.to_string());
+                }
+            }
+            "virtual_router_id" => match cx.read_unsigned(v, 1, 255) {
+                Some(n) => vrid = Some(n as u8),
+                None => cx.err(format!(
+                    "({name}): VRID '{v}' not valid - must be between 1 & 255"
+                )),
+            },
+            "priority" => match cx.read_unsigned(v, 1, 255) {
+                Some(n) => priority = Some(n as u8),
+                None => {
+                    cx.err(format!(
+                        "({name}) Priority not valid! must be between 1 & 255. Using default 100"
+                    ));
+                    priority = Some(100);
+                }
+            },
+            "advert_int" => match cx.read_timer(v, 10_000, 255 * TIMER_HZ) {
+                Some(us) => {
+                    i.advert_int_us = us;
+                    advert_text = Some(us as f64 / TIMER_HZ as f64);
+                }
+                None => cx.err(format!(
+                    "({name}) Advert interval ({v}) not valid! Must be > 0 - ignoring"
+                )),
+            },
+            "version" => match cx.read_unsigned(v, 2, 3) {
+                Some(n) => i.version = n as u8,
+                None => cx.err(format!("({name}): Version must be either 2 or 3")),
+            },
+            "nopreempt" => i.nopreempt = true,
+            "preempt" => i.nopreempt = false,
+            "preempt_delay" => match cx.read_timer(v, 0, 1000 * TIMER_HZ) {
+                Some(us) => i.preempt_delay_us = us,
+                None => cx.err(format!(
+                    "({name}) Preempt_delay not valid! must be between 0-1000"
+                )),
+            },
+            "debug" if cx.read_unsigned(v, 0, 4).is_none() => {
+                cx.err(format!(
+                    "({name}) Debug value '{v}' not valid; must be between 0-4"
+                ));
+            }
+            "mcast_src_ip" | "unicast_src_ip" => {
+                if kw == "unicast_src_ip" {
+                    unicast_keyword = true;
+                }
+                match parse_ip(v) {
+                    Some(a) => i.src_ip = Some(a),
+                    None => cx.err(format!(
+                        "Configuration error: VRRP instance[{name}] malformed src address[{v}]. Skipping..."
+                    )),
+                }
+            }
+            "mcast_dst_ip" => match parse_ip(v) {
+                Some(a) if a.is_multicast() => i.mcast_dst = Some(a),
+                _ => cx.err(format!("({name}) mcast_dst_ip {v} not multicast. Skipping...")),
+            },
+            "unicast_ttl" => match cx.read_unsigned(v, 0, 255) {
+                Some(n) => i.unicast_ttl = n as u8,
+                None => cx.err(format!(
+                    "({name}): TTL '{v}' not valid - must be between 0 & 255"
+                )),
+            },
+            "unicast_fault_no_peer" => i.unicast_fault_no_peer = true,
+            "check_unicast_src" => {
+                unicast_keyword = true;
+                i.check_unicast_src = true;
+            }
+            "old_unicast_checksum" => {
+                unicast_keyword = true;
+                if let Some(o) = first(s).filter(|o| *o != "never") {
+                    cx.err(format!(
+                        "({name}) Unknown old_unicast_chksum mode {o} - ignoring"
+                    ));
+                }
+            }
+            "lvs_sync_daemon_interface" => deprecated_syncd(cx, &name),
+            "vrf" if i.interface.is_some() => {
+                cx.err(format!(
+                    "({name}) Cannot specify VRF interface and interface - ignoring"
+                ));
+            }
+            "use_vmac" => {
+                i.vmac = Some(first(s).map(str::to_string).unwrap_or_default());
+            }
+            "vmac_xmit_base" => i.vmac_xmit_base = true,
+            "use_ipvlan" => ipvlan = true,
+            "native_ipv6" => native_ipv6 = true,
+            "dont_track_primary" => i.dont_track_primary = true,
+            "track_src_ip" => i.track_src_ip = true,
+            "accept" => i.accept = true,
+            "no_accept" => i.accept = false,
+            "skip_check_adv_addr" | "lower_prio_no_advert" | "higher_prio_send_advert"
+            | "notify_priority_changes" => {
+                let b = match first(s) {
+                    None => Some(true),
+                    Some(w) => bool_word(w),
+                };
+                match (kw, b) {
+                    (_, None) => cx.err(format!(
+                        "({name}) invalid {kw} {} specified",
+                        first(s).unwrap_or("")
+                    )),
+                    ("skip_check_adv_addr", Some(b)) => i.skip_check_adv_addr = b,
+                    ("lower_prio_no_advert", Some(b)) => i.lower_prio_no_advert = b,
+                    ("higher_prio_send_advert", Some(b)) => i.higher_prio_send_advert = b,
+                    (_, Some(b)) => i.notify_priority_changes = Some(b),
+                }
+            }
+            "strict_mode" => match first(s).map(bool_word) {
+                None => i.strict = true,
+                Some(Some(b)) => i.strict = b,
+                Some(None) => cx.err(format!("({name}) invalid strict_mode {v} specified")),
+            },
+            "smtp_alert" => match first(s).map(bool_word) {
+                None => i.smtp_alert = Some(true),
+                Some(Some(b)) => i.smtp_alert = Some(b),
+                Some(None) => cx.err(format!("Invalid vrrp_instance smtp_alert parameter {v}")),
+            },
+            "linkbeat_use_polling" => cx.err(format!(
+                "({name}) 'linkbeat_use_polling' in vrrp instance deprecated - use linkbeat_interfaces block"
+            )),
+            "kernel_rx_buf_size"
+                if s.args.is_empty() || cx.read_unsigned(v, 0, u64::from(u32::MAX)).is_none() =>
+            {
+                cx.err(format!("({name}) invalid kernel_rx_buf_size specified"));
+            }
+            "garp_extra_if" => {
+                let have_time = s.args.iter().any(|a| a != "all");
+                if !have_time {
+                    cx.err(format!("({name}): garp_extra_if specified without time - ignoring"));
+                }
+                for a in s.args.iter().filter(|a| *a != "all") {
+                    if cx.read_unsigned(a, 1, 86400).is_none() {
+                        cx.err(format!("({name}): garp_extra_if '{a}' invalid - ignoring"));
+                        break;
+                    }
+                }
+            }
+            "garp_master_delay" | "garp_lower_prio_delay" | "garp_master_refresh" => {
+                match cx.read_unsigned(v, 0, u64::from(u32::MAX)) {
+                    Some(n) => {
+                        let us = n * TIMER_HZ;
+                        match kw {
+                            "garp_master_delay" => i.garp.master_delay_us = us,
+                            "garp_lower_prio_delay" => i.garp.lower_prio_delay_us = us,
+                            _ => i.garp.master_refresh_us = us,
+                        }
+                    }
+                    None => cx.err(format!("({name}): {kw} '{v}' invalid - ignoring")),
+                }
+            }
+            "garp_master_repeat" | "garp_master_refresh_repeat" | "garp_lower_prio_repeat" => {
+                match cx.read_unsigned(v, 0, u64::from(u32::MAX)) {
+                    Some(0) if kw != "garp_lower_prio_repeat" => {
+                        cx.err(format!("({name}): {kw} must be greater than 0, setting to 1"));
+                        set_repeat(&mut i.garp, kw, 1);
+                    }
+                    Some(n) => set_repeat(&mut i.garp, kw, n as u32),
+                    None => cx.err(format!("({name}): {kw} '{v}' invalid - ignoring")),
+                }
+            }
+            "down_timer_adverts" => match cx.read_unsigned(v, 1, 100) {
+                Some(n) => i.down_timer_adverts = n as u32,
+                None => cx.err(format!("({name}): Invalid down_timer_adverts [1:100] '{v}'")),
+            },
+            "notify_master" | "notify_backup" | "notify_fault" | "notify_stop" | "notify"
+            | "notify_master_rx_lower_pri" | "notify_deleted" => {
+                notify_setting(cx, &mut i.notify, s, &name);
+            }
+            "promote_secondaries" => i.promote_secondaries = true,
+            _ => {}
+        }
+    }
+    for c in &b.children {
+        match c.keyword.as_str() {
+            "virtual_ipaddress" | "virtual_ipaddress_excluded" => {
+                let excluded = c.keyword.ends_with("excluded");
+                for l in &c.values {
+                    if let Some(vip) = parse_vip(cx, &l.words, l.line) {
+                        if excluded {
+                            i.evips.push(vip);
+                        } else {
+                            i.vips.push(vip);
+                        }
+                    }
+                }
+            }
+            "virtual_routes" => i
+                .virtual_routes
+                .extend(c.values.iter().map(|l| l.words.clone())),
+            "virtual_rules" => i
+                .virtual_rules
+                .extend(c.values.iter().map(|l| l.words.clone())),
+            "track_interface" => {
+                for l in &c.values {
+                    cx.line = l.line;
+                    if let Some(t) = tracked(cx, &l.words, l.line, &name, true) {
+                        if !cx.host.interface_exists(&t.name) {
+                            cx.bad_interface(format!(
+                                "({name}) tracked interface {} doesn't exist",
+                                t.name
+                            ));
+                        }
+                        i.track_interfaces.push(t);
+                    }
+                }
+            }
+            "track_script" | "track_file" | "track_process" | "track_bfd" => {
+                let what = c.keyword.trim_start_matches("track_");
+                for l in &c.values {
+                    cx.line = l.line;
+                    let Some(t) = tracked(cx, &l.words, l.line, &name, false) else {
+                        continue;
+                    };
+                    let known = match what {
+                        "script" => script_names.contains(&t.name),
+                        "file" => cfg.track_files.iter().any(|f| f.name == t.name),
+                        "bfd" => cfg
+                            .bfd_instances
+                            .iter()
+                            .any(|f| f.listed && f.name == t.name && (f.vrrp || !f.checker)),
+                        _ => cfg.other_blocks.iter().any(|p| {
+                            p.keyword == "vrrp_track_process" && p.args.first() == Some(&t.name)
+                        }),
+                    };
+                    if !known {
+                        cx.err(format!(
+                            "({name}) track {what} {} not found, ignoring...",
+                            t.name
+                        ));
+                        continue;
+                    }
+                    match what {
+                        "script" => i.track_scripts.push(t),
+                        "file" => i.track_files.push(t),
+                        "bfd" => i.track_bfds.push(t),
+                        _ => i.track_processes.push(t),
+                    }
+                }
+            }
+            "unicast_peer" => {
+                for l in &c.values {
+                    cx.line = l.line;
+                    if let Some(p) = unicast_peer(cx, &l.words, &name) {
+                        i.unicast_peers.push(p);
+                    }
+                }
+            }
+            "authentication" => {
+                i.auth = authentication(cx, c, &name, state_master);
+            }
+            _ => {}
+        }
+    }
+
+    // vrrp_complete_instance().
+    cx.line = 0;
+    let Some(vrid) = vrid else {
+        cx.err_nolines(format!("({name}) the virtual router id must be set"));
+        return None;
+    };
+    i.vrid = vrid;
+    i.ipv6 = native_ipv6
+        || i.vips.first().is_some_and(|v| v.addr.is_ipv6())
+        || (i.vips.is_empty() && i.src_ip.is_some_and(|a| a.is_ipv6()))
+        || (i.vips.is_empty()
+            && i.src_ip.is_none()
+            && i.unicast_peers.first().is_some_and(|p| p.addr.is_ipv6()));
+    if i.ipv6 {
+        i.version = 3;
+    }
+    let family_v6 = i.ipv6;
+    let mut kept = Vec::new();
+    for v in std::mem::take(&mut i.vips) {
+        if v.addr.is_ipv6() != family_v6 {
+            cx.line = v.line;
+            cx.err(format!(
+                "({name}): address family must match VRRP instance [{}] - ignoring",
+                v.addr
+            ));
+            cx.line = 0;
+        } else {
+            kept.push(v);
+        }
+    }
+    i.vips = kept;
+    match &i.interface {
+        None => cx.err_nolines(format!("({name}) Unknown interface!")),
+        Some(ifn)
+            if i.unicast_peers.is_empty()
+                && cx.host.interface_exists(ifn)
+                && !cx.host.interface_multicast(ifn) =>
+        {
+            cx.err_nolines(format!(
+                "({name}) interface {ifn} does not support multicast, specify unicast peers - disabling"
+            ));
+            return None;
+        }
+        Some(_) => {}
+    }
+    if i.vips.is_empty() {
+        let need = if i.version == 3 || i.strict {
+            "required"
+        } else {
+            "sensible"
+        };
+        cx.err_nolines(format!("({name}) No VIP specified; at least one is {need}"));
+    }
+    i.priority = priority.unwrap_or(if state_master { 255 } else { 100 });
+    if i.priority == 255 && i.nopreempt {
+        cx.err_nolines(format!(
+            "({name}) nopreempt is incompatible with priority 255. resetting nopreempt"
+        ));
+        i.nopreempt = false;
+    }
+    if !i.unicast_peers.is_empty() {
+        if i.mcast_dst.take().is_some() {
+            cx.err_nolines(format!(
+                "({name}) multicast destination specified with unicast - ignoring"
+            ));
+        }
+    } else if unicast_keyword && !i.unicast_fault_no_peer {
+        cx.err_nolines(format!(
+            "({name}) A unicast keyword has been specified without any unicast peers. Defaulting to multicast. This usage is deprecated - please update your configuration."
+        ));
+    }
+    if i.auth.is_some() {
+        if i.version == 3 {
+            cx.err_nolines(format!(
+                "({name}) VRRP version 3 does not support authentication. Ignoring."
+            ));
+            i.auth = None;
+        } else if i.strict {
+            cx.err_nolines(format!(
+                "({name}) Strict mode does not support authentication. Ignoring."
+            ));
+            i.auth = None;
+        }
+    }
+    if i.strict && i.preempt_delay_us > 0 {
+        cx.err_nolines(format!(
+            "({name}) preempt_delay is incompatible with strict mode - resetting"
+        ));
+        i.preempt_delay_us = 0;
+    }
+    if let Some(secs) = advert_text {
+        if i.version == 2 && secs.fract() != 0.0 {
+            cx.err_nolines(format!(
+                "({name}) VRRPv2 advertisement interval {secs:.6}s must be an integer. rounding"
+            ));
+            i.advert_int_us = (secs.round().max(1.0) as u64) * TIMER_HZ;
+        } else if i.version == 3 && secs >= 40.96 {
+            cx.err_nolines(format!(
+                "({name}) VRRPv3 advertisement interval {secs:.2}s is out of range. Must be less than 40.96s. Setting to 40.95s"
+            ));
+            i.advert_int_us = 40_950_000;
+        } else if i.version == 3 {
+            // v3 carries centiseconds.
+            i.advert_int_us = i.advert_int_us / 10_000 * 10_000;
+        }
+    }
+    if i.vmac_xmit_base && i.vmac.is_none() {
+        cx.err_nolines(format!("({name}) vmac_xmit_base is only valid with a vmac"));
+        i.vmac_xmit_base = false;
+    }
+    if ipvlan && i.src_ip.is_none() && !i.ipv6 {
+        cx.err_nolines(format!(
+            "({name}) IPv4 ipvlan requires a source ip address to be configured. setting instance to fault state"
+        ));
+    }
+    let own = i.interface.clone();
+    let owner = i.priority == 255;
+    i.track_interfaces.retain(|t| {
+        if own.as_deref() == Some(t.name.as_str()) {
+            cx.err_nolines(format!(
+                "({name}) Ignoring track_interface {} since own interface",
+                t.name
+            ));
+            return false;
+        }
+        if owner && t.weight.is_some_and(|w| w != 0) {
+            cx.err_nolines(format!(
+                "({name}) ignoring {} tracked interface due to address owner",
+                t.name
+            ));
+            return false;
+        }
+        true
+    });
+    Some(i)
+}
+
+fn set_repeat(g: &mut Garp, kw: &str, n: u32) {
+    match kw {
+        "garp_master_repeat" => g.master_repeat = n,
+        "garp_master_refresh_repeat" => g.master_refresh_repeat = n,
+        _ => g.lower_prio_repeat = n,
+    }
+}
+
+fn deprecated_syncd(cx: &mut Ctx, name: &str) {
+    cx.err(format!(
+        "({name}) Specifying lvs_sync_daemon_interface against a vrrp is deprecated."
+    ));
+    cx.err("      Please use global lvs_sync_daemon");
+}
+
+/// A notify keyword: `SCRIPT [USER [GROUP]]`, once each.
+pub(super) fn notify_setting(cx: &mut Ctx, n: &mut Notify, s: &Setting, name: &str) {
+    let script = s.args.first().map(|cmd| NotifyScript {
+        args: cmd.split_whitespace().map(str::to_string).collect(),
+        user: s.args.get(1).cloned(),
+        group: s.args.get(2).cloned(),
+        line: s.line,
+    });
+    let kw = s.keyword.as_str();
+    let slot = match kw {
+        "notify_master" => &mut n.master,
+        "notify_backup" => &mut n.backup,
+        "notify_fault" => &mut n.fault,
+        "notify_stop" => &mut n.stop,
+        "notify" => &mut n.any,
+        "notify_master_rx_lower_pri" => &mut n.master_rx_lower_pri,
+        _ => {
+            n.deleted = Some(script);
+            return;
+        }
+    };
+    if slot.is_some() {
+        let what = kw.trim_start_matches("notify_");
+        let what = if kw == "notify" { "notify" } else { what };
+        cx.err(format!(
+            "({name}) notify_{} script already specified - ignoring {}",
+            what.trim_start_matches("notify"),
+            s.args.first().map(String::as_str).unwrap_or("")
+        ));
+        return;
+    }
+    *slot = script;
+}
+
+/// `NAME [weight W [reverse|noreverse]]` of a track block.
+fn tracked(
+    cx: &mut Ctx,
+    words: &[String],
+    line: usize,
+    name: &str,
+    interface: bool,
+) -> Option<Tracked> {
+    let obj = words.first()?.clone();
+    let mut t = Tracked {
+        name: obj.clone(),
+        weight: None,
+        reverse: None,
+        line,
+    };
+    let mut k = 1;
+    while k < words.len() {
+        match words[k].as_str() {
+            "weight" => {
+                let v = words.get(k + 1).cloned().unwrap_or_default();
+                match cx.read_int(&v, -254, 254) {
+                    Some(w) if w.abs() == 254 => {
+                        cx.err(format!(
+                            "({name}) weight for {obj} cannot be +/-254. Setting to +/-253"
+                        ));
+                        t.weight = Some(if w < 0 { -253 } else { 253 });
+                    }
+                    Some(w) => t.weight = Some(w as i32),
+                    None => {
+                        cx.err(format!(
+                            "({name}) weight {v} for {obj} must be between [-253..253] inclusive. Ignoring..."
+                        ));
+                    }
+                }
+                k += 2;
+            }
+            "reverse" => {
+                t.reverse = Some(true);
+                k += 1;
+            }
+            "noreverse" => {
+                t.reverse = Some(false);
+                k += 1;
+            }
+            other => {
+                let what = if interface {
+                    "track_interface".to_string()
+                } else {
+                    "track".to_string()
+                };
+                cx.err(format!(
+                    "({name}) unknown {what} {obj} option {other} - ignoring"
+                ));
+                k += 1;
+            }
+        }
+    }
+    Some(t)
+}
+
+/// `IP [min_ttl N] [max_ttl N]`.
+fn unicast_peer(cx: &mut Ctx, words: &[String], name: &str) -> Option<UnicastPeer> {
+    let a = words.first()?;
+    let Some(addr) = parse_ip(a) else {
+        cx.err(format!(
+            "Configuration error: VRRP instance[{name}] malformed unicast peer address[{a}]. Skipping..."
+        ));
+        return None;
+    };
+    let mut p = UnicastPeer {
+        addr,
+        min_ttl: 0,
+        max_ttl: 255,
+    };
+    let mut k = 1;
+    while k < words.len() {
+        let opt = words[k].as_str();
+        let Some(v) = words.get(k + 1) else {
+            cx.err(format!("({name}) {opt} is missing a value"));
+            break;
+        };
+        match opt {
+            "min_ttl" | "max_ttl" => match cx.read_unsigned(v, 0, 255) {
+                Some(n) if opt == "min_ttl" => p.min_ttl = n as u8,
+                Some(n) => p.max_ttl = n as u8,
+                None => cx.err(format!("({name}) invalid {opt} {v} - ignoring")),
+            },
+            _ => cx.err(format!(
+                "({name}) unknown unicast_peer option {opt} - ignoring"
+            )),
+        }
+        k += 2;
+    }
+    if p.min_ttl > p.max_ttl {
+        cx.err(format!(
+            "({name}) min_ttl {} > max_ttl {} - all packets will be discarded",
+            p.min_ttl, p.max_ttl
+        ));
+    }
+    Some(p)
+}
+
+/// `authentication { auth_type PASS|AH ; auth_pass X }`.
+fn authentication(cx: &mut Ctx, c: &Block, name: &str, state_master: bool) -> Option<Auth> {
+    let mut kind: Option<&str> = None;
+    let mut pass: Option<Vec<u8>> = None;
+    for s in &c.settings {
+        cx.line = s.line;
+        if s.args.is_empty() {
+            cx.missing(s);
+            continue;
+        }
+        let v = s.args[0].as_str();
+        match s.keyword.as_str() {
+            "auth_type" => match v {
+                "PASS" | "AH" => {
+                    if v == "AH" && state_master {
+                        cx.line = 0;
+                        cx.err_nolines(format!(
+                            "({name}) Initial state master is incompatible with AH authentication - clearing"
+                        ));
+                    }
+                    kind = Some(if v == "PASS" { "PASS" } else { "AH" });
+                }
+                other => cx.err(format!("({name}) unknown authentication type '{other}'")),
+            },
+            "auth_pass" => {
+                let mut b = s.args.join(" ").into_bytes();
+                if b.len() > 8 {
+                    cx.err("Truncating auth_pass to 8 characters");
+                    b.truncate(8);
+                }
+                pass = Some(b);
+            }
+            _ => {}
+        }
+    }
+    cx.line = 0;
+    let kind = kind?;
+    match pass {
+        None => {
+            cx.err_nolines(format!(
+                "({name}) Authentication specified but no password given. Ignoring"
+            ));
+            None
+        }
+        Some(p) if kind == "PASS" => Some(Auth::Pass(p)),
+        Some(p) => Some(Auth::Ah(p)),
+    }
+}

@@ -1,0 +1,267 @@
+//! The VRRP side of the configuration, typed: `vrrp_instance`,
+//! `vrrp_script`, `vrrp_sync_group` and what they track, with keepalived
+//! 2.2.7's defaults and checks. Built by [`build`] from the blocks the
+//! parser keeps as written (`Config::other_blocks`), after the checker's
+//! side is validated; the VRRP runtime reads only this model.
+
+mod address;
+pub mod build;
+mod track;
+
+pub use address::{parse_vip, Vip};
+pub use build::build;
+
+use serde::Serialize;
+use std::net::IpAddr;
+
+/// Everything the VRRP process runs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct VrrpConfig {
+    /// `vrrp_instance` blocks keepalived keeps, in file order.
+    pub instances: Vec<Instance>,
+    /// `vrrp_script` blocks with a script.
+    pub scripts: Vec<VrrpScript>,
+    /// `vrrp_sync_group` blocks with at least one member.
+    pub sync_groups: Vec<SyncGroup>,
+}
+
+/// `state MASTER|BACKUP`: only the state wanted at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum InitState {
+    /// `state MASTER`.
+    Master,
+    /// `state BACKUP` (and any unknown word).
+    Backup,
+}
+
+/// `authentication { auth_type ... }` (VRRPv2 over IPv4 only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Auth {
+    /// `auth_type PASS`: the password, at most 8 bytes.
+    Pass(Vec<u8>),
+    /// `auth_type AH`: the HMAC key, at most 8 bytes.
+    Ah(Vec<u8>),
+}
+
+/// A tracked object with its weight (`track_interface`, `track_script`...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tracked {
+    /// The interface, script, file or process name.
+    pub name: String,
+    /// The weight given here, else the object's own.
+    pub weight: Option<i32>,
+    /// `reverse` (or `noreverse`: Some(false)).
+    pub reverse: Option<bool>,
+    /// Line of the entry.
+    pub line: usize,
+}
+
+/// `unicast_peer { IP [min_ttl N] [max_ttl N] }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnicastPeer {
+    /// The peer's address.
+    pub addr: IpAddr,
+    /// `min_ttl` (0 = none).
+    pub min_ttl: u8,
+    /// `max_ttl` (255 = none).
+    pub max_ttl: u8,
+}
+
+/// The notify scripts of an instance or a sync group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Notify {
+    /// `notify_master`.
+    pub master: Option<NotifyScript>,
+    /// `notify_backup`.
+    pub backup: Option<NotifyScript>,
+    /// `notify_fault`.
+    pub fault: Option<NotifyScript>,
+    /// `notify_stop`.
+    pub stop: Option<NotifyScript>,
+    /// `notify_deleted` (instances only; a bare keyword: DELETED to `notify`).
+    pub deleted: Option<Option<NotifyScript>>,
+    /// `notify`: called with `INSTANCE|GROUP NAME STATE PRIORITY`.
+    pub any: Option<NotifyScript>,
+    /// `notify_master_rx_lower_pri`.
+    pub master_rx_lower_pri: Option<NotifyScript>,
+}
+
+/// A notify script: its command line and who runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotifyScript {
+    /// argv.
+    pub args: Vec<String>,
+    /// `USER`, else the global script user.
+    pub user: Option<String>,
+    /// `GROUP`.
+    pub group: Option<String>,
+    /// Line of the keyword.
+    pub line: usize,
+}
+
+/// The gratuitous ARP / unsolicited NA timing of an instance (µs, counts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Garp {
+    /// `garp_master_delay`: the second burst after becoming MASTER.
+    pub master_delay_us: u64,
+    /// `garp_master_repeat`: per burst.
+    pub master_repeat: u32,
+    /// `garp_master_refresh`: periodic bursts while MASTER (0 = off).
+    pub master_refresh_us: u64,
+    /// `garp_master_refresh_repeat`.
+    pub master_refresh_repeat: u32,
+    /// `garp_lower_prio_delay`.
+    pub lower_prio_delay_us: u64,
+    /// `garp_lower_prio_repeat`.
+    pub lower_prio_repeat: u32,
+}
+
+impl Default for Garp {
+    fn default() -> Self {
+        Garp {
+            master_delay_us: 5_000_000,
+            master_repeat: 5,
+            master_refresh_us: 0,
+            master_refresh_repeat: 1,
+            lower_prio_delay_us: 5_000_000,
+            lower_prio_repeat: 5,
+        }
+    }
+}
+
+/// One `vrrp_instance`, resolved as keepalived's `vrrp_complete_instance()`
+/// leaves it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Instance {
+    /// The instance name.
+    pub name: String,
+    /// Line of `vrrp_instance`.
+    pub line: usize,
+    /// `interface`.
+    pub interface: Option<String>,
+    /// `virtual_router_id` (1..255).
+    pub vrid: u8,
+    /// Base priority: `priority`, else 255 with `state MASTER`, else 100.
+    pub priority: u8,
+    /// `state` as written (the state wanted at start).
+    pub init_state: InitState,
+    /// `advert_int` in µs, rounded for the version (v2 whole seconds).
+    pub advert_int_us: u64,
+    /// VRRP version (2 or 3).
+    pub version: u8,
+    /// IPv6 instance (its addresses are IPv6).
+    pub ipv6: bool,
+    /// `nopreempt` (cleared for an owner).
+    pub nopreempt: bool,
+    /// `preempt_delay` in µs.
+    pub preempt_delay_us: u64,
+    /// `accept` / `no_accept`.
+    pub accept: bool,
+    /// `strict_mode` (or global `vrrp_strict`).
+    pub strict: bool,
+    /// `dont_track_primary`.
+    pub dont_track_primary: bool,
+    /// `track_src_ip`.
+    pub track_src_ip: bool,
+    /// `mcast_src_ip` / `unicast_src_ip`.
+    pub src_ip: Option<IpAddr>,
+    /// `mcast_dst_ip`, else the global group.
+    pub mcast_dst: Option<IpAddr>,
+    /// `unicast_peer`s: with any, the instance is unicast.
+    pub unicast_peers: Vec<UnicastPeer>,
+    /// `unicast_ttl`.
+    pub unicast_ttl: u8,
+    /// `unicast_fault_no_peer`.
+    pub unicast_fault_no_peer: bool,
+    /// `check_unicast_src`.
+    pub check_unicast_src: bool,
+    /// `virtual_ipaddress`: advertised and checked.
+    pub vips: Vec<Vip>,
+    /// `virtual_ipaddress_excluded`: set with the VIPs, not advertised.
+    pub evips: Vec<Vip>,
+    /// `virtual_routes` lines, as written.
+    pub virtual_routes: Vec<Vec<String>>,
+    /// `virtual_rules` lines, as written.
+    pub virtual_rules: Vec<Vec<String>>,
+    /// `track_interface`.
+    pub track_interfaces: Vec<Tracked>,
+    /// `track_script` (names of existing `vrrp_script`s).
+    pub track_scripts: Vec<Tracked>,
+    /// `track_file`.
+    pub track_files: Vec<Tracked>,
+    /// `track_process`.
+    pub track_processes: Vec<Tracked>,
+    /// `track_bfd`.
+    pub track_bfds: Vec<Tracked>,
+    /// `authentication`.
+    pub auth: Option<Auth>,
+    /// GARP/NA timing.
+    pub garp: Garp,
+    /// `down_timer_adverts` (1..100, default 3).
+    pub down_timer_adverts: u32,
+    /// `lower_prio_no_advert`.
+    pub lower_prio_no_advert: bool,
+    /// `higher_prio_send_advert`.
+    pub higher_prio_send_advert: bool,
+    /// `skip_check_adv_addr`.
+    pub skip_check_adv_addr: bool,
+    /// Notify scripts.
+    pub notify: Notify,
+    /// `smtp_alert`.
+    pub smtp_alert: Option<bool>,
+    /// `notify_priority_changes`.
+    pub notify_priority_changes: Option<bool>,
+    /// `use_vmac [NAME]`: the macvlan's name.
+    pub vmac: Option<String>,
+    /// `vmac_xmit_base`.
+    pub vmac_xmit_base: bool,
+    /// `promote_secondaries`.
+    pub promote_secondaries: bool,
+    /// The sync group the instance is in.
+    pub sync_group: Option<String>,
+}
+
+/// `vrrp_script NAME { ... }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VrrpScript {
+    /// Its name.
+    pub name: String,
+    /// Line of `vrrp_script`.
+    pub line: usize,
+    /// The command line, split.
+    pub args: Vec<String>,
+    /// `interval` in µs (default 1 s).
+    pub interval_us: u64,
+    /// `timeout` in µs (0 = the interval).
+    pub timeout_us: u64,
+    /// `weight` (-253..253).
+    pub weight: i32,
+    /// `weight ... reverse`.
+    pub reverse: bool,
+    /// `rise` (default 1).
+    pub rise: u32,
+    /// `fall` (default 1).
+    pub fall: u32,
+    /// `user USER [GROUP]`.
+    pub user: Option<(String, Option<String>)>,
+    /// `init_fail`.
+    pub init_fail: bool,
+}
+
+/// `vrrp_sync_group NAME { group { ... } ... }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncGroup {
+    /// Its name.
+    pub name: String,
+    /// Line of `vrrp_sync_group`.
+    pub line: usize,
+    /// Member instances (existing ones, each in one group only).
+    pub members: Vec<String>,
+    /// Notify scripts of the group.
+    pub notify: Notify,
+    /// `sync_group_tracking_weight`.
+    pub tracking_weight: bool,
+    /// `smtp_alert`.
+    pub smtp_alert: Option<bool>,
+}

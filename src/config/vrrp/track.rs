@@ -1,0 +1,357 @@
+//! The VRRP blocks beside the instances: `vrrp_script`,
+//! `vrrp_sync_group`, `vrrp_track_process`, `garp_group`, `track_group`,
+//! read with keepalived 2.2.7's value checks (`vrrp_parser.c`,
+//! `vrrp_sync.c`). Part of [`super::build`].
+
+use super::build::Ctx;
+use super::*;
+use crate::config::model::{Config, Setting, TIMER_HZ};
+
+fn first(s: &Setting) -> Option<&str> {
+    s.args.first().map(String::as_str)
+}
+
+/// Reports keepalived's missing-parameter error for the keywords of
+/// `needs` written without a value; true when it did.
+fn missing(cx: &mut Ctx, s: &Setting, needs: &[&str]) -> bool {
+    if s.args.is_empty() && needs.contains(&s.keyword.as_str()) {
+        cx.missing(s);
+        return true;
+    }
+    false
+}
+
+/// `vrrp_script NAME { ... }` blocks that keep a script (`kept`: the
+/// names the user checks left).
+pub fn scripts(cfg: &Config, cx: &mut Ctx, kept: &[String]) -> Vec<VrrpScript> {
+    let mut out = Vec::new();
+    for b in cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "vrrp_script")
+    {
+        let name = b.args.first().cloned().unwrap_or_default();
+        let mut sc = VrrpScript {
+            name: name.clone(),
+            line: b.line,
+            args: Vec::new(),
+            interval_us: TIMER_HZ,
+            timeout_us: 0,
+            weight: 0,
+            reverse: false,
+            rise: 1,
+            fall: 1,
+            user: None,
+            init_fail: false,
+        };
+        for s in &b.settings {
+            cx.line = s.line;
+            if missing(
+                cx,
+                s,
+                &["interval", "timeout", "weight", "rise", "fall", "user"],
+            ) {
+                continue;
+            }
+            let v = first(s).unwrap_or("");
+            match s.keyword.as_str() {
+                "script" => {
+                    sc.args = v.split_whitespace().map(str::to_string).collect();
+                }
+                "interval" | "timeout" => {
+                    let kw = s.keyword.as_str();
+                    match cx.read_unsigned(v, 0, u64::from(u32::MAX) / TIMER_HZ) {
+                        Some(0) => {
+                            cx.err(format!(
+                                "({name}): vrrp script {kw} must be greater than 0, setting to 1"
+                            ));
+                            set_time(&mut sc, kw, TIMER_HZ);
+                        }
+                        Some(n) => set_time(&mut sc, kw, n * TIMER_HZ),
+                        None => cx.err(format!(
+                            "({name}): vrrp script {kw} '{v}' invalid - ignoring"
+                        )),
+                    }
+                }
+                "weight" => {
+                    // keepalived keeps an out-of-range weight after saying so.
+                    match cx.read_int(v, -253, 253) {
+                        Some(w) => sc.weight = w as i32,
+                        None => cx.err(format!(
+                            "vrrp_script {name} weight {v} must be in [-253, 253]"
+                        )),
+                    }
+                    sc.reverse = s.args.get(1).is_some_and(|r| r == "reverse");
+                }
+                "rise" | "fall" => {
+                    let kw = s.keyword.as_str();
+                    let n = match cx.read_unsigned(v, 1, i32::MAX as u64) {
+                        Some(n) => n as u32,
+                        None => {
+                            cx.err(format!(
+                                "({name}): vrrp script {kw} value '{v}' invalid, defaulting to 1"
+                            ));
+                            1
+                        }
+                    };
+                    if kw == "rise" {
+                        sc.rise = n;
+                    } else {
+                        sc.fall = n;
+                    }
+                }
+                "user" => {
+                    sc.user = Some((v.to_string(), s.args.get(1).cloned()));
+                }
+                "init_fail" => sc.init_fail = true,
+                _ => {}
+            }
+        }
+        if kept.contains(&name) {
+            out.push(sc);
+        }
+    }
+    out
+}
+
+fn set_time(sc: &mut VrrpScript, kw: &str, us: u64) {
+    if kw == "interval" {
+        sc.interval_us = us;
+    } else {
+        sc.timeout_us = us;
+    }
+}
+
+/// `vrrp_sync_group`s with their members, each instance in one group.
+pub fn sync_groups(cfg: &Config, cx: &mut Ctx, instances: &mut [Instance]) -> Vec<SyncGroup> {
+    let mut out = Vec::new();
+    for b in cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "vrrp_sync_group")
+    {
+        let Some(name) = b.args.first().cloned() else {
+            continue;
+        };
+        let mut g = SyncGroup {
+            name: name.clone(),
+            line: b.line,
+            members: Vec::new(),
+            notify: Notify::default(),
+            tracking_weight: false,
+            smtp_alert: None,
+        };
+        for s in &b.settings {
+            cx.line = s.line;
+            if missing(
+                cx,
+                s,
+                &[
+                    "notify_master",
+                    "notify_backup",
+                    "notify_fault",
+                    "notify_stop",
+                    "notify",
+                ],
+            ) {
+                continue;
+            }
+            match s.keyword.as_str() {
+                "sync_group_tracking_weight" => g.tracking_weight = true,
+                "smtp_alert" => g.smtp_alert = Some(true),
+                k if k.starts_with("notify") && k != "notify_priority_changes" => {
+                    super::build::notify_setting(cx, &mut g.notify, s, &name);
+                }
+                _ => {}
+            }
+        }
+        let mut named = Vec::new();
+        for c in b.children.iter().filter(|c| c.keyword == "group") {
+            if c.values.is_empty() {
+                cx.line = c.end_line;
+                cx.err(format!("Warning - sync group {name} has empty group block"));
+            }
+            named.extend(c.values.iter().flat_map(|l| l.words.iter().cloned()));
+        }
+        cx.line = 0;
+        if named.is_empty() {
+            cx.err(format!(
+                "Sync group {name} has no virtual router(s). removing"
+            ));
+            continue;
+        }
+        for m in named {
+            match instances.iter_mut().find(|i| i.name == m) {
+                None => cx.err(format!(
+                    "Virtual router {m} specified in sync group {name} doesn't exist - ignoring"
+                )),
+                Some(i) if i.sync_group.is_some() => cx.err(format!(
+                    "Virtual router {m} cannot exist in more than one sync group; ignoring {name}"
+                )),
+                Some(i) => {
+                    i.sync_group = Some(name.clone());
+                    g.members.push(m);
+                }
+            }
+        }
+        if g.members.is_empty() {
+            cx.err(format!(
+                "Sync group {name}, no matching virtual router found in group declaration - removing"
+            ));
+            continue;
+        }
+        if g.members.len() == 1 {
+            cx.err(format!(
+                "Sync group {name} has only 1 virtual router(s) - this probably isn't what you want"
+            ));
+        }
+        out.push(g);
+    }
+    out
+}
+
+/// `vrrp_track_process NAME { ... }`: checked, not run yet.
+pub fn track_processes(cfg: &Config, cx: &mut Ctx) {
+    for b in cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "vrrp_track_process")
+    {
+        let name = b.args.first().cloned().unwrap_or_default();
+        let mut process = false;
+        for s in &b.settings {
+            cx.line = s.line;
+            if missing(
+                cx,
+                s,
+                &[
+                    "process",
+                    "quorum",
+                    "quorum_max",
+                    "delay",
+                    "terminate_delay",
+                    "fork_delay",
+                ],
+            ) {
+                continue;
+            }
+            let v = first(s).unwrap_or("");
+            match s.keyword.as_str() {
+                "process" => process = true,
+                "quorum" if cx.read_unsigned(v, 1, 65535).is_none() => {
+                    cx.err(format!(
+                        "Quorum ({v}) for vrrp_track_process {name} must be between [1..65535] inclusive. Ignoring..."
+                    ));
+                }
+                "quorum_max" if cx.read_unsigned(v, 0, 65535).is_none() => {
+                    cx.err(format!(
+                        "quorum_max ({v}) for vrrp_track_process {name} must be between [0..65535] inclusive. Ignoring..."
+                    ));
+                }
+                k @ ("delay" | "terminate_delay" | "fork_delay")
+                    if cx.read_timer(v, 1, 3600 * TIMER_HZ).is_none() =>
+                {
+                    cx.err(format!(
+                        "{k} ({v}) for vrrp_track_process {name} must be between [0.000001..3600] inclusive. Ignoring..."
+                    ));
+                }
+                "weight" => {
+                    if s.args.is_empty() {
+                        cx.err(format!(
+                            "No weight specified for track process {name} - ignoring"
+                        ));
+                    } else if cx.read_int(v, -254, 254).is_none() {
+                        cx.err(format!(
+                            "Weight ({v}) for vrrp_track_process {name} must be between [-254..254] inclusive. Ignoring..."
+                        ));
+                    }
+                }
+                "param_match" => {
+                    if let Some(m) = first(s).filter(|m| *m != "initial" && *m != "partial") {
+                        cx.err(format!("Invalid param_match type {m} - ignoring"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !process {
+            cx.line = b.end_line;
+            cx.err(format!("track process '{name}' process name not specified"));
+        }
+    }
+}
+
+/// `garp_group [NAME] { garp_interval S ; gna_interval S ; interface IF |
+/// interfaces { ... } }`, numbered from 0 as keepalived names them.
+pub fn garp_groups(cfg: &Config, cx: &mut Ctx) {
+    let groups = cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "garp_group");
+    for (n, b) in groups.enumerate() {
+        let mut delay = false;
+        for s in &b.settings {
+            cx.line = s.line;
+            if missing(cx, s, &["garp_interval", "gna_interval", "interface"]) {
+                continue;
+            }
+            let v = first(s).unwrap_or("");
+            match s.keyword.as_str() {
+                "garp_interval" | "gna_interval" => {
+                    // keepalived counts the keyword, even with a bad value.
+                    cx.read_timer(v, 0, u64::from(u32::MAX));
+                    delay = true;
+                }
+                "interface" => garp_interface(cx, v),
+                _ => {}
+            }
+        }
+        for c in b.children.iter().filter(|c| c.keyword == "interfaces") {
+            if c.values.is_empty() {
+                cx.line = c.end_line;
+                cx.err("Warning - empty garp_group interfaces block");
+            }
+            for l in &c.values {
+                cx.line = l.line;
+                for w in &l.words {
+                    garp_interface(cx, w);
+                }
+            }
+        }
+        if !delay {
+            cx.line = b.end_line;
+            cx.err(format!(
+                "garp group {n} does not have any delay set - removing"
+            ));
+        }
+    }
+}
+
+fn garp_interface(cx: &mut Ctx, ifn: &str) {
+    if !cx.host.interface_exists(ifn) {
+        cx.bad_interface(format!(
+            "WARNING - interface {ifn} specified for garp_group doesn't exist"
+        ));
+    }
+}
+
+/// `track_group NAME { group { ... } }`.
+pub fn track_groups(cfg: &Config, cx: &mut Ctx) {
+    for b in cfg
+        .other_blocks
+        .iter()
+        .filter(|b| b.keyword == "track_group")
+    {
+        let Some(name) = b.args.first() else { continue };
+        for c in b
+            .children
+            .iter()
+            .filter(|c| c.keyword == "group" && c.values.is_empty())
+        {
+            cx.line = c.end_line;
+            cx.err(format!(
+                "Warning - track group {name} has empty group block"
+            ));
+        }
+    }
+}

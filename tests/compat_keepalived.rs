@@ -470,7 +470,118 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         if r.chance(50) {
             out.push_str("    track_script {\n        chk\n    }\n");
         }
+        // The instance keywords with good and bad values, address lines
+        // in their full syntax, tracking and unicast blocks.
+        for _ in 0..r.below(6) {
+            let l = match r.below(10) {
+                0 => format!(
+                    "state {}",
+                    gen_value(&mut r, &["MASTER", "BACKUP"], &["Master", ""])
+                ),
+                1 => format!(
+                    "priority {}",
+                    gen_value(&mut r, &["1", "150", "255"], &["0", "256", "x", ""])
+                ),
+                2 => format!(
+                    "advert_int {}",
+                    gen_value(&mut r, &["1", "0.5", "3"], &["0", "300", "x", "50"])
+                ),
+                3 => format!("version {}", gen_value(&mut r, &["2", "3"], &["4", ""])),
+                4 => r
+                    .pick(&[
+                        "nopreempt",
+                        "preempt_delay 5",
+                        "preempt_delay 2000",
+                        "garp_master_delay x",
+                        "garp_master_repeat 0",
+                        "down_timer_adverts 101",
+                        "strict_mode",
+                        "strict_mode x",
+                        "use_vmac",
+                        "vmac_xmit_base",
+                        "mcast_src_ip x",
+                        "unicast_src_ip 192.0.2.1",
+                        "mcast_dst_ip 192.0.2.1",
+                        "unicast_ttl 300",
+                        "debug 5",
+                        "smtp_alert x",
+                        "lvs_sync_daemon_interface eth0",
+                        "virtual_router_id 0",
+                        "garp_extra_if",
+                        "kernel_rx_buf_size",
+                        "old_unicast_checksum x",
+                    ])
+                    .to_string(),
+                5 => format!(
+                    "virtual_ipaddress {{\n        {}\n    }}",
+                    r.pick(&[
+                        "192.0.2.101/24 dev {IF} brd 192.0.2.255 scope link label {IF}:1",
+                        "192.0.2.102/33",
+                        "192.0.2.103 dev nosuch9",
+                        "192.0.2.104 scope x",
+                        "192.0.2.105 foo",
+                        "2001:db8::105",
+                        "192.0.2.106 label averyveryverylonglabel",
+                        "192.0.2.107 brd x",
+                        "192.0.2.108 brd +",
+                        "192.0.2.109 preferred_lft x",
+                        "x",
+                    ])
+                    .replace("{IF}", &ifname)
+                ),
+                6 => format!(
+                    "track_interface {{\n        {}\n    }}",
+                    r.pick(&[
+                        "nosuch9",
+                        "{IF} weight 10",
+                        "lo weight 300",
+                        "lo weight 254",
+                        "lo foo",
+                    ])
+                    .replace("{IF}", &ifname)
+                ),
+                7 => format!(
+                    "unicast_peer {{\n        {}\n    }}",
+                    r.pick(&[
+                        "192.0.2.2",
+                        "x",
+                        "192.0.2.3 min_ttl 5 max_ttl 2",
+                        "192.0.2.4 foo",
+                    ])
+                ),
+                8 => format!(
+                    "authentication {{\n        {}\n    }}",
+                    r.pick(&[
+                        "auth_type PASS\n        auth_pass secret",
+                        "auth_type PASS\n        auth_pass longer_than_8",
+                        "auth_type AH\n        auth_pass k",
+                        "auth_type XX",
+                        "auth_type PASS",
+                    ])
+                ),
+                _ => format!(
+                    "{} {{\n        nosuch\n    }}",
+                    r.pick(&["track_file", "track_process", "track_bfd"])
+                ),
+            };
+            out.push_str(&format!("    {l}\n"));
+        }
         out.push_str("}\n");
+        if r.chance(30) {
+            // A second instance: maybe the same VRID, maybe a sync group.
+            out.push_str(&format!(
+                "vrrp_instance VI2 {{\n    interface {ifname}\n    virtual_router_id {}\n    virtual_ipaddress {{\n        192.0.2.120\n    }}\n}}\n",
+                r.pick(&["51", "52"])
+            ));
+            if r.chance(50) {
+                out.push_str(r.pick(&[
+                    "vrrp_sync_group G {\n    group {\n        VI\n        VI2\n    }\n}\n",
+                    "vrrp_sync_group G {\n    group {\n        VI\n        nosuch\n    }\n}\n",
+                    "vrrp_sync_group G {\n    group {\n        VI\n    }\n}\nvrrp_sync_group H {\n    group {\n        VI\n    }\n}\n",
+                    "vrrp_sync_group G {\n    smtp_alert\n}\n",
+                ]));
+            }
+        }
     }
     if r.chance(12) {
         // BFD sessions (checked as keepalived checks them, not run yet),

@@ -418,10 +418,7 @@ impl<'r, 'l> Parser<'r, 'l> {
                 // rest is checked first, then everyone's is read.
                 let mut rest: Vec<_> = std::iter::from_fn(|| self.r.next_line()).collect();
                 self.replay = rest.clone().into();
-                self.replay_only = true;
-                let table = keywords::parent_root();
-                self.process_stream(&table, false);
-                self.replay_only = false;
+                self.parent_view();
                 let mut again = rec[e..].to_vec();
                 again.append(&mut rest);
                 self.replay = again.into();
@@ -445,10 +442,7 @@ impl<'r, 'l> Parser<'r, 'l> {
                 }
                 if !parent_only.is_empty() {
                     self.replay = parent_only.into();
-                    self.replay_only = true;
-                    let table = keywords::parent_root();
-                    self.process_stream(&table, false);
-                    self.replay_only = false;
+                    self.parent_view();
                     self.replay.clear();
                 }
                 if let Some(l) = after {
@@ -456,6 +450,17 @@ impl<'r, 'l> Parser<'r, 'l> {
                 }
             }
         }
+    }
+
+    /// Reads the replayed lines (only those) as keepalived's parent reads
+    /// them at the top level, for its messages. A block it leaves open (or
+    /// a skip) ends with them: the other processes' view starts afresh.
+    fn parent_view(&mut self) {
+        self.replay_only = true;
+        let table = keywords::parent_root();
+        self.process_stream(&table, false);
+        self.replay_only = false;
+        self.skip_sublevel = 0;
     }
 
     /// keepalived's `alloc_value_block()`: the lines of a `{ ... }` value block.

@@ -295,10 +295,10 @@ fn instance(
                     i.init_state = InitState::Master;
                     state_master = true;
                 }
-                "BACKUP" => {
-                    i.init_state = InitState::Backup;
-                    state_master = false;
+                "BACKUP" if state_master => {
+                    cx.err(format!("({name}) state previously set as MASTER - ignoring BACKUP"));
                 }
+                "BACKUP" => i.init_state = InitState::Backup,
                 other => {
                     cx.err(format!("({name}) unknown state '{other}', defaulting to BACKUP"));
                     i.init_state = InitState::Backup;

@@ -642,8 +642,8 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         // A multi-line definition, with what may fall inside one: comments
         // with a trailing `\`, blank lines, conditionals, braces. (A comment
         // line without one ends the definition in keepalived's child
-        // parses but not in its first parse, whose view is not built yet:
-        // issue 15.)
+        // parses but not in its parent's: a deliberate difference,
+        // docs/compat.md and tests/fixtures/invalid/definition_comment.)
         out.push_str("$VSDEF=lb_algo rr \\\n");
         for _ in 0..1 + r.below(4) {
             let l = r.pick(&[

@@ -782,11 +782,12 @@ impl BfdInstance {
         }
     }
 
-    /// A block whose name keepalived refuses: read, kept by no process.
+    /// A block whose name is too long for keepalived's BFD process: only
+    /// the checker and VRRP keep it.
     pub fn unnamed(name: String, line: usize) -> Self {
         BfdInstance {
             valid: false,
-            listed: false,
+            listed: true,
             ..Self::new(name, line)
         }
     }

@@ -22,8 +22,20 @@ pub fn bfd_instance_open(p: P, w: &[Word]) -> HandlerResult {
                 NAME_MAX - 1
             ),
         );
-        // Only the BFD process skips the block; the others read it (and
-        // report its unknown keywords) under no name.
+        // Only the BFD process skips the block; the others keep the name
+        // (a second block of it is skipped there too) and read the block.
+        if p.cfg
+            .bfd_instances
+            .iter()
+            .any(|b| b.listed && b.name == name)
+        {
+            p.err(
+                ErrClass::GeneralError,
+                format!("BFD {name} already specified"),
+            );
+            p.skip_block();
+            return Ok(());
+        }
         p.bfd = Some(BfdInstance::unnamed(name, line));
         return Ok(());
     }
@@ -236,7 +248,12 @@ pub fn bfd_max_hops(p: P, w: &[Word]) -> HandlerResult {
 /// BFD process dropped.
 pub fn bfd_weight(p: P, w: &[Word]) -> HandlerResult {
     // VRRP skips a block whose name it already has.
-    if !p.bfd.as_ref().is_some_and(|b| b.listed) {
+    // (nor of a name too long for it, whose block it still reads).
+    if !p
+        .bfd
+        .as_ref()
+        .is_some_and(|b| b.listed && b.name.len() < NAME_MAX)
+    {
         return Ok(());
     }
     let s = p.arg(w, 1)?.to_string();

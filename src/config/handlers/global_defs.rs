@@ -334,7 +334,9 @@ pub fn smtp_connect_timeout(p: P, w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn checker_process_name(p: P, w: &[Word]) -> HandlerResult {
-    p.cfg.global_defs.checker_process_name = Some(p.arg(w, 1)?.to_string());
+    let n = p.arg(w, 1)?.to_string();
+    super::global_values::process_name_length(p, &n);
+    p.cfg.global_defs.checker_process_name = Some(n);
     Ok(())
 }
 pub fn random_seed(p: P, w: &[Word]) -> HandlerResult {
@@ -364,11 +366,13 @@ pub fn start_stop_script(p: P, w: &[Word]) -> HandlerResult {
     let Some(s) = p.script(w)? else {
         return Ok(());
     };
-    if let Some(u) = &s.user {
-        if !crate::config::parser::user_exists(u, s.group.as_deref()) {
-            p.err(ErrClass::GeneralError, format!("Invalid {what} script"));
-            return Ok(());
-        }
+    let runnable = match &s.user {
+        Some(u) => crate::config::parser::user_exists(u, s.group.as_deref()),
+        None => p.default_script_user_ok(),
+    };
+    if !runnable {
+        p.err(ErrClass::GeneralError, format!("Invalid {what} script"));
+        return Ok(());
     }
     if what == "startup" {
         p.cfg.global_defs.startup_script = Some(s);

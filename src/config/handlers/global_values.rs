@@ -227,6 +227,11 @@ pub(super) fn check_global_value(p: P, w: &[Word]) {
                 }
             }
         }
+        "vrrp_process_name" | "bfd_process_name" | "lvs_process_name" => {
+            if let Some(v) = v {
+                process_name_length(p, &v);
+            }
+        }
         "vrrp_cpu_affinity" | "checker_cpu_affinity" | "bfd_cpu_affinity" => {
             cpu_affinity(p, w, proc_)
         }
@@ -592,5 +597,15 @@ fn strtoul_base0(s: &str) -> (u64, &str, bool) {
     match u64::from_str_radix(&digits[..end], radix) {
         Ok(v) => (v, &digits[end..], false),
         Err(_) => (u64::MAX, &digits[end..], true),
+    }
+}
+
+/// keepalived's limit on a process name (the kernel's comm is 16 bytes).
+pub(super) fn process_name_length(p: P, name: &str) {
+    if name.len() > 15 {
+        p.err(
+            ErrClass::GeneralError,
+            format!("Process name {name} more than 15 characters, truncating"),
+        );
     }
 }

@@ -278,6 +278,7 @@ fn instance(
     let mut unicast_keyword = false;
     let mut ipvlan = false;
     let mut native_ipv6 = false;
+    let mut explicit_version: Option<u8> = None;
     for s in &b.settings {
         cx.line = s.line;
         let kw = s.keyword.as_str();
@@ -346,7 +347,27 @@ fn instance(
                 )),
             },
             "version" => match cx.read_unsigned(v, 2, 3) {
-                Some(n) => i.version = n as u8,
+                Some(n) => {
+                    // An IPv6 address read before fixes version 3 (keepalived
+                    // prints the version as 0 then).
+                    let v6_before = b.children.iter().any(|c| {
+                        c.keyword == "virtual_ipaddress"
+                            && c.line < s.line
+                            && c.values.first().and_then(|l| l.words.first()).is_some_and(|a| {
+                                parse_ip(a.split('/').next().unwrap_or(a)).is_some_and(|a| a.is_ipv6())
+                            })
+                    });
+                    let before = if v6_before { Some(0) } else { explicit_version };
+                    match before {
+                        Some(old) if old != n as u8 => cx.err(format!(
+                            "({name}) vrrp_version {n} conflicts with configured or deduced version {old}; ignoring."
+                        )),
+                        _ => {
+                            i.version = n as u8;
+                            explicit_version = Some(n as u8);
+                        }
+                    }
+                }
                 None => cx.err(format!("({name}): Version must be either 2 or 3")),
             },
             "nopreempt" => i.nopreempt = true,
@@ -518,6 +539,13 @@ fn instance(
                 for l in &c.values {
                     cx.line = l.line;
                     if let Some(t) = tracked(cx, &l.words, l.line, &name, true) {
+                        if i.track_interfaces.iter().any(|o| o.name == t.name) {
+                            cx.err(format!(
+                                "({name}) duplicate track_interface {} - ignoring",
+                                t.name
+                            ));
+                            continue;
+                        }
                         if !cx.host.interface_exists(&t.name) {
                             cx.bad_interface(format!(
                                 "({name}) tracked interface {} doesn't exist",
@@ -681,6 +709,12 @@ fn instance(
             // v3 carries centiseconds.
             i.advert_int_us = i.advert_int_us / 10_000 * 10_000;
         }
+    }
+    if i.vmac.is_some() && !i.unicast_peers.is_empty() && !i.vmac_xmit_base {
+        cx.err_nolines(format!(
+            "({name}) unicast with use_vmac requires vmac_xmit_base - setting"
+        ));
+        i.vmac_xmit_base = true;
     }
     if i.vmac_xmit_base && i.vmac.is_none() {
         cx.err_nolines(format!("({name}) vmac_xmit_base is only valid with a vmac"));

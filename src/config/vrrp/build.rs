@@ -711,9 +711,12 @@ fn instance(
         }
     }
     if i.vmac.is_some() && !i.unicast_peers.is_empty() && !i.vmac_xmit_base {
-        cx.err_nolines(format!(
+        // Reported at the instance's `}` (its end handler).
+        cx.line = b.end_line;
+        cx.err(format!(
             "({name}) unicast with use_vmac requires vmac_xmit_base - setting"
         ));
+        cx.line = 0;
         i.vmac_xmit_base = true;
     }
     if i.vmac_xmit_base && i.vmac.is_none() {

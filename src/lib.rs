@@ -30,3 +30,4 @@ pub mod lvs;
 pub mod metrics;
 pub mod print;
 pub mod status;
+pub mod vrrp;

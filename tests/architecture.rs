@@ -13,6 +13,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("check", &["config", "health"]),
     ("ipvs", &[]),
     ("lvs", &["config", "health", "ipvs"]),
+    ("vrrp", &["config"]),
     (
         "status",
         &["config", "health", "check", "lvs", "ipvs", "control"],
@@ -29,7 +30,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
 
 const MODULES: &[&str] = &[
     "config", "health", "check", "ipvs", "lvs", "status", "metrics", "print", "control", "cli",
-    "daemon", "genhash",
+    "daemon", "genhash", "vrrp",
 ];
 
 fn files(p: &Path, out: &mut Vec<PathBuf>) {

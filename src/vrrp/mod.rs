@@ -6,4 +6,5 @@
 
 pub mod fsm;
 pub mod packet;
+pub mod receive;
 pub mod timers;

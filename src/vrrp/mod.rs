@@ -4,6 +4,7 @@
 //! daemon's VRRP thread built on them. Reads the typed model of
 //! [`crate::config::vrrp`]; nothing here reads the config text.
 
+pub mod announce;
 pub mod fsm;
 pub mod packet;
 pub mod receive;

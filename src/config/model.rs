@@ -719,6 +719,11 @@ pub struct VirtualServer {
     /// VIOLATION; they never run.
     #[serde(skip)]
     pub orphaned_misc: Vec<MiscCheck>,
+    /// The family keepalived fixed for the service from its first
+    /// untunnelled real server, at the time it was read (`vs->af`); later
+    /// `lb_kind` lines do not change it.
+    #[serde(skip)]
+    pub first_rs_af: Option<bool>,
 }
 
 /// `bfd_instance NAME { ... }`, as keepalived 2.2.7 reads it (BFD itself

@@ -83,6 +83,9 @@ pub fn rs_close(p: P) {
             }
         }
     }
+    if !tun && vs.first_rs_af.is_none() {
+        vs.first_rs_af = Some(rs.ip.is_ipv6());
+    }
     vs.real_servers.push(rs);
 }
 
@@ -100,10 +103,7 @@ pub(super) fn parse_family(vs: &VirtualServer) -> Option<bool> {
     if let Some(g) = &vs.persistence_granularity {
         return Some(!g.contains('.'));
     }
-    vs.real_servers
-        .iter()
-        .find(|r| !matches!(r.lvs_method.or(vs.lvs_method), Some(Forwarding::Tun { .. })))
-        .map(|r| r.ip.is_ipv6())
+    vs.first_rs_af
 }
 
 pub(super) fn rs<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut RealServer> {

@@ -83,6 +83,7 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         inhibit_on_failure: false,
         real_servers: Vec::new(),
         orphaned_misc: Vec::new(),
+        first_rs_af: None,
     });
     Ok(())
 }

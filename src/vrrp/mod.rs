@@ -7,5 +7,6 @@
 pub mod announce;
 pub mod fsm;
 pub mod packet;
+pub mod priority;
 pub mod receive;
 pub mod timers;

@@ -3,6 +3,7 @@
 //! unsolicited neighbour advertisement (`vrrp_ndisc.c`), whole Ethernet
 //! frames for a packet socket. Pure.
 
+use super::packet::{fold, sum16};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A MAC address.
@@ -40,21 +41,12 @@ pub fn unsolicited_na(mac: Mac, ip: Ipv6Addr, router: bool) -> Vec<u8> {
     icmp.extend_from_slice(&[2, 1]);
     icmp.extend_from_slice(&mac);
     // ICMPv6 checksum over the pseudo-header (src, dst, length, 58).
-    let mut sum: u32 = 0;
-    let mut add = |b: &[u8]| {
-        for c in b.chunks(2) {
-            sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-        }
-    };
-    add(&ip.octets());
-    add(&all_nodes.octets());
-    add(&(icmp.len() as u32).to_be_bytes());
-    add(&[0, 0, 0, 58]);
-    add(&icmp);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    icmp[2..4].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let mut sum = sum16(0, &ip.octets());
+    sum = sum16(sum, &all_nodes.octets());
+    sum = sum16(sum, &(icmp.len() as u32).to_be_bytes());
+    sum = sum16(sum, &[0, 0, 0, 58]);
+    sum = sum16(sum, &icmp);
+    icmp[2..4].copy_from_slice(&fold(sum).to_be_bytes());
     let mut f = Vec::with_capacity(14 + 40 + icmp.len());
     f.extend_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
     f.extend_from_slice(&mac);
@@ -70,24 +62,8 @@ pub fn unsolicited_na(mac: Mac, ip: Ipv6Addr, router: bool) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixtures::frame;
     use super::*;
-    use std::path::Path;
-
-    fn frame(name: &str) -> Vec<u8> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/vrrp")
-            .join(name);
-        let text = std::fs::read_to_string(&p).unwrap();
-        let hex = text
-            .lines()
-            .skip_while(|l| !l.starts_with("## frame hex"))
-            .nth(1)
-            .unwrap();
-        (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     const MAC: Mac = [0x02, 0, 0, 0, 0, 0x01];
 

@@ -10,3 +10,25 @@ pub mod packet;
 pub mod priority;
 pub mod receive;
 pub mod timers;
+
+/// keepalived 2.2.7's captures (`tests/fixtures/vrrp/`, copied from
+/// `../shared/vrrp-fixtures/`) for the unit tests.
+#[cfg(test)]
+mod fixtures {
+    /// The whole Ethernet frame of a capture file.
+    pub fn frame(name: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/vrrp")
+            .join(name);
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let hex = text
+            .lines()
+            .skip_while(|l| !l.starts_with("## frame hex"))
+            .nth(1)
+            .expect("frame hex line");
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
+    }
+}

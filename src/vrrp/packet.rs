@@ -103,7 +103,7 @@ impl std::fmt::Display for AdvertError {
 impl std::error::Error for AdvertError {}
 
 /// The Internet checksum (RFC 1071) of `data`, continuing from `sum`.
-fn sum16(mut sum: u32, data: &[u8]) -> u32 {
+pub(super) fn sum16(mut sum: u32, data: &[u8]) -> u32 {
     let mut chunks = data.chunks_exact(2);
     for c in &mut chunks {
         sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
@@ -114,7 +114,8 @@ fn sum16(mut sum: u32, data: &[u8]) -> u32 {
     sum
 }
 
-fn fold(mut sum: u32) -> u16 {
+/// The folded one's complement of a [`sum16`].
+pub(super) fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -295,26 +296,8 @@ pub fn ipv4_header(
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixtures::frame;
     use super::*;
-    use std::path::Path;
-
-    /// The frame of a capture of keepalived 2.2.7 (`tests/fixtures/vrrp/`,
-    /// copied from `../shared/vrrp-fixtures/`).
-    fn frame(name: &str) -> Vec<u8> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/vrrp")
-            .join(name);
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let hex = text
-            .lines()
-            .skip_while(|l| !l.starts_with("## frame hex"))
-            .nth(1)
-            .expect("frame hex line");
-        (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     /// (VRRP message, source, destination) of an IPv4 or IPv6 frame,
     /// past AH when there is one.

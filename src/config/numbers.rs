@@ -145,3 +145,68 @@ pub fn read_timer(
     }
     (ignore_error && ok_range && !r.config_test()).then_some(us)
 }
+
+/// Why [`read_decimal`] refused a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decimal {
+    /// A sign (`-0` too).
+    Negative,
+    /// Not digits with one point.
+    Invalid,
+    /// More decimals than the keyword takes.
+    TooManyPlaces,
+    /// Outside the keyword's range.
+    OutOfRange,
+}
+
+/// keepalived's `read_decimal_unsigned_strvec()`: digits with at most
+/// `places` decimals (no sign, no exponent), returned in units of
+/// 10^-places; a refusal is reported with keepalived's line.
+pub fn read_decimal(
+    r: &mut impl Report,
+    s: &str,
+    min: u64,
+    max: u64,
+    places: usize,
+) -> Result<u64, Decimal> {
+    let checked = decimal(s, min, max, places);
+    if let Err((_, msg)) = &checked {
+        r.report(ErrClass::InvalidNumber, msg.clone());
+    }
+    checked.map_err(|(e, _)| e)
+}
+
+fn decimal(s: &str, min: u64, max: u64, places: usize) -> Result<u64, (Decimal, String)> {
+    let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
+    if t.starts_with('-') {
+        return Err((Decimal::Negative, format!("negative number '{s}'")));
+    }
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |x: &str| x.bytes().all(|c| c.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) {
+        return Err((Decimal::Invalid, format!("invalid number '{s}'")));
+    }
+    if frac.len() > places {
+        return Err((
+            Decimal::TooManyPlaces,
+            format!("number '{s}' has too many decimal places"),
+        ));
+    }
+    let scale = 10u64.pow(places as u32);
+    let frac_v = format!("{frac:0<places$}").parse::<u64>().unwrap_or(0);
+    let v = int
+        .parse::<u64>()
+        .ok()
+        .and_then(|i| i.checked_mul(scale))
+        .and_then(|i| i.checked_add(frac_v));
+    match v {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        _ => {
+            let f = |x: u64| format!("{}.{:0places$}", x / scale, x % scale);
+            Err((
+                Decimal::OutOfRange,
+                format!("number '{s}' outside range [{}, {}]", f(min), f(max)),
+            ))
+        }
+    }
+}

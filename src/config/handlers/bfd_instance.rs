@@ -6,6 +6,8 @@
 //! reproduced once each here.
 
 use super::*;
+use crate::config::numbers;
+use crate::config::parser::MissingParameter;
 
 /// keepalived's `BFD_INAME_MAX`: names are shorter than this.
 const NAME_MAX: usize = 32;
@@ -86,25 +88,43 @@ fn name(p: &P) -> String {
     p.bfd.as_ref().map(|b| b.name.clone()).unwrap_or_default()
 }
 
-pub fn bfd_neighbor(p: P, w: &[Word]) -> HandlerResult {
-    // Only the BFD process reads these (the others ignore them whole).
+/// The value of a keyword only the BFD process reads (the checker and
+/// VRRP ignore the line whole): `None` when that process dropped the
+/// session, so nothing is read or said.
+fn session_value(p: P, w: &[Word]) -> Result<Option<String>, MissingParameter> {
     if session(p).is_none() {
-        return Ok(());
+        return Ok(None);
     }
-    let s = p.arg(w, 1)?.to_string();
+    Ok(Some(p.arg(w, 1)?.to_string()))
+}
+
+/// Stores into the session being read.
+fn set(p: P, f: impl FnOnce(&mut BfdInstance)) {
+    if let Some(b) = session(p) {
+        f(b);
+    }
+}
+
+/// keepalived's refusal of a session's value: "Configuration error: BFD
+/// instance NAME DETAIL".
+fn refuse(p: P, detail: String) {
     let n = name(&p);
+    p.err(
+        ErrClass::GeneralError,
+        format!("Configuration error: BFD instance {n} {detail}"),
+    );
+}
+
+pub fn bfd_neighbor(p: P, w: &[Word]) -> HandlerResult {
+    let Some(s) = session_value(p, w)? else {
+        return Ok(());
+    };
     match parse_ip(&s) {
-        Some(ip) => {
-            if let Some(b) = session(p) {
-                b.neighbor = Some(ip);
-            }
-        }
+        Some(ip) => set(p, |b| b.neighbor = Some(ip)),
         None => {
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} has malformed neighbor address {s}, ignoring instance"),
-            );
+            refuse(p, format!("has malformed neighbor address {s}, ignoring instance"));
             if let Some(b) = p.bfd.as_mut() {
+                // keepalived skips the rest of the block.
                 b.valid = false;
             }
         }
@@ -113,133 +133,84 @@ pub fn bfd_neighbor(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn bfd_source(p: P, w: &[Word]) -> HandlerResult {
-    // Only the BFD process reads these (the others ignore them whole).
-    if session(p).is_none() {
+    let Some(s) = session_value(p, w)? else {
         return Ok(());
-    }
-    let s = p.arg(w, 1)?.to_string();
+    };
     match parse_ip(&s) {
-        Some(ip) => {
-            if let Some(b) = session(p) {
-                b.source = Some(ip);
-            }
-        }
-        None => {
-            let n = name(&p);
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} has malformed source address {s}, ignoring"),
-            );
-        }
+        Some(ip) => set(p, |b| b.source = Some(ip)),
+        None => refuse(p, format!("has malformed source address {s}, ignoring")),
     }
     Ok(())
 }
 
 /// `min_rx`, `min_tx`, `idle_tx`: milliseconds with up to three decimals.
 pub fn bfd_interval(p: P, w: &[Word]) -> HandlerResult {
-    // Only the BFD process reads these (the others ignore them whole).
-    if session(p).is_none() {
+    let Some(s) = session_value(p, w)? else {
         return Ok(());
-    }
-    let s = p.arg(w, 1)?.to_string();
+    };
     let kw = w[0].text.clone();
     let min_ms = if kw == "idle_tx" { 1000 } else { 1 };
     let max_ms = u32::MAX as u64 / 1000;
-    match super::global_values::read_decimal(p, &s, min_ms * 1000, max_ms * 1000, 3) {
-        Ok(us) => {
-            if let Some(b) = session(p) {
-                match kw.as_str() {
-                    "min_rx" => b.min_rx_us = us,
-                    "min_tx" => b.min_tx_us = us,
-                    _ => b.idle_tx_us = us,
-                }
-            }
-        }
-        Err(super::global_values::Decimal::TooManyPlaces) => {}
-        Err(_) => {
-            let n = name(&p);
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} {kw} value {s} is not valid (must be in range [{min_ms}-{max_ms}]), ignoring"),
-            );
-        }
+    match numbers::read_decimal(p, &s, min_ms * 1000, max_ms * 1000, 3) {
+        Ok(us) => set(p, |b| match kw.as_str() {
+            "min_rx" => b.min_rx_us = us,
+            "min_tx" => b.min_tx_us = us,
+            _ => b.idle_tx_us = us,
+        }),
+        // keepalived says only the reader's line then.
+        Err(numbers::Decimal::TooManyPlaces) => {}
+        Err(_) => refuse(
+            p,
+            format!("{kw} value {s} is not valid (must be in range [{min_ms}-{max_ms}]), ignoring"),
+        ),
     }
     Ok(())
 }
 
 pub fn bfd_multiplier(p: P, w: &[Word]) -> HandlerResult {
-    // Only the BFD process reads these (the others ignore them whole).
-    if session(p).is_none() {
+    let Some(s) = session_value(p, w)? else {
         return Ok(());
-    }
-    let s = p.arg(w, 1)?.to_string();
+    };
     match p.read_unsigned(&s, 1, 255, false) {
-        Some(v) => {
-            if let Some(b) = session(p) {
-                b.multiplier = v as u8;
-            }
-        }
-        None => {
-            let n = name(&p);
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} multiplier value {s} not valid (must be in range [1-255]), ignoring"),
-            );
-        }
+        Some(v) => set(p, |b| b.multiplier = v as u8),
+        None => refuse(
+            p,
+            format!("multiplier value {s} not valid (must be in range [1-255]), ignoring"),
+        ),
     }
     Ok(())
 }
 
 pub fn bfd_passive(p: P, _w: &[Word]) -> HandlerResult {
-    if let Some(b) = session(p) {
-        b.passive = true;
-    }
+    set(p, |b| b.passive = true);
     Ok(())
 }
 
 /// `ttl` / `hoplimit`.
 pub fn bfd_ttl(p: P, w: &[Word]) -> HandlerResult {
-    // Only the BFD process reads these (the others ignore them whole).
-    if session(p).is_none() {
+    let Some(s) = session_value(p, w)? else {
         return Ok(());
-    }
-    let s = p.arg(w, 1)?.to_string();
+    };
     match p.read_unsigned(&s, 1, 255, false) {
-        Some(v) => {
-            if let Some(b) = session(p) {
-                b.ttl = Some(v as u8);
-            }
-        }
-        None => {
-            let n = name(&p);
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} ttl/hoplimit value {s} not valid (must be in range [1-255]), ignoring"),
-            );
-        }
+        Some(v) => set(p, |b| b.ttl = Some(v as u8)),
+        None => refuse(
+            p,
+            format!("ttl/hoplimit value {s} not valid (must be in range [1-255]), ignoring"),
+        ),
     }
     Ok(())
 }
 
 pub fn bfd_max_hops(p: P, w: &[Word]) -> HandlerResult {
-    // Only the BFD process reads these (the others ignore them whole).
-    if session(p).is_none() {
+    let Some(s) = session_value(p, w)? else {
         return Ok(());
-    }
-    let s = p.arg(w, 1)?.to_string();
+    };
     match p.read_int(&s, -1, 255, false) {
-        Some(v) => {
-            if let Some(b) = session(p) {
-                b.max_hops = v as i16;
-            }
-        }
-        None => {
-            let n = name(&p);
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} max_hops value {s} not valid (must be in range [-1-255]), ignoring"),
-            );
-        }
+        Some(v) => set(p, |b| b.max_hops = v as i16),
+        None => refuse(
+            p,
+            format!("max_hops value {s} not valid (must be in range [-1-255]), ignoring"),
+        ),
     }
     Ok(())
 }
@@ -263,13 +234,10 @@ pub fn bfd_weight(p: P, w: &[Word]) -> HandlerResult {
                 b.weight = v as i32;
             }
         }
-        None => {
-            let n = name(&p);
-            p.err(
-                ErrClass::GeneralError,
-                format!("Configuration error: BFD instance {n} weight value {s} not valid (must be in range [-253-253]), ignoring"),
-            );
-        }
+        None => refuse(
+            p,
+            format!("weight value {s} not valid (must be in range [-253-253]), ignoring"),
+        ),
     }
     Ok(())
 }

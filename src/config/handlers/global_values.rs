@@ -345,7 +345,7 @@ pub(super) fn check_global_value(p: P, w: &[Word]) {
         "vrrp_rx_bufs_policy" => rx_bufs_policy(p, w),
         "vrrp_startup_delay" => {
             if let Some(v) = v {
-                if read_decimal(p, &v, 1_000, u32::MAX as u64, 6).is_err() {
+                if crate::config::numbers::read_decimal(p, &v, 1_000, u32::MAX as u64, 6).is_err() {
                     p.err(ErrClass::GeneralError, format!("{kw} '{v}' is invalid"));
                 }
             }
@@ -516,65 +516,6 @@ fn rx_bufs_policy(p: P, w: &[Word]) {
             ErrClass::GeneralError,
             "Cannot set vrrp_rx_bufs_policy size and policy, ignoring policy",
         );
-    }
-}
-
-/// Why [`read_decimal`] refused a value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Decimal {
-    Negative,
-    Invalid,
-    TooManyPlaces,
-    OutOfRange,
-}
-
-/// keepalived's `read_decimal_unsigned_strvec()`: digits with at most
-/// `places` decimals (no sign, no exponent), returned in units of
-/// 10^-places and reported with keepalived's lines.
-pub(super) fn read_decimal(
-    p: P,
-    s: &str,
-    min: u64,
-    max: u64,
-    places: usize,
-) -> Result<u64, Decimal> {
-    let t = s.trim_start_matches(crate::config::lexer::WHITE_SPACE);
-    let fail = |p: P, e: Decimal, msg: String| {
-        p.err(ErrClass::InvalidNumber, msg);
-        Err(e)
-    };
-    if t.starts_with('-') {
-        return fail(p, Decimal::Negative, format!("negative number '{s}'"));
-    }
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
-    let digits = |x: &str| x.bytes().all(|c| c.is_ascii_digit());
-    if int.is_empty() || !digits(int) || !digits(frac) {
-        return fail(p, Decimal::Invalid, format!("invalid number '{s}'"));
-    }
-    if frac.len() > places {
-        return fail(
-            p,
-            Decimal::TooManyPlaces,
-            format!("number '{s}' has too many decimal places"),
-        );
-    }
-    let scale = 10u64.pow(places as u32);
-    let frac_v = format!("{frac:0<places$}").parse::<u64>().unwrap_or(0);
-    let v = int
-        .parse::<u64>()
-        .ok()
-        .and_then(|i| i.checked_mul(scale))
-        .and_then(|i| i.checked_add(frac_v));
-    match v {
-        Some(v) if (min..=max).contains(&v) => Ok(v),
-        _ => {
-            let f = |x: u64| format!("{}.{:0places$}", x / scale, x % scale);
-            fail(
-                p,
-                Decimal::OutOfRange,
-                format!("number '{s}' outside range [{}, {}]", f(min), f(max)),
-            )
-        }
     }
 }
 

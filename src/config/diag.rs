@@ -160,6 +160,36 @@ pub struct Diagnostics {
 
 impl Diagnostics {
     /// Records a problem at `pos`.
+    /// keepalived's missing-parameter error for a line starting with
+    /// `first`, whose word `position` (1-based, after `after`) is missing:
+    /// `-t` then exits with 2.
+    pub fn missing_parameter(
+        &mut self,
+        pos: &Pos,
+        first: &str,
+        after: Option<&str>,
+        position: usize,
+    ) {
+        let msg = match after {
+            Some(kw) => format!(
+                "*** Configuration line starting `{first}` is missing a parameter after keyword `{kw}` at word position {position}"
+            ),
+            None => format!(
+                "*** Configuration line starting `{first}` is missing a parameter at word position {position}"
+            ),
+        };
+        self.push(
+            pos,
+            ErrClass::MissingParameter,
+            msg,
+            None,
+            Some(format!(
+                "`{first}` needs a value here; keepalived stops loading at this line (exit 2)"
+            )),
+        );
+        self.missing_parameter = true;
+    }
+
     pub fn report(&mut self, pos: &Pos, class: ErrClass, message: impl Into<String>) {
         self.push(pos, class, message.into(), None, None);
     }

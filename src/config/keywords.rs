@@ -86,10 +86,8 @@ fn generic_open_named(p: &mut Parser<'_, '_>, w: &[Word]) -> HandlerResult {
             "vrrp_sync_group" => "vrrp_sync_group must have a name - skipping",
             "track_group" => "track_group must have a name - skipping",
             "garp_group" => return generic_open(p, w),
-            _ => {
-                p.arg(w, 1)?;
-                ""
-            }
+            // The missing-parameter error (exit 2).
+            _ => return p.arg(w, 1).map(drop),
         };
         p.err(crate::config::diag::ErrClass::GeneralError, msg);
         generic_open(p, w)?;

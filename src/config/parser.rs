@@ -213,27 +213,9 @@ impl<'r, 'l> Parser<'r, 'l> {
                     .first()
                     .map(|w| w.text.as_str())
                     .unwrap_or("***MISSING ***");
-                let msg = if i > 0 && i - 1 < words.len() {
-                    format!(
-                        "*** Configuration line starting `{first}` is missing a parameter after keyword `{}` at word position {}",
-                        words[i - 1].text,
-                        i + 1
-                    )
-                } else {
-                    format!(
-                        "*** Configuration line starting `{first}` is missing a parameter at word position {}",
-                        i + 1
-                    )
-                };
+                let after = (i > 0 && i - 1 < words.len()).then(|| words[i - 1].text.as_str());
                 let pos = self.pos.clone();
-                self.r.diags.push(
-                    &pos,
-                    ErrClass::MissingParameter,
-                    msg,
-                    None,
-                    Some(format!("`{first}` needs a value here; keepalived stops loading at this line (exit 2)")),
-                );
-                self.r.diags.missing_parameter = true;
+                self.r.diags.missing_parameter(&pos, first, after, i + 1);
                 Err(MissingParameter)
             }
         }

@@ -122,7 +122,10 @@ pub fn bfd_neighbor(p: P, w: &[Word]) -> HandlerResult {
     match parse_ip(&s) {
         Some(ip) => set(p, |b| b.neighbor = Some(ip)),
         None => {
-            refuse(p, format!("has malformed neighbor address {s}, ignoring instance"));
+            refuse(
+                p,
+                format!("has malformed neighbor address {s}, ignoring instance"),
+            );
             if let Some(b) = p.bfd.as_mut() {
                 // keepalived skips the rest of the block.
                 b.valid = false;

@@ -4,7 +4,7 @@
 //! [peer IP[/PREFIX]] [home] [-nodad] [mngtmpaddr] [noprefixroute]
 //! [autojoin] [no_track] [preferred_lft N|forever] [use_vmac]`.
 
-use super::build::Ctx;
+use super::ctx::Ctx;
 use crate::config::parser::parse_ip;
 use serde::Serialize;
 use std::net::IpAddr;

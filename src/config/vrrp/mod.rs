@@ -6,6 +6,8 @@
 
 mod address;
 pub mod build;
+mod ctx;
+mod parts;
 mod track;
 
 pub use address::{parse_vip, Vip};

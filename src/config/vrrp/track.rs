@@ -160,7 +160,7 @@ pub fn sync_groups(cfg: &Config, cx: &mut Ctx, instances: &mut [Instance]) -> Ve
                 "sync_group_tracking_weight" => g.tracking_weight = true,
                 "smtp_alert" => g.smtp_alert = Some(true),
                 k if k.starts_with("notify") && k != "notify_priority_changes" => {
-                    super::build::notify_setting(cx, &mut g.notify, s, &name);
+                    super::parts::notify_setting(cx, &mut g.notify, s, &name);
                 }
                 _ => {}
             }

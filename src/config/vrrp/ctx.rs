@@ -1,0 +1,111 @@
+//! Where the VRRP model's builder reports and what it asks: the line
+//! being read, keepalived's number readers over it, the host's
+//! interfaces. Part of [`super::build`].
+
+use crate::config::diag::{Diagnostics, ErrClass, Pos};
+use crate::config::model::Setting;
+use crate::config::numbers::{self, Report};
+use crate::config::validate::Host;
+use std::sync::Arc;
+
+/// Where the builder reports: the line being read, the host it asks.
+pub struct Ctx<'a> {
+    diags: &'a mut Diagnostics,
+    file: Arc<str>,
+    /// The line problems are reported at.
+    pub line: usize,
+    /// The machine's interfaces.
+    pub host: &'a dyn Host,
+    config_test: bool,
+    /// An interface named in the config does not exist (keepalived's VRRP
+    /// process stops on that).
+    pub bad_if: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context reporting into `diags` for `file`.
+    pub fn new(
+        diags: &'a mut Diagnostics,
+        file: Arc<str>,
+        host: &'a dyn Host,
+        config_test: bool,
+    ) -> Self {
+        Ctx {
+            diags,
+            file,
+            line: 0,
+            host,
+            config_test,
+            bad_if: false,
+        }
+    }
+
+    fn pos(&self) -> Pos {
+        if self.line == 0 {
+            Pos::none()
+        } else {
+            Pos {
+                file: self.file.clone(),
+                line: self.line,
+            }
+        }
+    }
+
+    /// A general error at the current line.
+    pub fn err(&mut self, msg: impl Into<String>) {
+        let pos = self.pos();
+        self.diags.report(&pos, ErrClass::GeneralError, msg);
+    }
+
+    /// A problem keepalived reports without a line (end-of-block checks).
+    pub(super) fn err_nolines(&mut self, msg: impl Into<String>) {
+        self.diags.report(&Pos::none(), ErrClass::GeneralError, msg);
+    }
+
+    /// An interface that does not exist.
+    pub fn bad_interface(&mut self, msg: String) {
+        let pos = self.pos();
+        self.diags.report(&pos, ErrClass::Warning, msg);
+        self.bad_if = true;
+    }
+
+    /// keepalived's missing-parameter error (exit 2).
+    pub(super) fn missing(&mut self, s: &Setting) {
+        self.line = s.line;
+        let pos = self.pos();
+        self.diags
+            .missing_parameter(&pos, &s.keyword, Some(&s.keyword), 2);
+    }
+
+    /// `read_unsigned()` as `-t` reads it.
+    pub fn read_unsigned(&mut self, s: &str, min: u64, max: u64) -> Option<u64> {
+        numbers::read_unsigned(self, s, min, max, false)
+    }
+
+    pub(super) fn read_int(&mut self, s: &str, min: i64, max: i64) -> Option<i64> {
+        numbers::read_int(self, s, min, max, false)
+    }
+
+    pub(super) fn read_timer(&mut self, s: &str, min_us: u64, max_us: u64) -> Option<u64> {
+        numbers::read_timer(self, s, min_us, max_us, false)
+    }
+}
+
+impl Report for Ctx<'_> {
+    fn report(&mut self, class: ErrClass, msg: String) {
+        let pos = self.pos();
+        self.diags.report(&pos, class, msg);
+    }
+    fn config_test(&self) -> bool {
+        self.config_test
+    }
+}
+
+/// keepalived's `check_true_false()`.
+pub(super) fn bool_word(v: &str) -> Option<bool> {
+    match v {
+        "true" | "on" | "yes" => Some(true),
+        "false" | "off" | "no" => Some(false),
+        _ => None,
+    }
+}

@@ -374,7 +374,7 @@ fn cpu_affinity(p: P, w: &[Word], proc_: &str) {
         );
         return;
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+    let cpus = online_cpus() as i64;
     for x in &w[1..] {
         if p.read_int(&x.text, 0, cpus - 1, false).is_none() {
             p.err(
@@ -387,6 +387,24 @@ fn cpu_affinity(p: P, w: &[Word], proc_: &str) {
             return;
         }
     }
+}
+
+/// The CPUs online, as glibc's `get_nprocs()` counts them (the kernel's
+/// list, not this process's affinity or cgroup share).
+fn online_cpus() -> usize {
+    let counted = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .map(|list| {
+            list.trim()
+                .split(',')
+                .filter_map(|r| match r.split_once('-') {
+                    Some((a, b)) => Some(b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?),
+                    None => r.parse::<usize>().ok().map(|_| 1),
+                })
+                .sum::<usize>()
+        })
+        .filter(|n| *n > 0);
+    counted.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// C's `atoi()`: leading digits with an optional sign, wrapped to an int.

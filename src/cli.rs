@@ -339,7 +339,7 @@ pub fn usage(prog: &str) -> String {
     format!(
         "Usage: {prog} [OPTION...]\n\
   -f, --use-file=FILE          Use the specified configuration file\n\
-  -P, --vrrp                   Only run with VRRP subsystem (not available yet)\n\
+  -P, --vrrp                   Only run with VRRP subsystem\n\
   -C, --check                  Only run with Health-checker subsystem\n\
   -B, --no_bfd                 Don't run BFD subsystem\n\
       --all                    Force all child processes to run, even if have no configuration\n\

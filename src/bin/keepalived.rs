@@ -60,7 +60,6 @@ fn main() -> ExitCode {
         };
     }
     for (set, what) in [
-        (opts.vrrp, "-P/--vrrp (VRRP)"),
         (
             opts.snmp || opts.snmp_agent_socket.is_some(),
             "-x/-A (SNMP)",

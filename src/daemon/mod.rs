@@ -16,6 +16,7 @@ pub mod reload;
 pub mod shell;
 pub mod signals;
 pub mod startup;
+pub mod vrrp;
 
 #[cfg(test)]
 mod tests;

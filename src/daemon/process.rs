@@ -110,8 +110,7 @@ impl PidFile {
             l_len: 0,
             l_pid: 0,
         };
-        use std::os::fd::AsRawFd;
-        match fcntl(file.as_raw_fd(), FcntlArg::F_OFD_SETLK(&lock)) {
+        match fcntl(&file, FcntlArg::F_OFD_SETLK(&lock)) {
             Ok(_) => Ok(PidFile {
                 path: path.to_path_buf(),
                 file,

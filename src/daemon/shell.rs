@@ -85,47 +85,107 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let (ctx, crx) = mpsc::unbounded_channel();
     let (ptx, prx) = mpsc::unbounded_channel();
     let loaded = Arc::new(loaded);
-    let checker_opts = opts.clone();
-    let rt = match checker_runtime(workers) {
-        Ok(rt) => rt,
-        Err(e) => {
-            log::error!("cannot start the checker's event loop: {e}");
-            return ExitCode::from(1);
+    let (want_checker, want_vrrp) = subsystems(opts, &loaded.config);
+    let mut hosted = Vec::new();
+    let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
+    if want_checker {
+        let (ctx, crx) = mpsc::unbounded_channel();
+        let checker_opts = opts.clone();
+        let rt = match checker_runtime(workers) {
+            Ok(rt) => rt,
+            Err(e) => {
+                log::error!("cannot start the checker's event loop: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let reporter = Reporter::new(hosted.len(), ptx.clone());
+        let l = loaded.clone();
+        let t = std::thread::Builder::new()
+            .name("checker".into())
+            .spawn(move || {
+                let code = rt.block_on(checker::run(&checker_opts, l, crx, reporter.clone()));
+                reporter.send(Progress::Ended);
+                code
+            });
+        match t {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                log::error!("cannot start the checker: {e}");
+                return ExitCode::from(1);
+            }
         }
-    };
-    let reporter = Reporter::new(0, ptx);
-    let checker = std::thread::Builder::new()
-        .name("checker".into())
-        .spawn(move || {
-            let code = rt.block_on(checker::run(&checker_opts, loaded, crx, reporter.clone()));
-            reporter.send(Progress::Ended);
-            code
+        hosted.push(Hosted {
+            name: "the checker",
+            commands: ctx,
         });
-    let checker = match checker {
-        Ok(t) => t,
-        Err(e) => {
-            log::error!("cannot start the checker: {e}");
-            return ExitCode::from(1);
+    }
+    if want_vrrp {
+        let (vtx, vrx) = mpsc::unbounded_channel();
+        let vopts = opts.clone();
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                log::error!("cannot start the VRRP event loop: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let reporter = Reporter::new(hosted.len(), ptx.clone());
+        let l = loaded.clone();
+        let t = std::thread::Builder::new()
+            .name("vrrp".into())
+            .spawn(move || {
+                let code = rt.block_on(super::vrrp::run(&vopts, l, vrx, reporter.clone()));
+                reporter.send(Progress::Ended);
+                code
+            });
+        match t {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                log::error!("cannot start VRRP: {e}");
+                return ExitCode::from(1);
+            }
         }
-    };
+        hosted.push(Hosted {
+            name: "VRRP",
+            commands: vtx,
+        });
+    }
+    drop(ptx);
     if let Err(e) = super::signals::unblock() {
         log::error!("cannot unblock signals: {e}");
     }
-    let hosted = [Hosted {
-        name: "the checker",
-        commands: ctx,
-    }];
     shell_rt.block_on(dispatch(signals, opts, &hosted, prx, &Notify::from_env()));
-    match checker.join() {
-        Ok(code) => code,
-        Err(_) => {
-            log::error!("the checker stopped on a panic");
-            ExitCode::from(1)
+    let mut code = ExitCode::SUCCESS;
+    for t in threads {
+        match t.join() {
+            Ok(c) => {
+                if c != ExitCode::SUCCESS {
+                    code = c;
+                }
+            }
+            Err(_) => {
+                log::error!("a subsystem stopped on a panic");
+                code = ExitCode::from(1);
+            }
         }
     }
+    code
+}
+
+/// Which subsystems run, as keepalived 2.2.7 decides which children to
+/// start: `-P` only VRRP, `-C` only the checker; otherwise the checker
+/// when there are virtual servers (or nothing else to run) and VRRP when
+/// there are VRRP instances.
+pub fn subsystems(opts: &Options, cfg: &Config) -> (bool, bool) {
+    let has_vrrp = !cfg.vrrp.instances.is_empty();
+    let checker = !opts.vrrp && (!cfg.virtual_servers.is_empty() || !has_vrrp || opts.check);
+    let vrrp = !opts.check && has_vrrp;
+    (checker, vrrp)
 }
 
 /// What the shell asks of a subsystem.

@@ -29,6 +29,9 @@ pub enum State {
 pub enum Input {
     /// The daemon starts the instance.
     Start,
+    /// The daemon starts it with a fault source present (interface down,
+    /// no source address).
+    StartFault,
     /// The state's timer ran out.
     Timer,
     /// A valid advert for this instance (the receive checks passed).
@@ -65,6 +68,9 @@ pub enum Action {
     Notify(State),
     /// keepalived's log line for the transition or event.
     Log(String),
+    /// Both sides claim to own the addresses: ours dropped to this
+    /// priority (the base priority with it).
+    PriorityReduced(u8),
 }
 
 /// The instance's settings the machine needs.
@@ -156,6 +162,16 @@ impl Instance {
                     self.change_state(now, State::Backup, &mut out);
                 }
             }
+            (State::Init, Input::StartFault) => {
+                out.push(Action::RemoveVips);
+                out.push(Action::Log(format!(
+                    "({}) Entering FAULT STATE (init)",
+                    self.params.name
+                )));
+                out.push(Action::Notify(State::Fault));
+                self.deadline = None;
+                self.state = State::Fault;
+            }
             (State::Backup, Input::Timer) => {
                 out.push(Action::Log(format!(
                     "({}) Receive advertisement timeout",
@@ -241,45 +257,79 @@ impl Instance {
 
     /// `vrrp_state_master_rx()`.
     fn master_rx(&mut self, now: u64, from: IpAddr, priority: u8, out: &mut Vec<Action>) {
+        let name = &self.params.name;
         let ours = self.params.priority;
-        if priority == 0 {
-            out.push(Action::SendAdvert(ours));
-            self.deadline = Some(now + self.params.adver_int_us);
-            return;
-        }
-        if priority == ours && from == self.params.source {
+        // keepalived's addr_cmp: the sender's address against our source.
+        let cmp = from.cmp(&self.params.source);
+        let sender_wins =
+            |ours: u8| priority > ours || (priority == ours && cmp == std::cmp::Ordering::Greater);
+        if priority == 0 || (self.params.higher_prio_send_advert && sender_wins(ours)) {
+            // The master's own timer runs on: this advert is one more.
             out.push(Action::Log(format!(
-                "({}) WARNING - equal priority advert received from remote host with our IP address.",
-                self.params.name
+                "({name}) Master received priority 0 message"
             )));
-            return;
-        }
-        let wins = priority > ours || (priority == ours && from > self.params.source);
-        if wins {
-            if self.params.higher_prio_send_advert {
-                out.push(Action::SendAdvert(ours));
+            out.push(Action::SendAdvert(ours));
+            if priority == 0 {
+                return;
             }
-            let why = if priority > ours {
-                format!("higher priority {priority}, ours {ours}")
+        }
+        if priority == ours {
+            if cmp == std::cmp::Ordering::Equal {
+                out.push(Action::Log(format!(
+                    "({name}) WARNING - equal priority advert received from remote host with our IP address."
+                )));
+            } else if ours == 255 {
+                out.push(Action::Log(format!(
+                    "({name}) CONFIGURATION ERROR: local instance and a remote instance are both configured as address owner, please fix - reducing local priority"
+                )));
+                self.params.priority = 254;
+                out.push(Action::PriorityReduced(254));
+            }
+        }
+        let ours = self.params.priority;
+        let name = self.params.name.clone();
+        if priority < ours || (priority == ours && cmp == std::cmp::Ordering::Less) {
+            let forcing = if self.params.lower_prio_no_advert {
+                ""
             } else {
-                format!("same priority {priority} but higher IP address than ours")
+                ", forcing new election"
             };
             out.push(Action::Log(format!(
-                "({}) Master received advert from {from} with {why}",
-                self.params.name
-            )));
-            self.master_adver_int_us = self.params.adver_int_us;
-            self.change_state(now, State::Backup, out);
-        } else {
-            out.push(Action::Log(format!(
-                "({}) Received advert from {from} with lower priority {priority}, ours {ours}, forcing new election",
-                self.params.name
+                "({name}) Received advert from {from} with lower priority {priority}, ours {ours}{forcing}"
             )));
             if !self.params.lower_prio_no_advert {
                 out.push(Action::SendAdvert(ours));
-                self.deadline = Some(now + self.params.adver_int_us);
             }
             out.push(Action::AnnounceLowerPrio);
+            return;
+        }
+        if sender_wins(ours) {
+            if priority > ours {
+                out.push(Action::Log(format!(
+                    "({name}) Master received advert from {from} with higher priority {priority}, ours {ours}"
+                )));
+            } else {
+                out.push(Action::Log(format!(
+                    "({name}) Master received advert from {from} with same priority {priority} but higher IP address than ours"
+                )));
+            }
+            self.master_adver_int_us = self.params.adver_int_us;
+            self.change_state(now, State::Backup, out);
+        }
+    }
+
+    /// A new effective priority (trackers, a reload). A BACKUP's running
+    /// down timer moves by the change of its skew
+    /// (`vrrp_track.c:vrrp_set_effective_priority`); a MASTER advertises it
+    /// from its next advert on.
+    pub fn set_priority(&mut self, priority: u8) {
+        let before = self.down_interval();
+        self.params.priority = priority;
+        if self.state == State::Backup {
+            let after = self.down_interval();
+            if let Some(d) = self.deadline.as_mut() {
+                *d = (*d + after).saturating_sub(before);
+            }
         }
     }
 

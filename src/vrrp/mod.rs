@@ -4,11 +4,16 @@
 //! daemon's VRRP thread built on them. Reads the typed model of
 //! [`crate::config::vrrp`]; nothing here reads the config text.
 
+pub mod ah;
 pub mod announce;
 pub mod fsm;
+pub mod net;
 pub mod packet;
 pub mod priority;
 pub mod receive;
+pub mod rtnl;
+pub mod run;
+pub mod script;
 pub mod timers;
 
 /// keepalived 2.2.7's captures (`tests/fixtures/vrrp/`, copied from

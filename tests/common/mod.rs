@@ -4,6 +4,8 @@
 // Each test binary uses some of these.
 #![allow(dead_code)]
 
+pub mod lab;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

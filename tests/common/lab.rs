@@ -1,0 +1,573 @@
+//! The VRRP lab: two directors and a client on one bridge, each in a
+//! network namespace of its own (`../shared/reference/vrrp.md` §21), with
+//! keepalived 2.2.7 or ours on each director. What a scenario observes:
+//! the notify scripts' lines (state changes with their time), every address
+//! change on each director (`ip monitor address`), and the frames on the
+//! bridge (tcpdump: adverts, GARPs, NAs). Addresses are the documentation
+//! ranges only; nothing leaves the namespaces.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Which daemon runs on a director.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Impl {
+    /// keepalived 2.2.7.
+    Keepalived,
+    /// keepalived-rs.
+    Ours,
+}
+
+impl Impl {
+    /// One letter, for pairing names.
+    pub fn letter(self) -> char {
+        match self {
+            Impl::Keepalived => 'k',
+            Impl::Ours => 'o',
+        }
+    }
+}
+
+/// One thing seen, at a time (seconds since the lab's epoch).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    /// Seconds since [`Lab::epoch`].
+    pub t: f64,
+    /// Which director (1 or 2; 0 for a frame from elsewhere).
+    pub node: usize,
+    /// Where it was seen: `notify` (its scripts), `addr` (its addresses),
+    /// `wire` (its frames on the bridge).
+    pub kind: &'static str,
+    /// What: `MASTER 150`, `+192.0.2.100`, `-192.0.2.100`, `advert 150`,
+    /// `garp 192.0.2.100`, `na 2001:db8::100`.
+    pub what: String,
+}
+
+fn sh(args: &[&str]) -> std::process::Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn must(args: &[&str]) {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A running lab.
+pub struct Lab {
+    /// Namespace prefix (short: interface names are derived from it).
+    pub p: String,
+    /// Scratch directory (configs, logs, pid files).
+    pub dir: PathBuf,
+    /// Unix time the observations count from.
+    pub epoch: f64,
+    daemons: [Option<Child>; 3],
+    observers: Vec<Child>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// keepalived's binary.
+pub const KEEPALIVED: &str = "/usr/sbin/keepalived";
+
+impl Lab {
+    /// Sets the lab up under prefix `p` (at most 6 characters).
+    pub fn up(p: &str) -> Lab {
+        assert!(p.len() <= 6);
+        let dir = std::env::temp_dir().join(format!("kr-lab-{p}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lab = Lab {
+            p: p.to_string(),
+            dir,
+            epoch: unix_now(),
+            daemons: [None, None, None],
+            observers: Vec::new(),
+            seen: Arc::new(Mutex::new(Vec::new())),
+        };
+        lab.teardown_netns();
+        let br = lab.ns(0);
+        must(&["ip", "netns", "add", &br]);
+        must(&["ip", "-n", &br, "link", "add", "br0", "type", "bridge"]);
+        must(&[
+            "ip",
+            "-n",
+            &br,
+            "link",
+            "set",
+            "br0",
+            "type",
+            "bridge",
+            "stp_state",
+            "0",
+            "forward_delay",
+            "0",
+            "mcast_snooping",
+            "0",
+        ]);
+        must(&[
+            "ip",
+            "netns",
+            "exec",
+            &br,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.disable_ipv6=1",
+        ]);
+        must(&["ip", "-n", &br, "link", "set", "br0", "up"]);
+        for n in 1..=3 {
+            let ns = lab.ns(n);
+            must(&["ip", "netns", "add", &ns]);
+            for s in [
+                "net.ipv6.conf.all.accept_dad=0",
+                "net.ipv6.conf.default.accept_dad=0",
+                "net.ipv6.conf.default.dad_transmits=0",
+                "net.ipv6.conf.all.dad_transmits=0",
+                "net.ipv6.conf.default.router_solicitations=0",
+                "net.ipv6.conf.all.router_solicitations=0",
+            ] {
+                must(&["ip", "netns", "exec", &ns, "sysctl", "-qw", s]);
+            }
+            let port = lab.port(n);
+            must(&[
+                "ip", "-n", &ns, "link", "add", "eth0", "type", "veth", "peer", "name", &port,
+                "netns", &br,
+            ]);
+            must(&["ip", "-n", &br, "link", "set", &port, "master", "br0", "up"]);
+            must(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+            let host = if n == 3 { 10 } else { n };
+            must(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("192.0.2.{host}/24"),
+                "dev",
+                "eth0",
+            ]);
+            must(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("2001:db8::{host}/64"),
+                "dev",
+                "eth0",
+                "nodad",
+            ]);
+        }
+        let mut lab = lab;
+        lab.observe();
+        lab
+    }
+
+    /// Namespace of node `n` (0 = the bridge, 1 and 2 the directors, 3 the client).
+    pub fn ns(&self, n: usize) -> String {
+        match n {
+            0 => format!("{}br", self.p),
+            3 => format!("{}cl", self.p),
+            n => format!("{}d{n}", self.p),
+        }
+    }
+
+    fn port(&self, n: usize) -> String {
+        format!("{}p{n}", self.p)
+    }
+
+    fn teardown_netns(&self) {
+        for n in 0..=3 {
+            let _ = sh(&["ip", "netns", "del", &self.ns(n)]);
+        }
+    }
+
+    /// Seconds since the epoch.
+    pub fn now(&self) -> f64 {
+        unix_now() - self.epoch
+    }
+
+    fn push(
+        seen: &Arc<Mutex<Vec<Seen>>>,
+        epoch: f64,
+        node: usize,
+        kind: &'static str,
+        what: String,
+    ) {
+        seen.lock().unwrap().push(Seen {
+            t: unix_now() - epoch,
+            node,
+            kind,
+            what,
+        });
+    }
+
+    /// Address monitors on both directors, tcpdump on the bridge.
+    fn observe(&mut self) {
+        for n in 1..=2 {
+            let mut c = Command::new("ip")
+                .args(["-n", &self.ns(n), "-o", "monitor", "address"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("ip monitor");
+            let out = c.stdout.take().unwrap();
+            let seen = self.seen.clone();
+            let epoch = self.epoch;
+            std::thread::spawn(move || {
+                for l in BufReader::new(out).lines().map_while(Result::ok) {
+                    // "Deleted 2: eth0    inet 192.0.2.100/24 ..." or "2: eth0 inet ..."
+                    let deleted = l.starts_with("Deleted");
+                    let mut w = l.split_whitespace();
+                    let Some(_) = w.by_ref().find(|x| *x == "inet" || *x == "inet6") else {
+                        continue;
+                    };
+                    let Some(a) = w.next() else { continue };
+                    let addr = a.split('/').next().unwrap_or(a);
+                    Lab::push(
+                        &seen,
+                        epoch,
+                        n,
+                        "addr",
+                        format!("{}{addr}", if deleted { '-' } else { '+' }),
+                    );
+                }
+            });
+            self.observers.push(c);
+        }
+        let mut c = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns(0),
+                "tcpdump",
+                "-i",
+                "br0",
+                "-n",
+                "-e",
+                "-l",
+                "-tt",
+                "-vv",
+                "vrrp or arp or (ip proto 51) or (icmp6 and ip6[40] == 136)",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tcpdump");
+        let out = c.stdout.take().unwrap();
+        let seen = self.seen.clone();
+        let epoch = self.epoch;
+        let macs = [self.mac(1), self.mac(2)];
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(w) = wire_event(&l) {
+                    // "TIME SRC-MAC > DST-MAC, ..."
+                    let src = l.split_whitespace().nth(1).unwrap_or("");
+                    let node = macs.iter().position(|m| m == src).map_or(0, |i| i + 1);
+                    Lab::push(&seen, epoch, node, "wire", w);
+                }
+            }
+        });
+        self.observers.push(c);
+        // tcpdump needs a moment before it sees anything.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    /// Starts `imp` on director `n` with `conf` (`@NOTIFY@` in it is
+    /// replaced by this node's notify script).
+    pub fn start(&mut self, n: usize, imp: Impl, conf: &str) {
+        let d = self.dir.join(format!("d{n}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let notify = d.join("notify.sh");
+        let events = self.dir.join("events.log");
+        std::fs::write(
+            &notify,
+            format!(
+                "#!/bin/sh\necho \"$(date +%s.%N) {n} $*\" >> {}\n",
+                events.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&notify, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let conf = conf.replace("@NOTIFY@", &notify.display().to_string());
+        let cf = d.join("keepalived.conf");
+        std::fs::write(&cf, conf).unwrap();
+        let bin = match imp {
+            Impl::Keepalived => KEEPALIVED.to_string(),
+            Impl::Ours => env!("CARGO_BIN_EXE_keepalived").to_string(),
+        };
+        let log = std::fs::File::create(d.join(format!("{:?}.log", imp))).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(n), &bin, "-n", "-l", "-D", "-f"])
+            .arg(&cf)
+            .arg("-p")
+            .arg(d.join("keepalived.pid"))
+            .arg("-r")
+            .arg(d.join("vrrp.pid"))
+            .arg("-c")
+            .arg(d.join("checkers.pid"))
+            .env("TMPDIR", &d)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start the daemon");
+        self.daemons[n] = Some(child);
+    }
+
+    /// Writes director `n`'s configuration anew (for a reload).
+    pub fn rewrite(&self, n: usize, conf: &str) {
+        let d = self.dir.join(format!("d{n}"));
+        let notify = d.join("notify.sh");
+        let conf = conf.replace("@NOTIFY@", &notify.display().to_string());
+        std::fs::write(d.join("keepalived.conf"), conf).unwrap();
+    }
+
+    fn pid_of(&self, n: usize, file: &str) -> Option<i32> {
+        std::fs::read_to_string(self.dir.join(format!("d{n}")).join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Sends `sig` (TERM, HUP, KILL...) to director `n`: KILL goes to the
+    /// VRRP process first (keepalived's child; ours is one process), the
+    /// others to the parent.
+    pub fn signal(&mut self, n: usize, sig: &str) {
+        if sig == "KILL" {
+            if let Some(p) = self.pid_of(n, "vrrp.pid") {
+                let _ = sh(&["kill", "-KILL", &p.to_string()]);
+            }
+        }
+        let parent = self
+            .pid_of(n, "keepalived.pid")
+            .or_else(|| self.daemons[n].as_ref().map(|c| c.id() as i32));
+        if let Some(p) = parent {
+            let _ = sh(&["kill", &format!("-{sig}"), &p.to_string()]);
+        }
+        if sig == "KILL" || sig == "TERM" {
+            if let Some(mut c) = self.daemons[n].take() {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    if c.try_wait().ok().flatten().is_some() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// Stops both directors at once (SIGTERM), as a scenario's last step.
+    pub fn stop_all(&mut self) {
+        for n in 1..=2 {
+            if let Some(p) = self.pid_of(n, "keepalived.pid") {
+                let _ = sh(&["kill", "-TERM", &p.to_string()]);
+            }
+        }
+        for n in 1..=2 {
+            self.signal(n, "TERM");
+        }
+    }
+
+    /// Sets director `n`'s cable (its bridge port) down or up.
+    pub fn carrier(&self, n: usize, up: bool) {
+        must(&[
+            "ip",
+            "-n",
+            &self.ns(0),
+            "link",
+            "set",
+            &self.port(n),
+            if up { "up" } else { "down" },
+        ]);
+    }
+
+    /// Everything seen so far, the notify lines included, in time order.
+    pub fn seen(&self) -> Vec<Seen> {
+        let mut all = self.seen.lock().unwrap().clone();
+        if let Ok(s) = std::fs::read_to_string(self.dir.join("events.log")) {
+            for l in s.lines() {
+                // "<unix> <node> INSTANCE VI_1 MASTER 150"
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.len() >= 5 {
+                    let t: f64 = f[0].parse().unwrap_or(0.0);
+                    all.push(Seen {
+                        t: t - self.epoch,
+                        node: f[1].parse().unwrap_or(0),
+                        kind: "notify",
+                        what: format!("{} {}", f[4], f.get(5).unwrap_or(&"")),
+                    });
+                }
+            }
+        }
+        all.sort_by(|a, b| a.t.partial_cmp(&b.t).unwrap());
+        all
+    }
+
+    /// Waits until `pred` holds over what was seen (at most `secs`).
+    pub fn wait_for(&self, secs: f64, pred: impl Fn(&[Seen]) -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < deadline {
+            if pred(&self.seen()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Whether director `n` has `addr` now.
+    pub fn has_addr(&self, n: usize, addr: &str) -> bool {
+        let o = sh(&["ip", "-n", &self.ns(n), "-o", "addr", "show", "dev", "eth0"]);
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .any(|w| w.split('/').next() == Some(addr))
+    }
+
+    /// The MAC the client's neighbour table has for `addr` (after a probe
+    /// when `probe`).
+    pub fn client_neigh(&self, addr: &str, probe: bool) -> Option<String> {
+        if probe {
+            let _ = Command::new("ip")
+                .args(["netns", "exec", &self.ns(3), "bash", "-c"])
+                .arg(format!("echo x > /dev/udp/{addr}/9"))
+                .output();
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let o = sh(&["ip", "-n", &self.ns(3), "neigh", "show", addr]);
+        let s = String::from_utf8_lossy(&o.stdout).to_string();
+        let mut w = s.split_whitespace();
+        w.find(|x| *x == "lladdr")
+            .and_then(|_| w.next())
+            .map(str::to_string)
+    }
+
+    /// The MAC of director `n`'s eth0.
+    pub fn mac(&self, n: usize) -> String {
+        let o = sh(&["ip", "-n", &self.ns(n), "-o", "link", "show", "eth0"]);
+        let s = String::from_utf8_lossy(&o.stdout).to_string();
+        let mut w = s.split_whitespace();
+        w.find(|x| *x == "link/ether")
+            .and_then(|_| w.next())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// The log of director `n`.
+    pub fn log(&self, n: usize, imp: Impl) -> String {
+        std::fs::read_to_string(self.dir.join(format!("d{n}")).join(format!("{imp:?}.log")))
+            .unwrap_or_default()
+    }
+
+    /// Writes a file in the lab directory (a flag for a vrrp_script).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for n in 1..=2 {
+            if let Some(mut c) = self.daemons[n].take() {
+                if let Some(p) = self.pid_of(n, "vrrp.pid") {
+                    let _ = sh(&["kill", "-KILL", &p.to_string()]);
+                }
+                if let Some(p) = self.pid_of(n, "keepalived.pid") {
+                    let _ = sh(&["kill", "-KILL", &p.to_string()]);
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        for c in &mut self.observers {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.teardown_netns();
+        if std::env::var_os("LAB_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A tcpdump line as an event: `advert VRID PRIO`, `garp IP`, `na IP`.
+fn wire_event(l: &str) -> Option<String> {
+    // "... vrrp 192.0.2.1 > 224.0.0.18: VRRPv2, Advertisement, vrid 51, prio 150, ..."
+    let number_after = |key: &str| {
+        l.find(key).map(|i| {
+            l[i + key.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+    };
+    if l.contains("Advertisement") {
+        if let (Some(v), Some(p)) = (number_after("vrid "), number_after("prio ")) {
+            return Some(format!("advert {v} {p}"));
+        }
+    }
+    if l.contains("ARP") && l.contains("Request who-has") {
+        // A gratuitous ARP asks for its own address: "who-has X tell X".
+        let mut w = l.split_whitespace();
+        w.find(|x| *x == "who-has")?;
+        let target = w.next()?.trim_end_matches(',').to_string();
+        let sender = l.split_whitespace().skip_while(|x| *x != "tell").nth(1)?;
+        return (sender.trim_end_matches(',') == target).then(|| format!("garp {target}"));
+    }
+    if l.contains("neighbor advertisement") {
+        let i = l.find("tgt is ")?;
+        let t: String = l[i + 7..]
+            .chars()
+            .take_while(|c| c.is_ascii_hexdigit() || *c == ':')
+            .collect();
+        return Some(format!("na {t}"));
+    }
+    None
+}
+
+/// One step's observations for comparing runs: per (node, kind) the
+/// distinct things seen in order, each with the time (from `from`) it was
+/// first seen in that run of repeats.
+pub type Summary = BTreeMap<(usize, &'static str), Vec<(String, f64)>>;
+
+/// What was seen between `from` and `to`, summarised.
+pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
+    let mut m = Summary::new();
+    for s in seen.iter().filter(|s| s.t >= from && s.t < to) {
+        let v = m.entry((s.node, s.kind)).or_default();
+        if v.last().map(|x| &x.0) != Some(&s.what) {
+            v.push((s.what.clone(), s.t - from));
+        }
+    }
+    m
+}
+
+/// Writes `text` to `path`.
+pub fn write(path: &Path, text: &str) {
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}

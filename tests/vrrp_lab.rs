@@ -1,0 +1,412 @@
+//! VRRP side by side with keepalived 2.2.7 in the namespace lab
+//! (`tests/common/lab.rs`): every scenario runs with keepalived on both
+//! directors (the oracle), ours on both, and each mixed pair (a rolling
+//! upgrade), and each step's observations — states entered (notify
+//! scripts), address changes on each director, who advertises which
+//! priority and the announcements on the wire — must be keepalived's, in
+//! the same order, at the same times (within 10%, or 0.25 s).
+//!
+//! Needs root (namespaces, raw sockets) and keepalived 2.2.7 installed:
+//! `--features root,reference` (`scripts/test.sh` turns them on); there it
+//! never skips.
+
+mod common;
+
+use common::lab::{summary, Impl, Lab, Summary};
+use std::thread::sleep;
+use std::time::Duration;
+
+/// One step of a scenario: an action on the lab, then how long to watch.
+struct Step {
+    name: &'static str,
+    act: fn(&mut Lab, &Scenario, [Impl; 2]),
+    watch: f64,
+}
+
+struct Scenario {
+    name: &'static str,
+    /// keepalived.conf of d1 and d2.
+    confs: [String; 2],
+    /// d1's file for the reload steps.
+    reload: Option<String>,
+    steps: Vec<Step>,
+    /// Addresses announced (to check the client ends up at the master).
+    vip: &'static str,
+}
+
+fn start_both(lab: &mut Lab, s: &Scenario, pair: [Impl; 2]) {
+    lab.start(1, pair[0], &s.confs[0]);
+    lab.start(2, pair[1], &s.confs[1]);
+}
+fn term_d1(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.signal(1, "TERM");
+}
+fn kill_d1(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.signal(1, "KILL");
+}
+fn restart_d1(lab: &mut Lab, s: &Scenario, pair: [Impl; 2]) {
+    lab.start(1, pair[0], &s.confs[0]);
+}
+fn cable_d1_out(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.carrier(1, false);
+}
+fn cable_d1_in(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.carrier(1, true);
+}
+fn flag_on(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    std::fs::write(lab.path("flag"), "down").unwrap();
+}
+fn flag_off(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    let _ = std::fs::remove_file(lab.path("flag"));
+}
+fn hup_d1(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.signal(1, "HUP");
+}
+fn reload_d1(lab: &mut Lab, s: &Scenario, _: [Impl; 2]) {
+    lab.rewrite(1, s.reload.as_deref().expect("a reload config"));
+    lab.signal(1, "HUP");
+}
+
+/// A director's config: `extra` goes inside the instance.
+fn conf(prio: u8, extra: &str, vip: &str, globals: &str) -> String {
+    format!(
+        "global_defs {{\n  router_id lab\n{globals}}}\n\
+         vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  \
+         priority {prio}\n  advert_int 1\n{extra}  virtual_ipaddress {{\n    {vip}\n  }}\n  \
+         notify @NOTIFY@\n}}\n"
+    )
+}
+
+fn step(name: &'static str, act: fn(&mut Lab, &Scenario, [Impl; 2]), watch: f64) -> Step {
+    Step { name, act, watch }
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let v4 = "192.0.2.100/24";
+    let plain = |p: u8| conf(p, "", v4, "");
+    let election = || {
+        vec![
+            step("start and election", start_both, 5.5),
+            step("SIGTERM of the master", term_d1, 2.5),
+        ]
+    };
+    let script = "vrrp_script chk {\n  script \"/bin/sh -c '! test -e @FLAG@'\"\n  interval 1\n  weight -60\n}\n";
+    vec![
+        Scenario {
+            name: "sigterm",
+            confs: [plain(150), plain(100)],
+            reload: None,
+            steps: election(),
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "sigkill",
+            confs: [plain(150), plain(100)],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("SIGKILL of the master", kill_d1, 5.0),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "carrier",
+            confs: [plain(150), plain(100)],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("carrier loss on the master", cable_d1_out, 5.0),
+                step("carrier back", cable_d1_in, 5.5),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "preempt",
+            confs: [plain(150), plain(100)],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("SIGTERM of the master", term_d1, 2.0),
+                step("restart and preemption", restart_d1, 5.5),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "nopreempt",
+            confs: [
+                conf(150, "  nopreempt\n", v4, ""),
+                conf(100, "  nopreempt\n", v4, ""),
+            ],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("SIGTERM of the master", term_d1, 2.0),
+                step("restart without preemption", restart_d1, 5.5),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "preempt_delay",
+            confs: [conf(150, "  preempt_delay 3\n", v4, ""), plain(100)],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("SIGTERM of the master", term_d1, 2.0),
+                step("restart with preempt_delay", restart_d1, 8.5),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "script",
+            confs: [
+                format!(
+                    "{script}{}",
+                    conf(150, "  track_script {\n    chk\n  }\n", v4, "")
+                ),
+                plain(100),
+            ],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("script fails: weight -60", flag_on, 6.0),
+                step("script succeeds again", flag_off, 6.0),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "unicast",
+            confs: [
+                conf(
+                    150,
+                    "  unicast_src_ip 192.0.2.1\n  unicast_peer {\n    192.0.2.2\n  }\n",
+                    v4,
+                    "",
+                ),
+                conf(
+                    100,
+                    "  unicast_src_ip 192.0.2.2\n  unicast_peer {\n    192.0.2.1\n  }\n",
+                    v4,
+                    "",
+                ),
+            ],
+            reload: None,
+            steps: election(),
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "v3-ipv6",
+            confs: [
+                conf(150, "  version 3\n", "2001:db8::100/64", ""),
+                conf(100, "  version 3\n", "2001:db8::100/64", ""),
+            ],
+            reload: None,
+            steps: election(),
+            vip: "2001:db8::100",
+        },
+        Scenario {
+            name: "auth-pass",
+            confs: [
+                conf(
+                    150,
+                    "  authentication {\n    auth_type PASS\n    auth_pass secret1\n  }\n",
+                    v4,
+                    "",
+                ),
+                conf(
+                    100,
+                    "  authentication {\n    auth_type PASS\n    auth_pass secret1\n  }\n",
+                    v4,
+                    "",
+                ),
+            ],
+            reload: None,
+            steps: election(),
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "auth-ah",
+            confs: [
+                conf(
+                    150,
+                    "  authentication {\n    auth_type AH\n    auth_pass secret1\n  }\n",
+                    v4,
+                    "",
+                ),
+                conf(
+                    100,
+                    "  authentication {\n    auth_type AH\n    auth_pass secret1\n  }\n",
+                    v4,
+                    "",
+                ),
+            ],
+            reload: None,
+            steps: election(),
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "reload-same",
+            confs: [plain(150), plain(100)],
+            reload: None,
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("SIGHUP, nothing changed", hup_d1, 4.0),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
+            name: "reload-prio",
+            confs: [plain(150), plain(100)],
+            reload: Some(plain(50)),
+            steps: vec![
+                step("start and election", start_both, 5.5),
+                step("reload with priority 50", reload_d1, 5.5),
+            ],
+            vip: "192.0.2.100",
+        },
+    ]
+}
+
+/// One run: each step's summary.
+fn run(s: &Scenario, pair: [Impl; 2], prefix: &str) -> (Vec<Summary>, String) {
+    let mut lab = Lab::up(prefix);
+    let flag = lab.path("flag").display().to_string();
+    let mut s2 = Scenario {
+        name: s.name,
+        confs: [
+            s.confs[0].replace("@FLAG@", &flag),
+            s.confs[1].replace("@FLAG@", &flag),
+        ],
+        reload: s.reload.as_ref().map(|r| r.replace("@FLAG@", &flag)),
+        steps: Vec::new(),
+        vip: s.vip,
+    };
+    let mut out = Vec::new();
+    for st in &s.steps {
+        let t0 = lab.now();
+        (st.act)(&mut lab, &s2, pair);
+        sleep(Duration::from_secs_f64(st.watch));
+        out.push(summary(&lab.seen(), t0, lab.now()));
+    }
+    s2.steps.clear();
+    lab.stop_all();
+    sleep(Duration::from_millis(300));
+    let logs = format!(
+        "--- d1 ({:?}) ---\n{}\n--- d2 ({:?}) ---\n{}",
+        pair[0],
+        lab.log(1, pair[0]),
+        pair[1],
+        lab.log(2, pair[1])
+    );
+    (out, logs)
+}
+
+/// Differences of `got` from the oracle `want`, one line each.
+fn compare(want: &Summary, got: &Summary) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let keys: std::collections::BTreeSet<_> = want.keys().chain(got.keys()).collect();
+    for k in keys {
+        let (node, kind) = *k;
+        if node == 0 {
+            continue;
+        }
+        let w = want.get(k).cloned().unwrap_or_default();
+        let g = got.get(k).cloned().unwrap_or_default();
+        let ws: Vec<&String> = w.iter().map(|x| &x.0).collect();
+        let gs: Vec<&String> = g.iter().map(|x| &x.0).collect();
+        if ws != gs {
+            diffs.push(format!("d{node} {kind}: keepalived {ws:?}, got {gs:?}"));
+            continue;
+        }
+        for ((what, tw), (_, tg)) in w.iter().zip(&g) {
+            let tol = (tw * 0.10).max(0.25);
+            if (tw - tg).abs() > tol {
+                diffs.push(format!(
+                    "d{node} {kind} {what}: at {tg:.3} s, keepalived {tw:.3} s"
+                ));
+            }
+        }
+    }
+    diffs
+}
+
+fn pairings() -> Vec<[Impl; 2]> {
+    use Impl::{Keepalived as K, Ours as O};
+    vec![[K, K], [O, O], [O, K], [K, O]]
+}
+
+/// Runs the named scenarios, the four pairings of each in parallel labs,
+/// and reports every difference from keepalived's own run.
+fn check(names: &[&str]) {
+    let all = scenarios();
+    let mut failures = Vec::new();
+    for (idx, s) in all
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| names.contains(&s.name))
+    {
+        let results: Vec<_> = std::thread::scope(|sc| {
+            let hs: Vec<_> = pairings()
+                .into_iter()
+                .enumerate()
+                .map(|(i, pair)| {
+                    let prefix = format!("kv{idx}x{i}");
+                    let s = &*s;
+                    sc.spawn(move || (pair, run(s, pair, &prefix)))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let (oracle, ologs) = &results[0].1;
+        for (pair, (got, logs)) in &results[1..] {
+            for (i, st) in s.steps.iter().enumerate() {
+                let d = compare(&oracle[i], &got[i]);
+                if !d.is_empty() {
+                    failures.push(format!(
+                        "{} [{}{}] step {:?}:\n  {}\n  oracle: {:?}\n  got:    {:?}",
+                        s.name,
+                        pair[0].letter(),
+                        pair[1].letter(),
+                        st.name,
+                        d.join("\n  "),
+                        oracle[i],
+                        got[i]
+                    ));
+                }
+            }
+            if failures.iter().any(|f| f.starts_with(s.name))
+                && std::env::var_os("LAB_LOGS").is_some()
+            {
+                eprintln!("{logs}\n--- oracle ---\n{ologs}");
+            }
+        }
+        eprintln!("{}: oracle {:?}", s.name, oracle);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+macro_rules! lab_test {
+    ($fn:ident, $($name:literal),+) => {
+        #[test]
+        #[cfg_attr(
+            not(all(feature = "root", feature = "reference")),
+            ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+        )]
+        fn $fn() {
+            check(&[$($name),+]);
+        }
+    };
+}
+
+lab_test!(start_election_and_sigterm, "sigterm");
+lab_test!(sigkill_of_the_master, "sigkill");
+lab_test!(carrier_loss_and_return, "carrier");
+lab_test!(restart_and_preemption, "preempt");
+lab_test!(nopreempt_keeps_the_new_master, "nopreempt");
+lab_test!(preempt_delay_postpones_the_takeover, "preempt_delay");
+lab_test!(a_vrrp_script_weight_moves_the_master, "script");
+lab_test!(unicast_peers, "unicast");
+lab_test!(vrrpv3_over_ipv6, "v3-ipv6");
+lab_test!(pass_authentication, "auth-pass");
+lab_test!(ah_authentication, "auth-ah");
+lab_test!(a_reload_with_nothing_changed, "reload-same");
+lab_test!(a_reload_with_a_new_priority, "reload-prio");

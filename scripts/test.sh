@@ -11,10 +11,11 @@ cd "$(dirname "$0")/.."
 
 # What the gated tests need: keepalived/ipvsadm (the side-by-side
 # reference), qemu with Debian's cloud kernel, busybox and cpio (the IPVS
-# guest), debhelper, lintian, debootstrap (the package test).
-need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap)
+# guest), debhelper, lintian, debootstrap (the package test), tcpdump and
+# iproute2 (the VRRP namespace lab).
+need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump)
 need_pkgs=(keepalived ipvsadm qemu-system-x86 cpio debhelper lintian debootstrap
-    busybox-static linux-image-cloud-amd64)
+    busybox-static linux-image-cloud-amd64 tcpdump iproute2)
 
 install_deps() {
     local missing=0

@@ -10,19 +10,20 @@ use super::shell::{Command, Progress, Reporter};
 use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;
-use crate::config::vrrp::{Instance, Vip};
+use crate::config::vrrp::{Instance, NotifyScript, Vip, VrrpScript};
 use crate::config::Loaded;
 use crate::vrrp::announce::{gratuitous_arp, unsolicited_na};
-use crate::vrrp::fsm::State;
 use crate::vrrp::net::{ipv6_forwarding, AdvertSocket, FrameSocket, Iface};
 use crate::vrrp::rtnl::{watch_links, Rtnl};
-use crate::vrrp::run::{drive, Event, Placement, Runner, World};
+use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, World};
 use crate::vrrp::script::Outcome;
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// How long a notify script may run before it is cut (keepalived never
 /// waits for them; we reap them).
@@ -45,27 +46,51 @@ enum Job {
     Done(tokio::sync::oneshot::Sender<()>),
 }
 
+/// What the world holds for one node.
+struct NodeIo {
+    name: String,
+    iface: Option<Iface>,
+    socket: Option<Arc<AdvertSocket>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Drop for NodeIo {
+    fn drop(&mut self) {
+        if let Some(r) = self.reader.take() {
+            r.abort();
+        }
+    }
+}
+
 struct RealWorld {
-    instances: Vec<Instance>,
-    ifaces: Vec<Option<Iface>>,
-    sockets: Vec<Option<Arc<AdvertSocket>>>,
+    nodes: HashMap<usize, NodeIo>,
     jobs: mpsc::UnboundedSender<Job>,
     events: mpsc::UnboundedSender<Event>,
     scripts: Scripts,
-    specs: Vec<(ScriptSpec, Duration)>,
     cfg: Arc<Config>,
 }
 
-impl RealWorld {
-    fn vips(&self, i: usize) -> Vec<Vip> {
-        let inst = &self.instances[i];
-        inst.vips.iter().chain(&inst.evips).cloned().collect()
-    }
+/// The interface an instance uses: its `interface`, else the global
+/// `default_interface`, else eth0 (keepalived's default).
+fn interface_of(cfg: &Config, i: &Instance) -> String {
+    i.interface.clone().unwrap_or_else(|| {
+        cfg.global_defs
+            .other
+            .iter()
+            .find(|s| s.keyword == "default_interface")
+            .and_then(|s| s.args.first().cloned())
+            .unwrap_or_else(|| "eth0".to_string())
+    })
+}
 
-    fn spawn_notify(&self, argv: Vec<String>, user: Option<&(String, Option<String>)>) {
-        let run_as = crate::config::script_security::identity(&self.cfg, user)
+impl RealWorld {
+    fn spawn_notify(&self, s: &NotifyScript, extra: &[String]) {
+        let user = s.user.clone().map(|u| (u, s.group.clone()));
+        let run_as = crate::config::script_security::identity(&self.cfg, user.as_ref())
             .ok()
             .flatten();
+        let mut argv = s.args.clone();
+        argv.extend_from_slice(extra);
         let spec = ScriptSpec { argv, run_as };
         let scripts = self.scripts.clone();
         tokio::spawn(async move {
@@ -77,28 +102,94 @@ impl RealWorld {
 }
 
 impl World for RealWorld {
-    fn send(&mut self, i: usize, pkt: &[u8], dst: IpAddr) {
-        if let Some(s) = &self.sockets[i] {
+    fn placement(&mut self, i: &Instance) -> Placement {
+        let name = interface_of(&self.cfg, i);
+        let f = Iface::lookup(&name).ok().flatten();
+        if f.is_none() {
+            log::error!("({}) interface {name} does not exist", i.name);
+        }
+        Placement {
+            src: f.as_ref().and_then(|f| f.source(i.ipv6)),
+            up: f.as_ref().is_some_and(|f| f.up),
+            ifname: name,
+        }
+    }
+
+    fn attach(&mut self, n: &Node) {
+        let iface = Iface::lookup(&n.ifname).ok().flatten();
+        let socket = iface.as_ref().and_then(|f| {
+            let group = n.cfg.unicast_peers.is_empty().then(|| n.dsts[0]);
+            let bind = n.cfg.ipv6.then_some(n.src);
+            match AdvertSocket::open(f, n.cfg.ipv6, n.proto(), group, bind) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    log::error!(
+                        "({}) cannot open the VRRP socket on {}: {e}",
+                        n.cfg.name,
+                        f.name
+                    );
+                    None
+                }
+            }
+        });
+        let reader = socket.clone().map(|s| {
+            let tx = self.events.clone();
+            let id = n.id;
+            tokio::spawn(async move {
+                loop {
+                    match s.recv().await {
+                        Ok(rx) => {
+                            if tx.send(Event::Packet(id, rx)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => log::debug!("VRRP receive: {e}"),
+                    }
+                }
+            })
+        });
+        self.nodes.insert(
+            n.id,
+            NodeIo {
+                name: n.cfg.name.clone(),
+                iface,
+                socket,
+                reader,
+            },
+        );
+    }
+
+    fn detach(&mut self, id: usize) {
+        self.nodes.remove(&id);
+    }
+
+    fn send(&mut self, id: usize, pkt: &[u8], dst: IpAddr) {
+        let Some(io) = self.nodes.get(&id) else {
+            return;
+        };
+        if let Some(s) = &io.socket {
             if let Err(e) = s.send(pkt, dst) {
-                log::debug!(
-                    "({}) sending an advert to {dst}: {e}",
-                    self.instances[i].name
-                );
+                log::debug!("({}) sending an advert to {dst}: {e}", io.name);
             }
         }
     }
 
-    fn addresses(&mut self, i: usize, add: bool) {
-        let Some(iface) = &self.ifaces[i] else { return };
+    fn addresses(&mut self, id: usize, vips: &[Vip], add: bool) {
+        let Some(Some(iface)) = self.nodes.get(&id).map(|io| &io.iface) else {
+            return;
+        };
         let _ = self.jobs.send(Job::Addresses {
             add,
             index: iface.index,
-            vips: self.vips(i),
+            vips: vips.to_vec(),
         });
     }
 
-    fn announce(&mut self, i: usize, count: u32) {
-        let Some(iface) = &self.ifaces[i] else { return };
+    fn announce(&mut self, id: usize, vips: &[Vip], count: u32) {
+        let Some(io) = self.nodes.get(&id) else {
+            return;
+        };
+        let Some(iface) = &io.iface else { return };
         // Fresh facts (the MAC may have changed since start).
         let iface = Iface::lookup(&iface.name)
             .ok()
@@ -106,48 +197,59 @@ impl World for RealWorld {
             .unwrap_or(iface.clone());
         let _ = self.jobs.send(Job::Announce {
             iface,
-            vips: self.vips(i),
+            vips: vips.to_vec(),
             count,
-            name: self.instances[i].name.clone(),
+            name: io.name.clone(),
         });
     }
 
-    fn notify(&mut self, i: usize, state: State, priority: u8) {
-        let inst = &self.instances[i];
+    fn notify(&mut self, inst: &Instance, state: Notified, priority: u8) {
         let n = &inst.notify;
         let word = match state {
-            State::Master => "MASTER",
-            State::Backup => "BACKUP",
-            State::Fault => "FAULT",
-            State::Init => "STOP",
+            Notified::Master => "MASTER",
+            Notified::Backup => "BACKUP",
+            Notified::Fault => "FAULT",
+            Notified::Stop => "STOP",
+            Notified::Deleted => "DELETED",
         };
         let specific = match state {
-            State::Master => n.master.as_ref(),
-            State::Backup => n.backup.as_ref(),
-            State::Fault => n.fault.as_ref(),
-            State::Init => n.stop.as_ref(),
+            Notified::Master => n.master.as_ref(),
+            Notified::Backup => n.backup.as_ref(),
+            Notified::Fault => n.fault.as_ref(),
+            Notified::Stop => n.stop.as_ref(),
+            Notified::Deleted => n.deleted.as_ref().and_then(Option::as_ref),
         };
-        let user =
-            |s: &crate::config::vrrp::NotifyScript| s.user.clone().map(|u| (u, s.group.clone()));
         if let Some(s) = specific {
-            self.spawn_notify(s.args.clone(), user(s).as_ref());
+            self.spawn_notify(s, &[]);
         }
         if let Some(s) = &n.any {
-            let mut argv = s.args.clone();
-            argv.extend([
+            let extra = [
                 "INSTANCE".to_string(),
                 inst.name.clone(),
                 word.to_string(),
                 priority.to_string(),
-            ]);
-            self.spawn_notify(argv, user(s).as_ref());
+            ];
+            self.spawn_notify(s, &extra);
         }
     }
 
-    fn run_script(&mut self, s: usize) {
-        let (spec, timeout) = self.specs[s].clone();
+    fn run_script(&mut self, s: &VrrpScript) {
+        let run_as = crate::config::script_security::identity(&self.cfg, s.user.as_ref())
+            .ok()
+            .flatten();
+        let timeout = if s.timeout_us > 0 {
+            s.timeout_us
+        } else {
+            s.interval_us
+        };
+        let spec = ScriptSpec {
+            argv: s.args.clone(),
+            run_as,
+        };
+        let timeout = Duration::from_micros(timeout.max(1));
         let scripts = self.scripts.clone();
         let events = self.events.clone();
+        let name = s.name.clone();
         tokio::spawn(async move {
             let o = match scripts.run(&spec, timeout).await {
                 Ok(ScriptEnd::Exited(c)) => Outcome::Exited(c),
@@ -155,7 +257,7 @@ impl World for RealWorld {
                 Ok(ScriptEnd::TimedOut) => Outcome::TimedOut,
                 Err(_) => Outcome::Exited(127),
             };
-            let _ = events.send(Event::Script(s, o));
+            let _ = events.send(Event::Script(name, o));
         });
     }
 }
@@ -224,19 +326,6 @@ async fn address_worker(
     }
 }
 
-/// The interface an instance uses: its `interface`, else the global
-/// `default_interface`, else eth0 (keepalived's default).
-fn interface_of(cfg: &Config, i: &Instance) -> String {
-    i.interface.clone().unwrap_or_else(|| {
-        cfg.global_defs
-            .other
-            .iter()
-            .find(|s| s.keyword == "default_interface")
-            .and_then(|s| s.args.first().cloned())
-            .unwrap_or_else(|| "eth0".to_string())
-    })
-}
-
 /// The VRRP subsystem's loop.
 pub async fn run(
     _opts: &Options,
@@ -245,7 +334,6 @@ pub async fn run(
     progress: Reporter,
 ) -> ExitCode {
     let cfg = Arc::new(loaded.config.clone());
-    let vcfg = &cfg.vrrp;
     let rtnl = match Rtnl::open() {
         Ok(r) => r,
         Err(e) => {
@@ -263,57 +351,6 @@ pub async fn run(
     let (etx, mut erx) = mpsc::unbounded_channel();
     let (jtx, jrx) = mpsc::unbounded_channel();
     tokio::spawn(address_worker(rtnl, frames, jrx));
-
-    let mut ifaces = Vec::new();
-    let mut runner = Runner::new(vcfg, |i| {
-        let name = interface_of(&cfg, i);
-        let f = Iface::lookup(&name).ok().flatten();
-        if f.is_none() {
-            log::error!("({}) interface {name} does not exist", i.name);
-        }
-        let p = Placement {
-            ifname: name,
-            src: f.as_ref().and_then(|f| f.source(i.ipv6)),
-            up: f.as_ref().is_some_and(|f| f.up),
-        };
-        ifaces.push(f);
-        p
-    });
-    let mut sockets = Vec::new();
-    for (k, n) in runner.nodes.iter().enumerate() {
-        let sock = ifaces[k].as_ref().and_then(|f| {
-            let group = n.cfg.unicast_peers.is_empty().then(|| n.dsts[0]);
-            let bind = if n.cfg.ipv6 { Some(n.src) } else { None };
-            match AdvertSocket::open(f, n.cfg.ipv6, n.proto(), group, bind) {
-                Ok(s) => Some(Arc::new(s)),
-                Err(e) => {
-                    log::error!(
-                        "({}) cannot open the VRRP socket on {}: {e}",
-                        n.cfg.name,
-                        f.name
-                    );
-                    None
-                }
-            }
-        });
-        if let Some(s) = &sock {
-            let s = s.clone();
-            let tx = etx.clone();
-            tokio::spawn(async move {
-                loop {
-                    match s.recv().await {
-                        Ok(rx) => {
-                            if tx.send(Event::Packet(k, rx)).is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => log::debug!("VRRP receive: {e}"),
-                    }
-                }
-            });
-        }
-        sockets.push(sock);
-    }
     let (ltx, mut lrx) = mpsc::unbounded_channel();
     if let Err(e) = watch_links(ltx) {
         log::error!("VRRP: cannot watch the links: {e}");
@@ -328,39 +365,15 @@ pub async fn run(
             }
         });
     }
-    let specs = runner
-        .scripts
-        .iter()
-        .map(|(s, _)| {
-            let run_as = crate::config::script_security::identity(&cfg, s.user.as_ref())
-                .ok()
-                .flatten();
-            let timeout = if s.timeout_us > 0 {
-                s.timeout_us
-            } else {
-                s.interval_us
-            };
-            (
-                ScriptSpec {
-                    argv: s.args.clone(),
-                    run_as,
-                },
-                Duration::from_micros(timeout.max(1)),
-            )
-        })
-        .collect();
     let mut world = RealWorld {
-        instances: runner.nodes.iter().map(|n| n.cfg.clone()).collect(),
-        ifaces,
-        sockets,
+        nodes: HashMap::new(),
         jobs: jtx.clone(),
         events: etx.clone(),
         scripts: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
-        specs,
         cfg: cfg.clone(),
     };
-    // The shell's commands become runner events; a reload keeps every
-    // instance as it is (the running state is what an unchanged file asks).
+    let mut runner = Runner::new(&cfg.vrrp, &mut world);
+    // The shell's commands become runner events.
     let ctx = etx.clone();
     let rep = progress.clone();
     tokio::spawn(async move {
@@ -370,7 +383,14 @@ pub async fn run(
                     let _ = ctx.send(Event::Stop);
                     return;
                 }
-                Command::Reload(_) => rep.send(Progress::Reloaded),
+                Command::Reload(l) => {
+                    // keepalived's VRRP side takes whatever parsed: a
+                    // missing parameter stops only the reload.
+                    if !l.diagnostics.missing_parameter {
+                        let _ = ctx.send(Event::Reload(Box::new(l.config.vrrp.clone())));
+                    }
+                    rep.send(Progress::Reloaded);
+                }
                 Command::DumpData => {}
             }
         }
@@ -382,12 +402,7 @@ pub async fn run(
     let (dtx, drx) = tokio::sync::oneshot::channel();
     let _ = jtx.send(Job::Done(dtx));
     let _ = tokio::time::timeout(Duration::from_secs(5), drx).await;
-    for (k, n) in runner.nodes.iter().enumerate() {
-        if n.fsm.state == State::Init {
-            world.notify(k, State::Init, n.fsm.params.priority);
-        }
-    }
-    // STOP notifies get their second (keepalived's 1 s kill timer).
+    // STOP notifies have keepalived's second before the process goes.
     if runner
         .nodes
         .iter()

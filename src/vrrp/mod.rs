@@ -8,6 +8,7 @@ pub mod ah;
 pub mod announce;
 pub mod fsm;
 pub mod net;
+pub mod node;
 pub mod packet;
 pub mod priority;
 pub mod receive;

@@ -81,6 +81,7 @@ pub struct Lab {
     /// Unix time the observations count from.
     pub epoch: f64,
     daemons: [Option<Child>; 3],
+    dying: Vec<Child>,
     observers: Vec<Child>,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
@@ -100,6 +101,7 @@ impl Lab {
             dir,
             epoch: unix_now(),
             daemons: [None, None, None],
+            dying: Vec::new(),
             observers: Vec::new(),
             seen: Arc::new(Mutex::new(Vec::new())),
         };
@@ -278,11 +280,15 @@ impl Lab {
         let epoch = self.epoch;
         let macs = [self.mac(1), self.mac(2)];
         std::thread::spawn(move || {
+            // A frame is "TIME SRC-MAC > DST-MAC, ..." and, with -vv, its
+            // protocol on indented lines after it.
+            let mut src = String::new();
             for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if l.starts_with(|c: char| c.is_ascii_digit()) {
+                    src = l.split_whitespace().nth(1).unwrap_or("").to_string();
+                }
                 if let Some(w) = wire_event(&l) {
-                    // "TIME SRC-MAC > DST-MAC, ..."
-                    let src = l.split_whitespace().nth(1).unwrap_or("");
-                    let node = macs.iter().position(|m| m == src).map_or(0, |i| i + 1);
+                    let node = macs.iter().position(|m| *m == src).map_or(0, |i| i + 1);
                     Lab::push(&seen, epoch, node, "wire", w);
                 }
             }
@@ -295,6 +301,7 @@ impl Lab {
     /// Starts `imp` on director `n` with `conf` (`@NOTIFY@` in it is
     /// replaced by this node's notify script).
     pub fn start(&mut self, n: usize, imp: Impl, conf: &str) {
+        self.reap();
         let d = self.dir.join(format!("d{n}"));
         std::fs::create_dir_all(&d).unwrap();
         let notify = d.join("notify.sh");
@@ -366,18 +373,27 @@ impl Lab {
         if let Some(p) = parent {
             let _ = sh(&["kill", &format!("-{sig}"), &p.to_string()]);
         }
+        // Not waited for here, so that a step's clock does not depend on
+        // how long a daemon takes to exit; [`Lab::start`] and the end wait.
         if sig == "KILL" || sig == "TERM" {
-            if let Some(mut c) = self.daemons[n].take() {
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while Instant::now() < deadline {
-                    if c.try_wait().ok().flatten().is_some() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                let _ = c.kill();
-                let _ = c.wait();
+            if let Some(c) = self.daemons[n].take() {
+                self.dying.push(c);
             }
+        }
+    }
+
+    /// Waits (10 s at most) for every signalled daemon to be gone.
+    pub fn reap(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for mut c in self.dying.drain(..) {
+            while Instant::now() < deadline {
+                if c.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 
@@ -391,6 +407,7 @@ impl Lab {
         for n in 1..=2 {
             self.signal(n, "TERM");
         }
+        self.reap();
     }
 
     /// Sets director `n`'s cable (its bridge port) down or up.
@@ -438,6 +455,18 @@ impl Lab {
             std::thread::sleep(Duration::from_millis(20));
         }
         false
+    }
+
+    /// Waits (2 s at most) for director `n`'s next advert on the wire, so
+    /// that an action lands just after one: the peer's down timer then
+    /// runs its full length from it, as in keepalived's own measurements.
+    pub fn after_advert(&self, n: usize) {
+        let from = self.now();
+        self.wait_for(2.0, |seen| {
+            seen.iter().any(|s| {
+                s.t > from && s.node == n && s.kind == "wire" && s.what.starts_with("advert")
+            })
+        });
     }
 
     /// Whether director `n` has `addr` now.
@@ -491,6 +520,10 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        for mut c in self.dying.drain(..) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
         for n in 1..=2 {
             if let Some(mut c) = self.daemons[n].take() {
                 if let Some(p) = self.pid_of(n, "vrrp.pid") {
@@ -554,13 +587,40 @@ fn wire_event(l: &str) -> Option<String> {
 /// first seen in that run of repeats.
 pub type Summary = BTreeMap<(usize, &'static str), Vec<(String, f64)>>;
 
-/// What was seen between `from` and `to`, summarised.
+/// What was seen between `from` and `to`, summarised. On the wire only
+/// what changes counts: a node's advert whose priority differs from its
+/// previous one (the periodic ones in between fall where the advert timer's
+/// phase puts them), and the first frame of each announcement burst.
 pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
     let mut m = Summary::new();
-    for s in seen.iter().filter(|s| s.t >= from && s.t < to) {
-        let v = m.entry((s.node, s.kind)).or_default();
-        if v.last().map(|x| &x.0) != Some(&s.what) {
-            v.push((s.what.clone(), s.t - from));
+    let mut prio: BTreeMap<usize, String> = BTreeMap::new();
+    let mut last_announce: BTreeMap<(usize, String), f64> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.t < to) {
+        let (kind, what) = if s.kind == "wire" {
+            if let Some(p) = s.what.strip_prefix("advert ") {
+                if prio.get(&s.node).map(String::as_str) == Some(p) {
+                    continue;
+                }
+                prio.insert(s.node, p.to_string());
+                ("wire", s.what.clone())
+            } else {
+                let key = (s.node, s.what.clone());
+                let fresh = last_announce.get(&key).is_none_or(|t| s.t - t > 0.5);
+                last_announce.insert(key, s.t);
+                if !fresh {
+                    continue;
+                }
+                ("announce", s.what.clone())
+            }
+        } else {
+            (s.kind, s.what.clone())
+        };
+        if s.t < from {
+            continue;
+        }
+        let v = m.entry((s.node, kind)).or_default();
+        if kind == "wire" || kind == "announce" || v.last().map(|x| &x.0) != Some(&what) {
+            v.push((what, s.t - from));
         }
     }
     m

@@ -25,7 +25,8 @@ pub(super) fn deprecated_syncd(cx: &mut Ctx, name: &str) {
 /// A notify keyword: `SCRIPT [USER [GROUP]]`, once each.
 pub(super) fn notify_setting(cx: &mut Ctx, n: &mut Notify, s: &Setting, name: &str) {
     let script = s.args.first().map(|cmd| NotifyScript {
-        args: cmd.split_whitespace().map(str::to_string).collect(),
+        // keepalived's set_script_params_array(): quotes group, escapes apply.
+        args: crate::config::lexer::split_quoted_escaped(cmd).unwrap_or_default(),
         user: s.args.get(1).cloned(),
         group: s.args.get(2).cloned(),
         line: s.line,

@@ -56,7 +56,8 @@ pub fn scripts(cfg: &Config, cx: &mut Ctx, kept: &[String]) -> Vec<VrrpScript> {
             let v = first(s).unwrap_or("");
             match s.keyword.as_str() {
                 "script" => {
-                    sc.args = v.split_whitespace().map(str::to_string).collect();
+                    // Split as keepalived's set_script_params_array() does.
+                    sc.args = crate::config::lexer::split_quoted_escaped(v).unwrap_or_default();
                 }
                 "interval" | "timeout" => {
                     let kw = s.keyword.as_str();

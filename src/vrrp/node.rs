@@ -1,0 +1,330 @@
+//! One running VRRP instance as the runner ([`super::run`]) holds it: its
+//! configuration, state machine, where it advertises from and to, what it
+//! tracks, its counters, and the adverts it puts on the wire (IPv4 with
+//! keepalived's header and id, AH sealed; IPv6 the bare message). Pure.
+
+use super::ah::{self, AH_LEN};
+use super::fsm;
+use super::net::IPPROTO_AH;
+use super::packet::{ipv4_header, Advert, AuthType, IPPROTO_VRRP};
+use super::receive::Expect;
+use super::timers::adver_int_cs;
+use crate::config::vrrp::{Auth, InitState, Instance, Vip};
+use serde::Serialize;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// keepalived's default groups.
+pub const GROUP4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 18);
+/// ff02::12.
+pub const GROUP6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x12);
+
+/// keepalived's per-instance counters (`vrrp_stats`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Adverts accepted.
+    pub advert_rcvd: u64,
+    /// Adverts sent.
+    pub advert_sent: u64,
+    /// Times it became MASTER.
+    pub become_master: u64,
+    /// Times it left MASTER.
+    pub release_master: u64,
+    /// Packets of the wrong length.
+    pub packet_len_err: u64,
+    /// Bad TTL / hop limit.
+    pub ip_ttl_err: u64,
+    /// Wrong type.
+    pub invalid_type_rcvd: u64,
+    /// Advert interval mismatch.
+    pub advert_interval_err: u64,
+    /// Address list mismatch.
+    pub addr_list_err: u64,
+    /// Wrong or failed authentication.
+    pub auth_failure: u64,
+    /// Priority 0 adverts received.
+    pub pri_zero_rcvd: u64,
+    /// Priority 0 adverts sent.
+    pub pri_zero_sent: u64,
+}
+
+/// A transition, for the status and the `transition` log line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transition {
+    /// µs since start.
+    pub at_us: u64,
+    /// Unix time, seconds.
+    pub unix: f64,
+    /// From.
+    pub from: &'static str,
+    /// To.
+    pub to: &'static str,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// Where an instance's adverts go from, as the outside world found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The interface's name.
+    pub ifname: String,
+    /// Its source address, if it has one.
+    pub src: Option<IpAddr>,
+    /// It is up and running.
+    pub up: bool,
+}
+
+/// What an instance tracks.
+#[derive(Debug, Clone, Default)]
+pub struct Trackers {
+    /// Own interface (weight 0 = FAULT when down) unless `dont_track_primary`.
+    pub own_if: Option<String>,
+    /// `track_interface`: name, weight, reverse, up.
+    pub ifs: Vec<(String, i32, bool, bool)>,
+    /// `track_script`: script name, weight, reverse.
+    pub scripts: Vec<(String, i32, bool)>,
+}
+
+/// One running instance.
+pub struct Node {
+    /// Stable across reloads: the outside world's handle for it.
+    pub id: usize,
+    /// Its configuration.
+    pub cfg: Instance,
+    /// Its state machine.
+    pub fsm: fsm::Instance,
+    /// The interface adverts go on.
+    pub ifname: String,
+    /// Its advert source.
+    pub src: IpAddr,
+    /// Where adverts go: the group, or each unicast peer.
+    pub dsts: Vec<IpAddr>,
+    /// Base priority (the owner rule may lower it).
+    pub base_priority: u8,
+    /// Counters.
+    pub stats: Stats,
+    /// The last transition.
+    pub last: Option<Transition>,
+    /// The master's address as last seen (BACKUP).
+    pub master: Option<IpAddr>,
+    /// Whether the interface is up (and has an address to send from).
+    pub if_up: bool,
+    /// The receive checks' expectations.
+    pub expect: Expect,
+    /// Tracked objects.
+    pub trackers: Trackers,
+    /// The second GARP burst (`garp_master_delay`).
+    pub garp_delayed: Option<u64>,
+    /// The next `garp_master_refresh` burst.
+    pub garp_refresh: Option<u64>,
+    /// The second lower-priority burst (`garp_lower_prio_delay`).
+    pub garp_lower: Option<u64>,
+    /// The last IPv4 id sent (keepalived numbers its adverts, never 0).
+    ip_id: u16,
+    /// AH: keepalived's one counter, the last sequence number sent or the
+    /// highest accepted (so a new master carries on above its old master).
+    pub ah_seq: u32,
+}
+
+/// The 8 key bytes of a password (zero padded).
+pub fn key8(p: &[u8]) -> [u8; 8] {
+    let mut k = [0u8; 8];
+    let n = p.len().min(8);
+    k[..n].copy_from_slice(&p[..n]);
+    k
+}
+
+fn auth_fields(i: &Instance) -> (AuthType, [u8; 8]) {
+    match (&i.auth, i.version) {
+        (Some(Auth::Pass(p)), 2) => (AuthType::Pass, key8(p)),
+        (Some(Auth::Ah(_)), 2) => (AuthType::Ah, [0; 8]),
+        _ => (AuthType::None, [0; 8]),
+    }
+}
+
+impl Node {
+    /// A node for instance `i` placed at `p`, in INIT.
+    pub fn new(id: usize, i: &Instance, p: &Placement) -> Node {
+        let src = i.src_ip.or(p.src).unwrap_or(if i.ipv6 {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        });
+        let dsts = if i.unicast_peers.is_empty() {
+            vec![i.mcast_dst.unwrap_or(if i.ipv6 {
+                IpAddr::V6(GROUP6)
+            } else {
+                IpAddr::V4(GROUP4)
+            })]
+        } else {
+            i.unicast_peers.iter().map(|p| p.addr).collect()
+        };
+        let (auth, auth_data) = auth_fields(i);
+        let expect = Expect {
+            name: i.name.clone(),
+            version: i.version,
+            adver_int_cs: adver_int_cs(i.version, i.advert_int_us),
+            vips: i.vips.iter().map(|v| v.addr).collect(),
+            auth,
+            auth_data,
+            peers: i.unicast_peers.iter().map(|p| p.addr).collect(),
+            check_unicast_src: i.check_unicast_src,
+            skip_addr_check: false,
+        };
+        let trackers = Trackers {
+            own_if: (!i.dont_track_primary).then(|| p.ifname.clone()),
+            ifs: i
+                .track_interfaces
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.clone(),
+                        t.weight.unwrap_or(0),
+                        t.reverse.unwrap_or(false),
+                        true,
+                    )
+                })
+                .collect(),
+            scripts: Vec::new(),
+        };
+        let params = fsm::Params {
+            name: i.name.clone(),
+            version: i.version,
+            priority: i.priority,
+            adver_int_us: i.advert_int_us,
+            want_master: i.init_state == InitState::Master,
+            nopreempt: i.nopreempt,
+            preempt_delay_us: i.preempt_delay_us,
+            down_timer_adverts: i.down_timer_adverts,
+            lower_prio_no_advert: i.lower_prio_no_advert,
+            higher_prio_send_advert: i.higher_prio_send_advert,
+            source: src,
+        };
+        Node {
+            id,
+            cfg: i.clone(),
+            fsm: fsm::Instance::new(params),
+            ifname: p.ifname.clone(),
+            src,
+            dsts,
+            base_priority: i.priority,
+            stats: Stats::default(),
+            last: None,
+            master: None,
+            if_up: p.up && (p.src.is_some() || i.src_ip.is_some()),
+            expect,
+            trackers,
+            garp_delayed: None,
+            garp_refresh: None,
+            garp_lower: None,
+            ip_id: 0,
+            ah_seq: 0,
+        }
+    }
+
+    /// What pairs an old instance with a new one at a reload (keepalived's
+    /// `vrrp_exist()`: VRID, family, interface; and the mode, since a
+    /// socket is kept): not the name.
+    pub fn key(&self) -> (u8, bool, String, bool, Vec<IpAddr>) {
+        (
+            self.cfg.vrid,
+            self.cfg.ipv6,
+            self.ifname.clone(),
+            self.cfg.unicast_peers.is_empty(),
+            if self.cfg.unicast_peers.is_empty() {
+                self.dsts.clone()
+            } else {
+                Vec::new()
+            },
+        )
+    }
+
+    /// The IP protocol its adverts go in (51 with AH).
+    pub fn proto(&self) -> u8 {
+        if matches!(self.cfg.auth, Some(Auth::Ah(_))) && !self.cfg.ipv6 {
+            IPPROTO_AH
+        } else {
+            IPPROTO_VRRP
+        }
+    }
+
+    /// The addresses it sets: VIPs, then eVIPs.
+    pub fn all_vips(&self) -> Vec<Vip> {
+        self.cfg
+            .vips
+            .iter()
+            .chain(&self.cfg.evips)
+            .cloned()
+            .collect()
+    }
+
+    fn advert(&self, priority: u8) -> Advert {
+        let (auth, auth_data) = auth_fields(&self.cfg);
+        Advert {
+            version: self.cfg.version,
+            vrid: self.cfg.vrid,
+            priority,
+            adver_int_cs: adver_int_cs(self.cfg.version, self.cfg.advert_int_us),
+            addrs: self.cfg.vips.iter().map(|v| v.addr).collect(),
+            auth,
+            auth_data,
+        }
+    }
+
+    fn ttl(&self) -> u8 {
+        if self.cfg.unicast_peers.is_empty() {
+            255
+        } else {
+            self.cfg.unicast_ttl
+        }
+    }
+
+    /// The advert for `dst` as it goes on the wire: IPv4 with its header
+    /// (and AH), IPv6 as the message.
+    pub fn packet(&mut self, priority: u8, dst: IpAddr) -> Vec<u8> {
+        let msg = self.advert(priority).encode(self.src, dst);
+        let (IpAddr::V4(s), IpAddr::V4(d)) = (self.src, dst) else {
+            return msg;
+        };
+        self.ip_id = self.ip_id.wrapping_add(1).max(1);
+        let proto = self.proto();
+        let extra = if proto == IPPROTO_AH { AH_LEN } else { 0 };
+        let mut ip = ipv4_header(s, d, msg.len() + extra, self.ttl(), proto);
+        ip[4..6].copy_from_slice(&self.ip_id.to_be_bytes());
+        let mut pkt = Vec::with_capacity(20 + extra + msg.len());
+        if let Some(Auth::Ah(k)) = &self.cfg.auth {
+            // The kernel fills the header checksum; the ICV covers it as 0.
+            ip[10] = 0;
+            ip[11] = 0;
+            self.ah_seq = self.ah_seq.saturating_add(1);
+            let unicast = !self.cfg.unicast_peers.is_empty();
+            let ah = ah::seal(&key8(k), &ip, self.ah_seq, &msg, unicast);
+            pkt.extend_from_slice(&ip);
+            pkt.extend_from_slice(&ah);
+        } else {
+            pkt.extend_from_slice(&ip);
+        }
+        pkt.extend_from_slice(&msg);
+        pkt
+    }
+
+    /// Carries the running state of `old` (same key) into this node.
+    pub fn carry(&mut self, old: Node) {
+        let params = self.fsm.params.clone();
+        self.fsm = old.fsm;
+        let prio_now = self.fsm.params.priority;
+        self.fsm.params = params;
+        self.fsm.params.priority = prio_now;
+        self.stats = old.stats;
+        self.last = old.last;
+        self.master = old.master;
+        self.if_up = old.if_up;
+        self.ip_id = old.ip_id;
+        self.ah_seq = old.ah_seq;
+        self.garp_refresh = old.garp_refresh;
+        for t in &mut self.trackers.ifs {
+            if let Some(o) = old.trackers.ifs.iter().find(|o| o.0 == t.0) {
+                t.3 = o.3;
+            }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The runner on a two-router LAN with a manual clock.
+
+use super::*;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// A two-router LAN on a manual clock: what one sends, the other
+/// receives 100 µs later (multicast, TTL 255).
+struct Lan {
+    /// (deliver at, to router, packet).
+    wire: Vec<(u64, usize, Received)>,
+    log: Vec<(u64, usize, String)>,
+    addrs: [bool; 2],
+    now: u64,
+    who: usize,
+}
+
+impl World for Lan {
+    fn placement(&mut self, _: &Instance) -> Placement {
+        Placement {
+            ifname: "lo".into(),
+            src: Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, self.who as u8 + 1))),
+            up: true,
+        }
+    }
+    fn attach(&mut self, _: &Node) {}
+    fn detach(&mut self, _: usize) {}
+    fn send(&mut self, _: usize, pkt: &[u8], dst: IpAddr) {
+        let ihl = usize::from(pkt[0] & 0x0f) * 4;
+        let from = IpAddr::V4(Ipv4Addr::new(pkt[12], pkt[13], pkt[14], pkt[15]));
+        let rx = Received {
+            from,
+            to: dst,
+            ttl: pkt[8],
+            proto: pkt[9],
+            ip_header: pkt[..ihl].to_vec(),
+            payload: pkt[ihl..].to_vec(),
+        };
+        let prio = rx.payload[2];
+        self.log
+            .push((self.now, self.who, format!("advert {prio}")));
+        self.wire.push((self.now + 100, 1 - self.who, rx));
+    }
+    fn addresses(&mut self, _: usize, _: &[Vip], add: bool) {
+        if self.addrs[self.who] != add {
+            self.log
+                .push((self.now, self.who, if add { "+vip" } else { "-vip" }.into()));
+        }
+        self.addrs[self.who] = add;
+    }
+    fn announce(&mut self, _: usize, _: &[Vip], count: u32) {
+        self.log
+            .push((self.now, self.who, format!("garp x{count}")));
+    }
+    fn notify(&mut self, _: &Instance, state: Notified, priority: u8) {
+        self.log
+            .push((self.now, self.who, format!("{state:?} {priority}")));
+    }
+    fn run_script(&mut self, _: &VrrpScript) {}
+    fn log(&mut self, _: String) {}
+}
+
+fn runner(lan: &mut Lan, who: usize, prio: u8, extra: &str) -> Runner {
+    let text = format!(
+        "vrrp_instance VI_1 {{\n interface lo\n virtual_router_id 51\n priority {prio}\n \
+         advert_int 1\n{extra}\n virtual_ipaddress {{\n  192.0.2.100/24\n }}\n}}\n"
+    );
+    let l = crate::config::load_str(&text);
+    assert_eq!(l.config.vrrp.instances.len(), 1, "{:?}", l.diagnostics);
+    lan.who = who;
+    Runner::new(&l.config.vrrp, lan)
+}
+
+/// Runs both routers until `until` µs, stopping router `k` at `t`
+/// when `stop_at` is `Some((t, k))`.
+fn play(r: &mut [Runner; 2], lan: &mut Lan, until: u64, stop_at: Option<(u64, usize)>) {
+    let mut stopped = [false; 2];
+    loop {
+        let mut next = u64::MAX;
+        for (k, x) in r.iter().enumerate() {
+            if !stopped[k] {
+                next = next.min(x.next_deadline().unwrap_or(u64::MAX));
+            }
+        }
+        for w in &lan.wire {
+            next = next.min(w.0);
+        }
+        if let Some((t, k)) = stop_at {
+            if !stopped[k] {
+                next = next.min(t);
+            }
+        }
+        if next > until {
+            lan.now = until;
+            return;
+        }
+        lan.now = next;
+        if let Some((t, k)) = stop_at {
+            if t == next && !stopped[k] {
+                lan.who = k;
+                r[k].stop(next, lan);
+                stopped[k] = true;
+            }
+        }
+        let due: Vec<_> = lan.wire.iter().filter(|w| w.0 <= next).cloned().collect();
+        lan.wire.retain(|w| w.0 > next);
+        for (_, to, rx) in due {
+            if !stopped[to] {
+                lan.who = to;
+                r[to].on_packet(0, next, &rx, lan);
+            }
+        }
+        for k in 0..2 {
+            if !stopped[k] && r[k].next_deadline().is_some_and(|d| d <= next) {
+                lan.who = k;
+                r[k].on_timer(next, lan);
+            }
+        }
+    }
+}
+
+fn lan() -> Lan {
+    Lan {
+        wire: Vec::new(),
+        log: Vec::new(),
+        addrs: [false; 2],
+        now: 0,
+        who: 0,
+    }
+}
+
+fn start(r: &mut [Runner; 2], lan: &mut Lan) {
+    for (k, x) in r.iter_mut().enumerate() {
+        lan.who = k;
+        x.start(0, lan);
+    }
+}
+
+fn first(lan: &Lan, who: usize, what: &str, after: u64) -> Option<u64> {
+    lan.log
+        .iter()
+        .find(|(t, w, x)| *w == who && x == what && *t >= after)
+        .map(|x| x.0)
+}
+
+#[test]
+fn the_higher_priority_wins_after_its_down_interval_and_a_release_hands_over_in_the_skew() {
+    let mut lan = lan();
+    let mut r = [runner(&mut lan, 0, 150, ""), runner(&mut lan, 1, 100, "")];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 10_000_000, Some((10_000_000, 0)));
+    assert_eq!(first(&lan, 0, "Master 150", 0), Some(3_414_062));
+    assert_eq!(first(&lan, 0, "+vip", 0), Some(3_414_062));
+    assert_eq!(first(&lan, 1, "Master 100", 0), None, "{:?}", lan.log);
+    // d1 stops at 10 s: priority 0, d2 takes over one skew later.
+    play(&mut r, &mut lan, 12_000_000, None);
+    assert_eq!(first(&lan, 0, "advert 0", 0), Some(10_000_000));
+    assert_eq!(first(&lan, 0, "-vip", 9_000_000), Some(10_000_000));
+    assert_eq!(
+        first(&lan, 1, "Master 100", 0),
+        Some(10_000_100 + 609_375),
+        "{:?}",
+        lan.log
+    );
+    assert_eq!(first(&lan, 1, "garp x5", 0), Some(10_000_100 + 609_375));
+}
+
+#[test]
+fn a_returning_higher_priority_preempts_and_nopreempt_does_not() {
+    for (extra, preempts) in [("", true), ("nopreempt", false)] {
+        let mut lan = lan();
+        let mut r = [
+            runner(&mut lan, 0, 150, extra),
+            runner(&mut lan, 1, 100, extra),
+        ];
+        // d2 alone first: master after its down interval.
+        lan.who = 1;
+        r[1].start(0, &mut lan);
+        play(&mut r, &mut lan, 5_000_000, None);
+        assert_eq!(first(&lan, 1, "Master 100", 0), Some(3_609_375));
+        lan.who = 0;
+        r[0].start(5_000_000, &mut lan);
+        play(&mut r, &mut lan, 12_000_000, None);
+        let took = first(&lan, 0, "Master 150", 0);
+        if preempts {
+            assert_eq!(took, Some(5_000_000 + 3_414_062), "{extra}");
+            assert!(first(&lan, 1, "Backup 100", 5_000_000).is_some());
+        } else {
+            assert_eq!(took, None, "{extra}: {:?}", lan.log);
+        }
+    }
+}
+
+#[test]
+fn ah_adverts_are_accepted_by_the_peer_and_counted_forward() {
+    let auth = "authentication {\n auth_type AH\n auth_pass secret1\n }";
+    let mut lan = lan();
+    let mut r = [
+        runner(&mut lan, 0, 150, auth),
+        runner(&mut lan, 1, 100, auth),
+    ];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 8_000_000, None);
+    assert!(first(&lan, 0, "Master 150", 0).is_some());
+    assert_eq!(first(&lan, 1, "Master 100", 0), None, "{:?}", lan.log);
+    assert!(r[1].nodes[0].stats.advert_rcvd >= 4);
+    assert_eq!(r[1].nodes[0].stats.auth_failure, 0);
+}

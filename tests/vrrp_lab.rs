@@ -451,3 +451,60 @@ lab_test!(pass_authentication, "auth-pass");
 lab_test!(ah_authentication, "auth-ah");
 lab_test!(a_reload_with_nothing_changed, "reload-same");
 lab_test!(a_reload_with_a_new_priority, "reload-prio");
+
+/// A config with both sides runs both in one daemon, one process: VRRP
+/// takes the address while the checker (dry run here: no IPVS on this
+/// kernel) checks its real server, each on its own thread.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn one_process_runs_the_checker_and_vrrp() {
+    let mut lab = Lab::up("kvboth");
+    let conf = format!(
+        "{}virtual_server 192.0.2.100 80 {{\n  delay_loop 1\n  lb_kind DR\n  protocol TCP\n  \
+         real_server 192.0.2.1 9 {{\n    TCP_CHECK {{\n      connect_timeout 1\n    }}\n  }}\n}}\n",
+        conf(150, "", "192.0.2.100/24", "")
+    );
+    lab.start_with(1, Impl::Ours, &conf, &["--dry-run"]);
+    let up = lab.wait_for(6.0, |seen| {
+        seen.iter()
+            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+    });
+    let log = lab.log(1, Impl::Ours);
+    assert!(up, "the VIP never came: {log}");
+    let pids: Vec<_> = ["keepalived.pid", "checkers.pid", "vrrp.pid"]
+        .iter()
+        .map(|f| lab.pid_of(1, f))
+        .collect();
+    assert!(
+        pids.iter().all(|p| p.is_some() && *p == pids[0]),
+        "{pids:?}"
+    );
+    let pid = pids[0].unwrap();
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert!(threads.iter().any(|t| t == "checker"), "{threads:?}");
+    assert!(threads.iter().any(|t| t == "vrrp"), "{threads:?}");
+    // The checker did its work: its real server is down (nothing listens)
+    // and the dry run shows the table without it.
+    let checked = lab.wait_for(5.0, |_| {
+        let l = lab.log(1, Impl::Ours);
+        l.contains("Removing service [192.0.2.1]:tcp:80 from VS [192.0.2.100]:tcp:80")
+    });
+    assert!(
+        checked,
+        "no check result in the log: {}",
+        lab.log(1, Impl::Ours)
+    );
+    lab.stop_all();
+    assert!(
+        !lab.has_addr(1, "192.0.2.100"),
+        "the VIP stays after SIGTERM"
+    );
+}

@@ -47,6 +47,24 @@ pub fn pid_paths(opts: &Options, cfg: Option<&Config>) -> (PathBuf, PathBuf) {
     )
 }
 
+/// The VRRP side's pid file (`-r`, default `/run/vrrp.pid`, placed and
+/// named as the others).
+pub fn vrrp_pid_path(opts: &Options, cfg: &Config) -> PathBuf {
+    if let Some(p) = &opts.vrrp_pid {
+        return PathBuf::from(p);
+    }
+    let r = &cfg.root;
+    let dir = if r.use_pid_dir || r.instance.is_some() || r.net_namespace.is_some() {
+        Path::new(RUN_DIR).join("keepalived")
+    } else {
+        PathBuf::from(RUN_DIR)
+    };
+    match &r.instance {
+        Some(i) => dir.join(format!("vrrp_{i}.pid")),
+        None => dir.join("vrrp.pid"),
+    }
+}
+
 /// Why a pid file could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum PidFileError {
@@ -220,6 +238,8 @@ type Syslog = syslog::Logger<syslog::LoggerBackend, syslog::Formatter3164>;
 pub struct Logger {
     console: Option<env_logger::Logger>,
     syslog: Option<Mutex<Syslog>>,
+    /// The VRRP side's lines go under keepalived's `Keepalived_vrrp` ident.
+    vrrp_syslog: Option<Mutex<Syslog>>,
     file: Option<Mutex<File>>,
     level: log::LevelFilter,
 }
@@ -239,7 +259,12 @@ impl log::Log for Logger {
             }
         }
         let msg = r.args().to_string();
-        if let Some(s) = &self.syslog {
+        let syslog = if is_vrrp(r.target()) {
+            self.vrrp_syslog.as_ref().or(self.syslog.as_ref())
+        } else {
+            self.syslog.as_ref()
+        };
+        if let Some(s) = syslog {
             if let Ok(mut s) = s.lock() {
                 let _ = match r.level() {
                     log::Level::Error => s.err(&msg),
@@ -259,6 +284,19 @@ impl log::Log for Logger {
     fn flush(&self) {}
 }
 
+/// Whether a log record comes from the VRRP side (its modules).
+pub fn is_vrrp(target: &str) -> bool {
+    target.starts_with("keepalived::vrrp") || target.starts_with("keepalived::daemon::vrrp")
+}
+
+/// The syslog ident for the VRRP side (`make_syslog_ident()`).
+pub fn vrrp_ident(cfg_instance: Option<&str>) -> String {
+    match cfg_instance {
+        Some(i) => format!("Keepalived_vrrp_{i}"),
+        None => "Keepalived_vrrp".into(),
+    }
+}
+
 /// The syslog ident for the checker side (`make_syslog_ident()`).
 pub fn ident(cfg_instance: Option<&str>) -> String {
     match cfg_instance {
@@ -271,6 +309,11 @@ pub fn ident(cfg_instance: Option<&str>) -> String {
 /// with `-l`, a file with `-g` (under /tmp when relative, with `_check`
 /// before the extension, as keepalived's checker names it).
 pub fn init_logging(opts: &Options, ident: &str) {
+    init_logging_with(opts, ident, None)
+}
+
+/// [`init_logging`] with the VRRP side's ident for its own lines.
+pub fn init_logging_with(opts: &Options, ident: &str, vrrp_ident: Option<&str>) {
     let level = if opts.log_detail > 0 {
         log::LevelFilter::Debug
     } else {
@@ -284,9 +327,10 @@ pub fn init_logging(opts: &Options, ident: &str) {
         .format_target(false)
         .build()
     });
-    let syslog = if opts.no_syslog {
-        None
-    } else {
+    let open_syslog = |ident: &str| {
+        if opts.no_syslog {
+            return None;
+        }
         let facility = opts
             .log_facility
             .as_deref()
@@ -301,6 +345,8 @@ pub fn init_logging(opts: &Options, ident: &str) {
         .ok()
         .map(Mutex::new)
     };
+    let syslog = open_syslog(ident);
+    let vrrp_syslog = vrrp_ident.and_then(open_syslog);
     let file = opts.log_file.as_ref().and_then(|f| {
         let name = if f.is_empty() {
             "keepalived.log"
@@ -334,6 +380,7 @@ pub fn init_logging(opts: &Options, ident: &str) {
     let logger = Logger {
         console,
         syslog,
+        vrrp_syslog,
         file,
         level,
     };
@@ -349,9 +396,18 @@ pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
     // A dry run takes no pid files unless asked to, so that it can run
     // beside a real keepalived.
     let mut pidfiles = Vec::new();
-    if !opts.dry_run || opts.pid.is_some() || opts.checkers_pid.is_some() {
+    if !opts.dry_run || opts.pid.is_some() || opts.checkers_pid.is_some() || opts.vrrp_pid.is_some()
+    {
         let (main, checker) = pid_paths(opts, Some(&loaded.config));
-        for p in [main, checker] {
+        let (want_checker, want_vrrp) = super::shell::subsystems(opts, &loaded.config);
+        let mut paths = vec![main];
+        if want_checker {
+            paths.push(checker);
+        }
+        if want_vrrp {
+            paths.push(vrrp_pid_path(opts, &loaded.config));
+        }
+        for p in paths {
             match PidFile::lock(&p) {
                 Ok(f) => pidfiles.push(f),
                 Err(e) => {
@@ -380,7 +436,13 @@ pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    init_logging(opts, &ident(loaded.config.root.instance.as_deref()));
+    let inst = loaded.config.root.instance.as_deref();
+    let vrrp = super::shell::subsystems(opts, &loaded.config).1;
+    init_logging_with(
+        opts,
+        &ident(inst),
+        vrrp.then(|| vrrp_ident(inst)).as_deref(),
+    );
     log::info!(
         "Starting Keepalived v2.2.7 compatible (keepalived-rs {})",
         env!("CARGO_PKG_VERSION")

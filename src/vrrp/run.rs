@@ -638,7 +638,7 @@ impl Runner {
             reason,
         };
         log::info!(
-            target: "transition",
+            target: "keepalived::vrrp::transition",
             "transition {}",
             serde_json::json!({
                 "instance": n.cfg.name, "from": t.from, "to": t.to,

@@ -301,6 +301,11 @@ impl Lab {
     /// Starts `imp` on director `n` with `conf` (`@NOTIFY@` in it is
     /// replaced by this node's notify script).
     pub fn start(&mut self, n: usize, imp: Impl, conf: &str) {
+        self.start_with(n, imp, conf, &[]);
+    }
+
+    /// [`Lab::start`] with more options.
+    pub fn start_with(&mut self, n: usize, imp: Impl, conf: &str, extra: &[&str]) {
         self.reap();
         let d = self.dir.join(format!("d{n}"));
         std::fs::create_dir_all(&d).unwrap();
@@ -333,6 +338,7 @@ impl Lab {
             .arg(d.join("vrrp.pid"))
             .arg("-c")
             .arg(d.join("checkers.pid"))
+            .args(extra)
             .env("TMPDIR", &d)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -350,7 +356,8 @@ impl Lab {
         std::fs::write(d.join("keepalived.conf"), conf).unwrap();
     }
 
-    fn pid_of(&self, n: usize, file: &str) -> Option<i32> {
+    /// The pid in director `n`'s pid file `file`.
+    pub fn pid_of(&self, n: usize, file: &str) -> Option<i32> {
         std::fs::read_to_string(self.dir.join(format!("d{n}")).join(file))
             .ok()?
             .trim()

@@ -341,6 +341,7 @@ pub fn table(doc: &Value) -> String {
             }
         }
     }
+    crate::vrrp::status::table(&doc["vrrp"], &mut o);
     let ts = doc["transitions"].as_array().cloned().unwrap_or_default();
     if !ts.is_empty() {
         let _ = writeln!(o, "\nRecent transitions (oldest first):");

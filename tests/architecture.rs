@@ -16,7 +16,9 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("vrrp", &["config"]),
     (
         "status",
-        &["config", "health", "check", "lvs", "ipvs", "control"],
+        &[
+            "config", "health", "check", "lvs", "ipvs", "control", "vrrp",
+        ],
     ),
     (
         "metrics",

@@ -49,6 +49,8 @@ pub struct Deps {
     pub jitter: Box<dyn Fn() -> Jitter + Send>,
     /// Status-socket and metrics queries.
     pub queries: mpsc::UnboundedReceiver<Request>,
+    /// The VRRP side's status, when it runs in this daemon too.
+    pub vrrp: Option<crate::vrrp::status::Board>,
 }
 
 impl Deps {
@@ -58,6 +60,7 @@ impl Deps {
             prober: Box::new(|s| Arc::new(NetProber::new(s)) as Arc<dyn Prober>),
             jitter: Box::new(Jitter::seeded),
             queries,
+            vrrp: None,
         }
     }
 }
@@ -112,11 +115,13 @@ pub async fn run(
     loaded: Arc<Loaded>,
     commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
+    vrrp: Option<crate::vrrp::status::Board>,
 ) -> ExitCode {
     let path = super::reload::config_path(opts);
     if opts.dry_run {
         log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
-        return listen_and_serve(DryRun::new(), loaded, opts, &path, commands, progress).await;
+        return listen_and_serve(DryRun::new(), loaded, opts, &path, commands, progress, vrrp)
+            .await;
     }
     match IpvsHandle::open().await {
         Ok(h) => {
@@ -125,7 +130,7 @@ pub async fn run(
                 "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
                 h.conn_tab_size
             );
-            listen_and_serve(h, loaded, opts, &path, commands, progress).await
+            listen_and_serve(h, loaded, opts, &path, commands, progress, vrrp).await
         }
         Err(e) => {
             log::error!("{e}");
@@ -143,6 +148,7 @@ async fn listen_and_serve<B: Backend>(
     path: &Path,
     commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
+    vrrp: Option<crate::vrrp::status::Board>,
 ) -> ExitCode {
     let (qtx, qrx) = mpsc::unbounded_channel();
     let _listeners = listen(&loaded.config, opts, qtx).await;
@@ -151,7 +157,10 @@ async fn listen_and_serve<B: Backend>(
         loaded,
         opts,
         path,
-        Deps::real(qrx),
+        Deps {
+            vrrp,
+            ..Deps::real(qrx)
+        },
         commands,
         progress,
     )
@@ -184,6 +193,8 @@ struct Running<'a> {
     path: &'a Path,
     /// The errors it was accepted with (a reload's refusal rule).
     accepted: &'a BTreeSet<String>,
+    /// The VRRP side's status board, if VRRP runs.
+    vrrp: Option<&'a crate::vrrp::status::Board>,
 }
 
 /// The running checkers of one configuration.
@@ -327,6 +338,7 @@ impl Checking {
             opts,
             path,
             accepted,
+            vrrp,
         } = *run;
         let board = self.engine.board();
         let file = path.display().to_string();
@@ -342,9 +354,19 @@ impl Checking {
             config_file: &file,
             dry_run: opts.dry_run,
         };
+        let instances = vrrp.map(|b| b.lock().map(|l| l.clone()).unwrap_or_default());
         match q {
-            Query::Status => status::document(&view).to_string() + "\n",
-            Query::Metrics => metrics::render(&view),
+            Query::Status => {
+                let mut doc = status::document(&view);
+                if let Some(i) = &instances {
+                    doc["vrrp"] = serde_json::to_value(i).unwrap_or_default();
+                }
+                doc.to_string() + "\n"
+            }
+            Query::Metrics => {
+                metrics::render(&view)
+                    + &instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i))
+            }
             Query::Plan(p) => self.preview_reload(cfg, rec, opts, p, &board, accepted),
         }
     }
@@ -488,6 +510,7 @@ pub async fn serve<B: Backend>(
         prober,
         jitter,
         mut queries,
+        vrrp,
     } = deps;
     let mut accepted = error_set(&loaded);
     let mut cur = loaded;
@@ -619,6 +642,7 @@ pub async fn serve<B: Backend>(
                     opts,
                     path,
                     accepted: &accepted,
+                    vrrp: vrrp.as_ref(),
                 };
                 let a = checking.answer(&req.query, &run, &rec, &counters);
                 let _ = req.reply.send(a);

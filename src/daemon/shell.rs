@@ -88,6 +88,9 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     let (ptx, prx) = mpsc::unbounded_channel();
     let loaded = Arc::new(loaded);
     let (want_checker, want_vrrp) = subsystems(opts, &loaded.config);
+    // VRRP's status, read by the checker's status socket (or by VRRP's own
+    // when the checker does not run).
+    let board: crate::vrrp::status::Board = Default::default();
     let mut hosted = Vec::new();
     let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
     if want_checker {
@@ -102,10 +105,11 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         };
         let reporter = Reporter::new(hosted.len(), ptx.clone());
         let l = loaded.clone();
+        let b = want_vrrp.then(|| board.clone());
         let t = std::thread::Builder::new()
             .name("checker".into())
             .spawn(move || {
-                let code = rt.block_on(checker::run(&checker_opts, l, crx, reporter.clone()));
+                let code = rt.block_on(checker::run(&checker_opts, l, crx, reporter.clone(), b));
                 reporter.send(Progress::Ended);
                 code
             });
@@ -136,10 +140,19 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         };
         let reporter = Reporter::new(hosted.len(), ptx.clone());
         let l = loaded.clone();
+        let b = board.clone();
+        let serve_status = !want_checker;
         let t = std::thread::Builder::new()
             .name("vrrp".into())
             .spawn(move || {
-                let code = rt.block_on(super::vrrp::run(&vopts, l, vrx, reporter.clone()));
+                let code = rt.block_on(super::vrrp::run(
+                    &vopts,
+                    l,
+                    vrx,
+                    reporter.clone(),
+                    b,
+                    serve_status,
+                ));
                 reporter.send(Progress::Ended);
                 code
             });

@@ -193,6 +193,7 @@ impl Daemon {
             prober: Box::new(move |_| Arc::new(p2.clone()) as Arc<dyn Prober>),
             jitter: Box::new(|| Jitter::with_seed(1)),
             queries: qrx,
+            vrrp: None,
         };
         let backend = table.clone();
         let run = async move {

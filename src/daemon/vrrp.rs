@@ -63,6 +63,7 @@ impl Drop for NodeIo {
 }
 
 struct RealWorld {
+    board: crate::vrrp::status::Board,
     nodes: HashMap<usize, NodeIo>,
     jobs: mpsc::UnboundedSender<Job>,
     events: mpsc::UnboundedSender<Event>,
@@ -102,6 +103,12 @@ impl RealWorld {
 }
 
 impl World for RealWorld {
+    fn publish(&mut self, r: &Runner) {
+        if let Ok(mut b) = self.board.lock() {
+            *b = crate::vrrp::status::snapshot(r);
+        }
+    }
+
     fn placement(&mut self, i: &Instance) -> Placement {
         let name = interface_of(&self.cfg, i);
         let f = Iface::lookup(&name).ok().flatten();
@@ -326,14 +333,62 @@ async fn address_worker(
     }
 }
 
-/// The VRRP subsystem's loop.
+/// Answers the status socket from the board alone (no checker runs).
+async fn answer_queries(
+    mut rx: mpsc::UnboundedReceiver<crate::control::Request>,
+    board: crate::vrrp::status::Board,
+    config_file: String,
+) {
+    use crate::control::Query;
+    let started = crate::status::unix_now();
+    while let Some(req) = rx.recv().await {
+        let list = board.lock().map(|l| l.clone()).unwrap_or_default();
+        let a = match req.query {
+            Query::Status => {
+                serde_json::json!({
+                    "daemon": {
+                        "version": env!("CARGO_PKG_VERSION"),
+                        "pid": std::process::id(),
+                        "config_file": config_file,
+                        "dry_run": false,
+                        "uptime_s": (crate::status::unix_now() - started).max(0.0),
+                        "reloads": 0,
+                        "checks": 0,
+                    },
+                    "virtual_servers": [],
+                    "transitions": [],
+                    "vrrp": list,
+                })
+                .to_string()
+                    + "\n"
+            }
+            Query::Metrics => crate::vrrp::status::metrics(&list),
+            Query::Plan(_) => "error: no checker runs in this daemon\n".to_string(),
+        };
+        let _ = req.reply.send(a);
+    }
+}
+
+/// The VRRP subsystem's loop; with `serve_status` (no checker in this
+/// daemon) it serves the status socket and metrics itself.
 pub async fn run(
-    _opts: &Options,
+    opts: &Options,
     loaded: Arc<Loaded>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
+    board: crate::vrrp::status::Board,
+    serve_status: bool,
 ) -> ExitCode {
     let cfg = Arc::new(loaded.config.clone());
+    let _listeners = if serve_status {
+        let (qtx, qrx) = mpsc::unbounded_channel();
+        let l = super::checker::listen(&cfg, opts, qtx).await;
+        let file = super::reload::config_path(opts).display().to_string();
+        tokio::spawn(answer_queries(qrx, board.clone(), file));
+        Some(l)
+    } else {
+        None
+    };
     let rtnl = match Rtnl::open() {
         Ok(r) => r,
         Err(e) => {
@@ -366,6 +421,7 @@ pub async fn run(
         });
     }
     let mut world = RealWorld {
+        board,
         nodes: HashMap::new(),
         jobs: jtx.clone(),
         events: etx.clone(),

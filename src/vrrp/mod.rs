@@ -15,6 +15,7 @@ pub mod receive;
 pub mod rtnl;
 pub mod run;
 pub mod script;
+pub mod status;
 pub mod timers;
 
 /// keepalived 2.2.7's captures (`tests/fixtures/vrrp/`, copied from

@@ -59,6 +59,8 @@ pub trait World {
     fn log(&mut self, line: String) {
         log::info!("{line}");
     }
+    /// The runner after an event (for the status).
+    fn publish(&mut self, _r: &Runner) {}
 }
 
 /// What arrives.
@@ -659,6 +661,7 @@ pub async fn drive(
     let base = tokio::time::Instant::now();
     let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
     r.start(now(base), w);
+    w.publish(r);
     loop {
         let due = r.next_deadline();
         let sleep = async {
@@ -683,6 +686,7 @@ pub async fn drive(
             },
             _ = sleep => r.on_timer(now(base), w),
         }
+        w.publish(r);
     }
 }
 

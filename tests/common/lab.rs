@@ -339,6 +339,15 @@ impl Lab {
             .arg("-c")
             .arg(d.join("checkers.pid"))
             .args(extra)
+            // Ours only: the namespaces share /run, so each daemon gets a
+            // status socket of its own.
+            .args(match imp {
+                Impl::Ours => vec![
+                    "--status-socket".to_string(),
+                    d.join("status.sock").display().to_string(),
+                ],
+                Impl::Keepalived => Vec::new(),
+            })
             .env("TMPDIR", &d)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -517,6 +526,23 @@ impl Lab {
     pub fn log(&self, n: usize, imp: Impl) -> String {
         std::fs::read_to_string(self.dir.join(format!("d{n}")).join(format!("{imp:?}.log")))
             .unwrap_or_default()
+    }
+
+    /// `keepalived --status --json` of ours on director `n`.
+    pub fn status(&self, n: usize) -> serde_json::Value {
+        let sock = self.dir.join(format!("d{n}")).join("status.sock");
+        let o = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+            .args(["--status", "--json", "--status-socket"])
+            .arg(&sock)
+            .output()
+            .expect("keepalived --status");
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "--status: {e}: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
     }
 
     /// Writes a file in the lab directory (a flag for a vrrp_script).

@@ -181,13 +181,16 @@ pub fn table(vrrp: &serde_json::Value, out: &mut String) {
     }
 }
 
+/// A metric family: name, type, help, value of an instance.
+type Family = (&'static str, &'static str, &'static str, fn(&InstanceStatus) -> u64);
+
 /// The instances as Prometheus metrics.
 pub fn metrics(list: &[InstanceStatus]) -> String {
     let mut o = String::new();
     if list.is_empty() {
         return o;
     }
-    let families: [(&str, &str, &str, fn(&InstanceStatus) -> u64); 7] = [
+    let families: [Family; 7] = [
         (
             "keepalived_vrrp_state",
             "gauge",

@@ -182,7 +182,12 @@ pub fn table(vrrp: &serde_json::Value, out: &mut String) {
 }
 
 /// A metric family: name, type, help, value of an instance.
-type Family = (&'static str, &'static str, &'static str, fn(&InstanceStatus) -> u64);
+type Family = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&InstanceStatus) -> u64,
+);
 
 /// The instances as Prometheus metrics.
 pub fn metrics(list: &[InstanceStatus]) -> String {

@@ -68,7 +68,8 @@ fn render(md: &str) -> String {
          Times are seconds with up to six decimals.\n\
          .PP\n\
          Problems are reported by \\fBkeepalived \\-t\\fR with file, line and a hint.\n\
-         VRRP, BFD and SNMP blocks are read and checked, but not acted on yet."
+         VRRP instances run as keepalived runs them (see VRRP below); BFD and SNMP\n\
+         blocks are read and checked, but not acted on yet."
     );
     let _ = writeln!(o, ".SH \"KEYWORDS WITH VALUES\"");
     for row in table(md, "| keyword (block) |") {
@@ -87,6 +88,24 @@ fn render(md: &str) -> String {
             parts.push(format!("Inherited: {}.", roff(&row[4])));
         }
         let _ = writeln!(o, "{}", parts.join(" "));
+    }
+    let _ = writeln!(o, ".SH VRRP");
+    let _ = writeln!(
+        o,
+        "The VRRP blocks' values and keepalived 2.2.7's checks of them, each refusal with keepalived's message."
+    );
+    for row in table(md, "| keyword (block) | value | checks |") {
+        if row.len() < 3 {
+            continue;
+        }
+        let mut text = String::new();
+        if !row[1].is_empty() {
+            text.push_str(&format!("Value: {}.", roff(&row[1])));
+        }
+        if !row[2].is_empty() {
+            text.push_str(&format!(" Checks: {}.", roff(&row[2])));
+        }
+        let _ = writeln!(o, ".TP\n.B {}\n{}", roff(&row[0]), text.trim());
     }
     let ext = table(md, "| keyword | arguments | default | meaning |");
     let ext_names: Vec<String> = ext.iter().map(|r| r[0].replace('`', "")).collect();

@@ -121,7 +121,10 @@ fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
             name: "sigterm",
-            confs: [plain(150), plain(100)],
+            confs: [
+                conf(150, "", v4, "  vrrp_notify_fifo @FIFO@\n"),
+                conf(100, "", v4, "  vrrp_notify_fifo @FIFO@\n"),
+            ],
             reload: None,
             steps: election(),
             vip: "192.0.2.100",

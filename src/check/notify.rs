@@ -92,7 +92,9 @@ struct OpenFifo {
     script: Option<tokio::process::Child>,
 }
 
-fn open_fifo(f: &Fifo) -> std::io::Result<(std::fs::File, bool)> {
+/// Opens (creating it if absent) a notify FIFO without waiting for a
+/// reader; says whether we created it.
+pub fn open_fifo(f: &Fifo) -> std::io::Result<(std::fs::File, bool)> {
     use nix::sys::stat::Mode;
     let created = !std::path::Path::new(&f.path).exists();
     if created {

@@ -64,6 +64,8 @@ impl Drop for NodeIo {
 
 struct RealWorld {
     board: crate::vrrp::status::Board,
+    /// `notify_fifo` and `vrrp_notify_fifo`: one line per state change.
+    fifos: Vec<(String, std::fs::File)>,
     nodes: HashMap<usize, NodeIo>,
     jobs: mpsc::UnboundedSender<Job>,
     events: mpsc::UnboundedSender<Event>,
@@ -228,6 +230,19 @@ impl World for RealWorld {
         };
         if let Some(s) = specific {
             self.spawn_notify(s, &[]);
+        }
+        // keepalived's notify_fifo(): `INSTANCE "VI_1" MASTER 150\n`, no NUL.
+        let fifo_word = match state {
+            Notified::Deleted if n.deleted.is_none() => "FAULT",
+            Notified::Deleted => "DELETED",
+            _ => word,
+        };
+        let line = format!("INSTANCE \"{}\" {fifo_word} {priority}\n", inst.name);
+        for (path, f) in &mut self.fifos {
+            use std::io::Write;
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                log::warn!("notify FIFO {path}: {e}");
+            }
         }
         if let Some(s) = &n.any {
             let extra = [
@@ -420,8 +435,29 @@ pub async fn run(
             }
         });
     }
+    let mut fifos = Vec::new();
+    let g = &cfg.global_defs;
+    let vrrp_fifo = g
+        .other
+        .iter()
+        .rev()
+        .find(|s| s.keyword == "vrrp_notify_fifo")
+        .and_then(|s| {
+            Some(crate::config::model::Fifo {
+                path: s.args.first()?.clone(),
+                user: s.args.get(1).cloned(),
+                group: s.args.get(2).cloned(),
+            })
+        });
+    for f in g.notify_fifo.iter().chain(vrrp_fifo.iter()) {
+        match crate::check::notify::open_fifo(f) {
+            Ok((file, _)) => fifos.push((f.path.clone(), file)),
+            Err(e) => log::error!("notify FIFO {}: {e}", f.path),
+        }
+    }
     let mut world = RealWorld {
         board,
+        fifos,
         nodes: HashMap::new(),
         jobs: jtx.clone(),
         events: etx.clone(),

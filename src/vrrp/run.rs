@@ -186,6 +186,17 @@ impl Runner {
         priority::effective(n.base_priority, &t)
     }
 
+    /// Node `k` tracks an unweighted script with no result yet.
+    fn script_pending(&self, k: usize) -> bool {
+        self.nodes[k].trackers.scripts.iter().any(|(name, w, _)| {
+            *w == 0
+                && self
+                    .scripts
+                    .iter()
+                    .any(|(s, st, _)| &s.name == name && st.pending)
+        })
+    }
+
     /// Starts every instance at `now`.
     pub fn start(&mut self, now: u64, w: &mut impl World) {
         for k in 0..self.nodes.len() {
@@ -235,7 +246,15 @@ impl Runner {
         }
         for k in 0..self.nodes.len() {
             if self.nodes[k].fsm.deadline.is_some_and(|d| d <= now) {
-                self.feed(k, now, Input::Timer, w);
+                if self.nodes[k].fsm.state == State::Backup && self.script_pending(k) {
+                    // keepalived's num_script_init: an instance whose
+                    // unweighted script has not answered yet cannot become
+                    // MASTER; it waits an advert interval at a time.
+                    let n = &mut self.nodes[k];
+                    n.fsm.deadline = Some(now + n.cfg.advert_int_us);
+                } else {
+                    self.feed(k, now, Input::Timer, w);
+                }
             }
             let n = &mut self.nodes[k];
             let master = n.fsm.state == State::Master;

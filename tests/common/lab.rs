@@ -322,6 +322,32 @@ impl Lab {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&notify, std::fs::Permissions::from_mode(0o755)).unwrap();
         let conf = conf.replace("@NOTIFY@", &notify.display().to_string());
+        // A notify FIFO, read into the observations as `fifo` lines.
+        let conf = if conf.contains("@FIFO@") {
+            let fifo = d.join("notify.fifo");
+            if !fifo.exists() {
+                must(&["mkfifo", &fifo.display().to_string()]);
+                let seen = self.seen.clone();
+                let epoch = self.epoch;
+                let path = fifo.clone();
+                std::thread::spawn(move || {
+                    // Opened read-write: never waits for a writer, never sees EOF.
+                    let Ok(f) = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(&path)
+                    else {
+                        return;
+                    };
+                    for l in BufReader::new(f).lines().map_while(Result::ok) {
+                        Lab::push(&seen, epoch, n, "fifo", l);
+                    }
+                });
+            }
+            conf.replace("@FIFO@", &fifo.display().to_string())
+        } else {
+            conf
+        };
         let cf = d.join("keepalived.conf");
         std::fs::write(&cf, conf).unwrap();
         let bin = match imp {

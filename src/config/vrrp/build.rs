@@ -110,6 +110,7 @@ fn instance(
 ) -> Option<Instance> {
     let g = &cfg.global_defs;
     let global_bool = |k: &str| g.other.iter().any(|s| s.keyword == k);
+    let (garp, mut lower_delay_set, mut lower_rep_set) = super::parts::global_garp(g);
     let mut i = Instance {
         name: name.clone(),
         line: b.line,
@@ -150,7 +151,7 @@ fn instance(
         track_processes: Vec::new(),
         track_bfds: Vec::new(),
         auth: None,
-        garp: Garp::default(),
+        garp,
         down_timer_adverts: 3,
         lower_prio_no_advert: global_bool("vrrp_lower_prio_no_advert"),
         higher_prio_send_advert: global_bool("vrrp_higher_prio_send_advert"),
@@ -378,7 +379,10 @@ fn instance(
                         let us = n * TIMER_HZ;
                         match kw {
                             "garp_master_delay" => i.garp.master_delay_us = us,
-                            "garp_lower_prio_delay" => i.garp.lower_prio_delay_us = us,
+                            "garp_lower_prio_delay" => {
+                                i.garp.lower_prio_delay_us = us;
+                                lower_delay_set = true;
+                            }
                             _ => i.garp.master_refresh_us = us,
                         }
                     }
@@ -391,7 +395,10 @@ fn instance(
                         cx.err(format!("({name}): {kw} must be greater than 0, setting to 1"));
                         set_repeat(&mut i.garp, kw, 1);
                     }
-                    Some(n) => set_repeat(&mut i.garp, kw, n as u32),
+                    Some(n) => {
+                        lower_rep_set |= kw == "garp_lower_prio_repeat";
+                        set_repeat(&mut i.garp, kw, n as u32)
+                    }
                     None => cx.err(format!("({name}): {kw} '{v}' invalid - ignoring")),
                 }
             }
@@ -619,6 +626,14 @@ fn instance(
         cx.err_nolines(format!(
             "({name}) IPv4 ipvlan requires a source ip address to be configured. setting instance to fault state"
         ));
+    }
+    // vrrp_complete_instance(): the lower-priority GARPs follow the master's
+    // unless given (none at all in strict mode).
+    if !lower_rep_set {
+        i.garp.lower_prio_repeat = if i.strict { 0 } else { i.garp.master_repeat };
+    }
+    if !lower_delay_set {
+        i.garp.lower_prio_delay_us = if i.strict { 0 } else { i.garp.master_delay_us };
     }
     let own = i.interface.clone();
     let owner = i.priority == 255;

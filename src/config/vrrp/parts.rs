@@ -15,6 +15,44 @@ pub(super) fn set_repeat(g: &mut Garp, kw: &str, n: u32) {
     }
 }
 
+/// An instance's GARP timing before its own keywords: keepalived's
+/// `alloc_vrrp()` copies the global `vrrp_garp_*` values. Also says whether
+/// the lower-priority delay and repeat were given (else they follow the
+/// master's, at the end of the instance).
+pub(super) fn global_garp(g: &crate::config::model::GlobalDefs) -> (Garp, bool, bool) {
+    let mut garp = Garp::default();
+    let (mut delay_set, mut rep_set) = (false, false);
+    let num = |k: &str| {
+        g.other
+            .iter()
+            .rev()
+            .find(|s| s.keyword == k)
+            .and_then(|s| s.args.first())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    if let Some(n) = num("vrrp_garp_master_delay") {
+        garp.master_delay_us = n * 1_000_000;
+    }
+    if let Some(n) = num("vrrp_garp_master_repeat") {
+        garp.master_repeat = n.clamp(1, u64::from(u32::MAX)) as u32;
+    }
+    if let Some(n) = num("vrrp_garp_master_refresh") {
+        garp.master_refresh_us = n * 1_000_000;
+    }
+    if let Some(n) = num("vrrp_garp_master_refresh_repeat") {
+        garp.master_refresh_repeat = n.clamp(1, u64::from(u32::MAX)) as u32;
+    }
+    if let Some(n) = num("vrrp_garp_lower_prio_delay") {
+        garp.lower_prio_delay_us = n * 1_000_000;
+        delay_set = true;
+    }
+    if let Some(n) = num("vrrp_garp_lower_prio_repeat") {
+        garp.lower_prio_repeat = n.min(u64::from(u32::MAX)) as u32;
+        rep_set = true;
+    }
+    (garp, delay_set, rep_set)
+}
+
 pub(super) fn deprecated_syncd(cx: &mut Ctx, name: &str) {
     cx.err(format!(
         "({name}) Specifying lvs_sync_daemon_interface against a vrrp is deprecated."

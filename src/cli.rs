@@ -351,7 +351,7 @@ pub fn usage(prog: &str) -> String {
   -G, --no-syslog              Don't log via syslog\n\
   -u, --umask=MASK             umask for file creation (in numeric form)\n\
   -X, --release-vips           Drop VIP on transition from signal (not available yet)\n\
-  -V, --dont-release-vrrp      Don't remove VRRP VIPs and VROUTEs on daemon stop (not available yet)\n\
+  -V, --dont-release-vrrp      Don't remove VRRP VIPs and VROUTEs on daemon stop\n\
   -I, --dont-release-ipvs      Don't remove IPVS topology on daemon stop\n\
   -R, --dont-respawn           Don't respawn child processes\n\
   -n, --dont-fork              Don't fork the daemon process\n\

@@ -65,7 +65,6 @@ fn main() -> ExitCode {
             "-x/-A (SNMP)",
         ),
         (opts.release_vips, "-X/--release-vips (VRRP)"),
-        (opts.dont_release_vrrp, "-V/--dont-release-vrrp (VRRP)"),
     ] {
         if set {
             eprintln!("{what} is accepted but not available yet in keepalived-rs");

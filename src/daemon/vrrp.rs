@@ -64,6 +64,8 @@ impl Drop for NodeIo {
 
 struct RealWorld {
     board: crate::vrrp::status::Board,
+    /// `-V`: leave the addresses at stop.
+    dont_release: bool,
     /// `notify_fifo` and `vrrp_notify_fifo`: one line per state change.
     fifos: Vec<(String, std::fs::File)>,
     nodes: HashMap<usize, NodeIo>,
@@ -105,6 +107,10 @@ impl RealWorld {
 }
 
 impl World for RealWorld {
+    fn release_at_stop(&self) -> bool {
+        !self.dont_release
+    }
+
     fn publish(&mut self, r: &Runner) {
         if let Ok(mut b) = self.board.lock() {
             *b = crate::vrrp::status::snapshot(r);
@@ -456,6 +462,7 @@ pub async fn run(
         }
     }
     let mut world = RealWorld {
+        dont_release: opts.dont_release_vrrp,
         board,
         fifos,
         nodes: HashMap::new(),

@@ -61,6 +61,11 @@ pub trait World {
     }
     /// The runner after an event (for the status).
     fn publish(&mut self, _r: &Runner) {}
+    /// Whether a stop releases (priority 0, addresses removed); `false`
+    /// with `-V`/`--dont-release-vrrp`.
+    fn release_at_stop(&self) -> bool {
+        true
+    }
 }
 
 /// What arrives.
@@ -554,9 +559,18 @@ impl Runner {
     /// Stops every instance (SIGTERM): MASTERs release with priority 0;
     /// every instance reports STOP.
     pub fn stop(&mut self, now: u64, w: &mut impl World) {
+        let release = w.release_at_stop();
         for k in 0..self.nodes.len() {
             let prio = self.nodes[k].fsm.params.priority;
-            self.feed(k, now, Input::Stop, w);
+            if release {
+                self.feed(k, now, Input::Stop, w);
+            } else {
+                // keepalived -V: no priority 0, the addresses stay (the
+                // next start removes them).
+                let n = &mut self.nodes[k];
+                n.fsm.state = State::Init;
+                n.fsm.deadline = None;
+            }
             w.notify(&self.nodes[k].cfg, Notified::Stop, prio);
         }
     }

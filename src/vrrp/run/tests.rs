@@ -12,6 +12,8 @@ struct Lan {
     addrs: [bool; 2],
     now: u64,
     who: usize,
+    /// `-V` off.
+    release: bool,
 }
 
 impl World for Lan {
@@ -56,6 +58,9 @@ impl World for Lan {
             .push((self.now, self.who, format!("{state:?} {priority}")));
     }
     fn run_script(&mut self, _: &VrrpScript) {}
+    fn release_at_stop(&self) -> bool {
+        self.release
+    }
     fn log(&mut self, _: String) {}
 }
 
@@ -125,6 +130,7 @@ fn lan() -> Lan {
         addrs: [false; 2],
         now: 0,
         who: 0,
+        release: true,
     }
 }
 
@@ -204,4 +210,17 @@ fn ah_adverts_are_accepted_by_the_peer_and_counted_forward() {
     assert_eq!(first(&lan, 1, "Master 100", 0), None, "{:?}", lan.log);
     assert!(r[1].nodes[0].stats.advert_rcvd >= 4);
     assert_eq!(r[1].nodes[0].stats.auth_failure, 0);
+}
+
+#[test]
+fn dont_release_vrrp_leaves_the_addresses_and_sends_no_priority_zero() {
+    let mut lan = lan();
+    lan.release = false;
+    let mut r = [runner(&mut lan, 0, 150, ""), runner(&mut lan, 1, 100, "")];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 6_000_000, Some((6_000_000, 0)));
+    assert!(first(&lan, 0, "Master 150", 0).is_some());
+    assert_eq!(first(&lan, 0, "advert 0", 0), None, "{:?}", lan.log);
+    assert_eq!(first(&lan, 0, "-vip", 4_000_000), None);
+    assert_eq!(first(&lan, 0, "Stop 150", 0), Some(6_000_000));
 }

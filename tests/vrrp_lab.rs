@@ -13,6 +13,7 @@
 mod common;
 
 use common::lab::{summary, Impl, Lab, Summary};
+use std::process::Command;
 use std::thread::sleep;
 use std::time::Duration;
 
@@ -509,5 +510,54 @@ fn one_process_runs_the_checker_and_vrrp() {
     assert!(
         !lab.has_addr(1, "192.0.2.100"),
         "the VIP stays after SIGTERM"
+    );
+}
+
+/// `virtual_routes` follow the master: the same route as keepalived's while
+/// MASTER (as `ip route` shows it), none after SIGTERM.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn virtual_routes_follow_the_master() {
+    let routes = "  virtual_routes {\n    192.0.2.192/26 via 192.0.2.10\n    blackhole 2001:db8:ff::/48\n  }\n";
+    let mut shown = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvrto" } else { "kvrtk" });
+        lab.start(1, imp, &conf(150, routes, "192.0.2.100/24", ""));
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(300));
+        let show = |lab: &Lab| {
+            let v4 = Command::new("ip")
+                .args(["-n", &lab.ns(1), "route", "show", "192.0.2.192/26"])
+                .output()
+                .unwrap();
+            let v6 = Command::new("ip")
+                .args(["-n", &lab.ns(1), "-6", "route", "show", "2001:db8:ff::/48"])
+                .output()
+                .unwrap();
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&v4.stdout),
+                String::from_utf8_lossy(&v6.stdout)
+            )
+        };
+        let while_master = show(&lab);
+        assert!(
+            while_master.contains("via 192.0.2.10"),
+            "{imp:?}: {while_master}"
+        );
+        lab.stop_all();
+        assert_eq!(show(&lab), "", "{imp:?}: routes left after SIGTERM");
+        shown.push(while_master);
+    }
+    assert_eq!(
+        shown[1], shown[0],
+        "ours (right) against keepalived's (left)"
     );
 }

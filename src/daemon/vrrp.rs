@@ -43,6 +43,11 @@ enum Job {
         count: u32,
         name: String,
     },
+    Routes {
+        add: bool,
+        index: u32,
+        routes: Vec<crate::vrrp::route::VRoute>,
+    },
     Done(tokio::sync::oneshot::Sender<()>),
 }
 
@@ -200,6 +205,17 @@ impl World for RealWorld {
         });
     }
 
+    fn routes(&mut self, id: usize, routes: &[crate::vrrp::route::VRoute], add: bool) {
+        let Some(Some(iface)) = self.nodes.get(&id).map(|io| &io.iface) else {
+            return;
+        };
+        let _ = self.jobs.send(Job::Routes {
+            add,
+            index: iface.index,
+            routes: routes.to_vec(),
+        });
+    }
+
     fn announce(&mut self, id: usize, vips: &[Vip], count: u32) {
         let Some(io) = self.nodes.get(&id) else {
             return;
@@ -344,6 +360,19 @@ async fn address_worker(
                         if let Err(e) = frames.send(&iface, &frame) {
                             log::debug!("({name}) announcing {} on {}: {e}", v.addr, iface.name);
                         }
+                    }
+                }
+            }
+            Job::Routes { add, index, routes } => {
+                for r in &routes {
+                    // `dev`, else the instance's interface for a route
+                    // without a gateway (the kernel finds a gateway's).
+                    let index = match &r.dev {
+                        Some(d) => nix::net::if_::if_nametoindex(d.as_str()).ok(),
+                        None => r.via.is_none().then_some(index),
+                    };
+                    if let Err(e) = rtnl.route(r, index, add).await {
+                        log::error!("{e}");
                     }
                 }
             }

@@ -3,6 +3,7 @@
 //! sends them, and the link events keepalived's netlink reader acts on
 //! (`keepalived_netlink.c`: an interface going down or up).
 
+use super::route::{RouteKind, VRoute};
 use crate::config::vrrp::Vip;
 use futures_util::StreamExt;
 use netlink_packet_core::NetlinkPayload;
@@ -10,7 +11,9 @@ use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope, CacheInfo,
 };
 use netlink_packet_route::link::{LinkAttribute, LinkFlags};
+use netlink_packet_route::route::{RouteMessage, RouteProtocol, RouteScope, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use rtnetlink::RouteMessageBuilder;
 use std::io;
 use std::net::IpAddr;
 use tokio::sync::mpsc;
@@ -19,6 +22,7 @@ use tokio::sync::mpsc;
 const EEXIST: i32 = 17;
 const EADDRNOTAVAIL: i32 = 99;
 const ENODEV: i32 = 19;
+const ESRCH: i32 = 3;
 
 /// An rtnetlink handle for addresses.
 #[derive(Clone)]
@@ -85,6 +89,83 @@ impl Rtnl {
             }),
         }
     }
+}
+
+impl Rtnl {
+    /// Adds (`add`) or removes route `r` (out of interface `index`), with
+    /// keepalived's protocol.
+    pub async fn route(&self, r: &VRoute, index: Option<u32>, add: bool) -> Result<(), RtnlError> {
+        let what = || {
+            format!(
+                "{} route {}/{}",
+                if add { "adding" } else { "removing" },
+                r.dst,
+                r.prefix
+            )
+        };
+        let msg = route_message(r, index).map_err(|e| RtnlError {
+            what: what(),
+            source: io::Error::other(e),
+        })?;
+        let res = if add {
+            self.handle.route().add(msg).execute().await
+        } else {
+            self.handle.route().del(msg).execute().await
+        };
+        match res.map_err(io_error) {
+            Err(e) if add && e.raw_os_error() == Some(EEXIST) => Ok(()),
+            Err(e) if !add && matches!(e.raw_os_error(), Some(ESRCH | ENODEV)) => Ok(()),
+            r => r.map_err(|source| RtnlError {
+                what: what(),
+                source,
+            }),
+        }
+    }
+}
+
+/// keepalived's routing protocol number (`RTPROT_KEEPALIVED`).
+pub const RTPROT_KEEPALIVED: u8 = 18;
+
+/// The `RTM_NEWROUTE` / `RTM_DELROUTE` body for `r`, out of interface
+/// `index` when one is given.
+pub fn route_message(r: &VRoute, index: Option<u32>) -> Result<RouteMessage, String> {
+    let mut b = RouteMessageBuilder::<IpAddr>::new()
+        .destination_prefix(r.dst, r.prefix)
+        .map_err(|e| e.to_string())?
+        .protocol(RouteProtocol::Other(RTPROT_KEEPALIVED));
+    if let Some(v) = r.via {
+        b = b.gateway(v).map_err(|e| e.to_string())?;
+    }
+    if let Some(s) = r.src {
+        b = b.pref_source(s).map_err(|e| e.to_string())?;
+    }
+    let kind = match r.kind {
+        RouteKind::Unicast => RouteType::Unicast,
+        RouteKind::Blackhole => RouteType::BlackHole,
+        RouteKind::Unreachable => RouteType::Unreachable,
+        RouteKind::Prohibit => RouteType::Prohibit,
+        RouteKind::Throw => RouteType::Throw,
+    };
+    b = b.kind(kind);
+    if let (RouteKind::Unicast, Some(i)) = (r.kind, index) {
+        b = b.output_interface(i);
+    }
+    // ip(8)'s default: a route without a gateway is on the link.
+    let scope = r
+        .scope
+        .unwrap_or(if r.via.is_none() && r.kind == RouteKind::Unicast {
+            253
+        } else {
+            0
+        });
+    b = b.scope(RouteScope::from(scope));
+    if let Some(m) = r.metric {
+        b = b.priority(m);
+    }
+    if let Some(t) = r.table {
+        b = b.table_id(t);
+    }
+    Ok(b.build())
 }
 
 /// The `RTM_NEWADDR` / `RTM_DELADDR` body keepalived sends for `vip`.

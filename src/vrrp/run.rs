@@ -51,6 +51,9 @@ pub trait World {
     fn addresses(&mut self, id: usize, vips: &[Vip], add: bool);
     /// One burst of `count` gratuitous ARPs / NAs for these addresses.
     fn announce(&mut self, id: usize, vips: &[Vip], count: u32);
+    /// Adds (`true`) or removes these routes of node `id` (after its
+    /// addresses are added, before they are removed).
+    fn routes(&mut self, _id: usize, _routes: &[super::route::VRoute], _add: bool) {}
     /// Runs instance `i`'s notifications for `state` at `priority`.
     fn notify(&mut self, i: &Instance, state: Notified, priority: u8);
     /// Starts one run of `script`; its end comes back as [`Event::Script`].
@@ -213,6 +216,9 @@ impl Runner {
     }
 
     fn start_node(&mut self, k: usize, now: u64, w: &mut impl World) {
+        for e in self.nodes[k].route_errors.clone() {
+            w.log(e);
+        }
         let e = self.effective(k);
         let n = &mut self.nodes[k];
         n.fsm.params.priority = e.priority;
@@ -602,8 +608,14 @@ impl Runner {
                 Action::AddVips => {
                     w.log(format!("({}) setting VIPs.", n.cfg.name));
                     w.addresses(n.id, &n.all_vips(), true);
+                    if !n.routes.is_empty() {
+                        w.routes(n.id, &n.routes, true);
+                    }
                 }
                 Action::RemoveVips => {
+                    if !n.routes.is_empty() {
+                        w.routes(n.id, &n.routes, false);
+                    }
                     w.log(format!("({}) removing VIPs.", n.cfg.name));
                     w.addresses(n.id, &n.all_vips(), false);
                 }

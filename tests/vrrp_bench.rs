@@ -68,8 +68,9 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[0], v[v.len() / 2], v[v.len() - 1])
 }
 
-/// The advert intervals of d1, lone master, over `window` seconds.
-fn spacing(imp: Impl, checks: usize, window: usize) -> Vec<f64> {
+/// The advert intervals of d1, lone master, over `window` seconds, and the
+/// checks per second the backends counted (0 without load).
+fn spacing(imp: Impl, checks: usize, window: usize) -> (Vec<f64>, f64) {
     let mut lab = Lab::up(if checks > 0 { "kbsl" } else { "kbsn" });
     let mut extra = String::new();
     let mut backends = None;
@@ -179,13 +180,29 @@ fn spacing(imp: Impl, checks: usize, window: usize) -> Vec<f64> {
         let _ = b.wait();
     }
     lab.stop_all();
+    // "@@COUNT SECONDS TCP HTTP" every second: the rate over the window.
+    let counts: Vec<(f64, f64)> = std::fs::read_to_string(lab.path("backends.out"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.strip_prefix("@@COUNT ")?.split_whitespace().collect();
+            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?))
+        })
+        .collect();
+    let rate = match (
+        counts.get(counts.len().saturating_sub(window + 1)),
+        counts.last(),
+    ) {
+        (Some(a), Some(b)) if b.0 > a.0 => (b.1 - a.1) / (b.0 - a.0),
+        _ => 0.0,
+    };
     let times: Vec<f64> = std::fs::read_to_string(&cap)
         .unwrap()
         .lines()
         .filter(|l| l.contains("192.0.2.1 > 224.0.0.18"))
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    times.windows(2).map(|w| w[1] - w[0]).collect()
+    (times.windows(2).map(|w| w[1] - w[0]).collect(), rate)
 }
 
 fn spacing_line(name: &str, v: &[f64]) -> String {

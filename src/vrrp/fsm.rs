@@ -181,7 +181,16 @@ impl Instance {
             }
             (State::Master, Input::Timer) => {
                 out.push(Action::SendAdvert(self.params.priority));
-                self.deadline = Some(now + self.params.adver_int_us);
+                // From the deadline, not from when the timer ran: a timer
+                // that fires a little late must not make every later
+                // advert late too (the spacing stays advert_int).
+                let due = self.deadline.unwrap_or(now);
+                let next = due + self.params.adver_int_us;
+                self.deadline = Some(if next > now {
+                    next
+                } else {
+                    now + self.params.adver_int_us
+                });
             }
             (
                 State::Backup,

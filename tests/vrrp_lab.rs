@@ -109,6 +109,17 @@ fn synced(
     }
 }
 
+/// A scenario over 192.0.2.100 with no reload file.
+fn sc(name: &'static str, confs: [String; 2], steps: Vec<Step>) -> Scenario {
+    Scenario {
+        name,
+        confs,
+        reload: None,
+        steps,
+        vip: "192.0.2.100",
+    }
+}
+
 fn scenarios() -> Vec<Scenario> {
     let v4 = "192.0.2.100/24";
     let plain = |p: u8| conf(p, "", v4, "");
@@ -120,84 +131,71 @@ fn scenarios() -> Vec<Scenario> {
     };
     let script = "vrrp_script chk {\n  script \"/bin/sh -c '! test -e @FLAG@'\"\n  interval 1\n  weight -60\n}\n";
     vec![
-        Scenario {
-            name: "sigterm",
-            confs: [
+        sc(
+            "sigterm",
+            [
                 conf(150, "", v4, "  vrrp_notify_fifo @FIFO@\n"),
                 conf(100, "", v4, "  vrrp_notify_fifo @FIFO@\n"),
             ],
-            reload: None,
-            steps: election(),
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "sigkill",
-            confs: [plain(150), plain(100)],
-            reload: None,
-            steps: vec![
+            election(),
+        ),
+        sc(
+            "sigkill",
+            [plain(150), plain(100)],
+            vec![
                 step("start and election", start_both, 5.5),
                 synced("SIGKILL of the master", kill_d1, 5.0, 1),
             ],
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "carrier",
-            confs: [plain(150), plain(100)],
-            reload: None,
-            steps: vec![
+        ),
+        sc(
+            "carrier",
+            [plain(150), plain(100)],
+            vec![
                 step("start and election", start_both, 5.5),
                 synced("carrier loss on the master", cable_d1_out, 6.0, 1),
                 step("carrier back", cable_d1_in, 5.5),
             ],
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "preempt",
-            confs: [plain(150), plain(100)],
-            reload: None,
-            steps: vec![
+        ),
+        sc(
+            "preempt",
+            [plain(150), plain(100)],
+            vec![
                 step("start and election", start_both, 5.5),
                 step("SIGTERM of the master", term_d1, 2.0),
                 step("restart and preemption", restart_d1, 5.5),
             ],
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "nopreempt",
-            confs: [
+        ),
+        sc(
+            "nopreempt",
+            [
                 conf(150, "  nopreempt\n", v4, ""),
                 conf(100, "  nopreempt\n", v4, ""),
             ],
-            reload: None,
-            steps: vec![
+            vec![
                 step("start and election", start_both, 5.5),
                 step("SIGTERM of the master", term_d1, 2.0),
                 step("restart without preemption", restart_d1, 5.5),
             ],
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "preempt_delay",
-            confs: [conf(150, "  preempt_delay 3\n", v4, ""), plain(100)],
-            reload: None,
-            steps: vec![
+        ),
+        sc(
+            "preempt_delay",
+            [conf(150, "  preempt_delay 3\n", v4, ""), plain(100)],
+            vec![
                 step("start and election", start_both, 5.5),
                 step("SIGTERM of the master", term_d1, 2.0),
                 step("restart with preempt_delay", restart_d1, 8.5),
             ],
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "script",
-            confs: [
+        ),
+        sc(
+            "script",
+            [
                 format!(
                     "{script}{}",
                     conf(150, "  track_script {\n    chk\n  }\n", v4, "")
                 ),
                 plain(100),
             ],
-            reload: None,
-            steps: vec![
+            vec![
                 step("start and election", start_both, 5.5),
                 Step {
                     slack: 1.0,
@@ -208,11 +206,10 @@ fn scenarios() -> Vec<Scenario> {
                     ..synced("script succeeds again", flag_off, 6.0, 2)
                 },
             ],
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "unicast",
-            confs: [
+        ),
+        sc(
+            "unicast",
+            [
                 conf(
                     150,
                     "  unicast_src_ip 192.0.2.1\n  unicast_peer {\n    192.0.2.2\n  }\n",
@@ -226,10 +223,8 @@ fn scenarios() -> Vec<Scenario> {
                     "",
                 ),
             ],
-            reload: None,
-            steps: election(),
-            vip: "192.0.2.100",
-        },
+            election(),
+        ),
         Scenario {
             name: "v3-ipv6",
             confs: [
@@ -240,9 +235,9 @@ fn scenarios() -> Vec<Scenario> {
             steps: election(),
             vip: "2001:db8::100",
         },
-        Scenario {
-            name: "auth-pass",
-            confs: [
+        sc(
+            "auth-pass",
+            [
                 conf(
                     150,
                     "  authentication {\n    auth_type PASS\n    auth_pass secret1\n  }\n",
@@ -256,13 +251,11 @@ fn scenarios() -> Vec<Scenario> {
                     "",
                 ),
             ],
-            reload: None,
-            steps: election(),
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "auth-ah",
-            confs: [
+            election(),
+        ),
+        sc(
+            "auth-ah",
+            [
                 conf(
                     150,
                     "  authentication {\n    auth_type AH\n    auth_pass secret1\n  }\n",
@@ -276,20 +269,16 @@ fn scenarios() -> Vec<Scenario> {
                     "",
                 ),
             ],
-            reload: None,
-            steps: election(),
-            vip: "192.0.2.100",
-        },
-        Scenario {
-            name: "reload-same",
-            confs: [plain(150), plain(100)],
-            reload: None,
-            steps: vec![
+            election(),
+        ),
+        sc(
+            "reload-same",
+            [plain(150), plain(100)],
+            vec![
                 step("start and election", start_both, 5.5),
                 synced("SIGHUP, nothing changed", hup_d1, 4.0, 1),
             ],
-            vip: "192.0.2.100",
-        },
+        ),
         Scenario {
             name: "reload-prio",
             confs: [plain(150), plain(100)],

@@ -94,8 +94,6 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     let mut hosted = Vec::new();
     let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
     if want_checker {
-        let (ctx, crx) = mpsc::unbounded_channel();
-        let checker_opts = opts.clone();
         let rt = match checker_runtime(workers) {
             Ok(rt) => rt,
             Err(e) => {
@@ -103,31 +101,28 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
-        let reporter = Reporter::new(hosted.len(), ptx.clone());
-        let l = loaded.clone();
+        let (o, l) = (opts.clone(), loaded.clone());
         let b = want_vrrp.then(|| board.clone());
-        let t = std::thread::Builder::new()
-            .name("checker".into())
-            .spawn(move || {
-                let code = rt.block_on(checker::run(&checker_opts, l, crx, reporter.clone(), b));
-                reporter.send(Progress::Ended);
-                code
-            });
-        match t {
-            Ok(t) => threads.push(t),
+        let started = host(
+            "the checker",
+            "checker",
+            rt,
+            hosted.len(),
+            &ptx,
+            move |c, r| async move { checker::run(&o, l, c, r, b).await },
+        );
+        match started {
+            Ok((t, h)) => {
+                threads.push(t);
+                hosted.push(h);
+            }
             Err(e) => {
                 log::error!("cannot start the checker: {e}");
                 return ExitCode::from(1);
             }
         }
-        hosted.push(Hosted {
-            name: "the checker",
-            commands: ctx,
-        });
     }
     if want_vrrp {
-        let (vtx, vrx) = mpsc::unbounded_channel();
-        let vopts = opts.clone();
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -138,35 +133,26 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
-        let reporter = Reporter::new(hosted.len(), ptx.clone());
-        let l = loaded.clone();
-        let b = board.clone();
+        let (o, l, b) = (opts.clone(), loaded.clone(), board.clone());
         let serve_status = !want_checker;
-        let t = std::thread::Builder::new()
-            .name("vrrp".into())
-            .spawn(move || {
-                let code = rt.block_on(super::vrrp::run(
-                    &vopts,
-                    l,
-                    vrx,
-                    reporter.clone(),
-                    b,
-                    serve_status,
-                ));
-                reporter.send(Progress::Ended);
-                code
-            });
-        match t {
-            Ok(t) => threads.push(t),
+        let started = host(
+            "VRRP",
+            "vrrp",
+            rt,
+            hosted.len(),
+            &ptx,
+            move |c, r| async move { super::vrrp::run(&o, l, c, r, b, serve_status).await },
+        );
+        match started {
+            Ok((t, h)) => {
+                threads.push(t);
+                hosted.push(h);
+            }
             Err(e) => {
                 log::error!("cannot start VRRP: {e}");
                 return ExitCode::from(1);
             }
         }
-        hosted.push(Hosted {
-            name: "VRRP",
-            commands: vtx,
-        });
     }
     drop(ptx);
     if let Err(e) = super::signals::unblock() {
@@ -188,6 +174,32 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         }
     }
     code
+}
+
+/// Starts subsystem `id` on a thread of its own running `rt`: `run` gets
+/// its commands and its reporter, and [`Progress::Ended`] follows its end.
+fn host<F, Fut>(
+    name: &'static str,
+    thread: &str,
+    rt: tokio::runtime::Runtime,
+    id: usize,
+    ptx: &mpsc::UnboundedSender<(usize, Progress)>,
+    run: F,
+) -> std::io::Result<(std::thread::JoinHandle<ExitCode>, Hosted)>
+where
+    F: FnOnce(mpsc::UnboundedReceiver<Command>, Reporter) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ExitCode>,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    let reporter = Reporter::new(id, ptx.clone());
+    let t = std::thread::Builder::new()
+        .name(thread.into())
+        .spawn(move || {
+            let code = rt.block_on(run(rx, reporter.clone()));
+            reporter.send(Progress::Ended);
+            code
+        })?;
+    Ok((t, Hosted { name, commands: tx }))
 }
 
 /// Which subsystems run, as keepalived 2.2.7 decides which children to

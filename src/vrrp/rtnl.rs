@@ -270,20 +270,8 @@ mod tests {
     use super::*;
 
     fn vip(text: &str) -> Vip {
-        Vip {
-            addr: text.parse().unwrap(),
-            prefix: if text.contains(':') { 128 } else { 32 },
-            dev: None,
-            broadcast: None,
-            scope: None,
-            label: None,
-            peer: None,
-            dad: false,
-            no_track: false,
-            preferred_lft: None,
-            flags: Vec::new(),
-            line: 1,
-        }
+        let addr: std::net::IpAddr = text.parse().unwrap();
+        Vip::new(addr, if addr.is_ipv6() { 128 } else { 32 }, 1)
     }
 
     #[test]

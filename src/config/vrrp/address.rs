@@ -39,6 +39,26 @@ pub struct Vip {
     pub line: usize,
 }
 
+impl Vip {
+    /// A bare address: no options, keepalived's defaults.
+    pub fn new(addr: IpAddr, prefix: u8, line: usize) -> Vip {
+        Vip {
+            addr,
+            prefix,
+            dev: None,
+            broadcast: None,
+            scope: None,
+            label: None,
+            peer: None,
+            dad: false,
+            no_track: false,
+            preferred_lft: None,
+            flags: Vec::new(),
+            line,
+        }
+    }
+}
+
 /// Reads one address line; `None` when keepalived drops the address (the
 /// reason is reported).
 pub fn parse_vip(cx: &mut Ctx, words: &[String], line: usize) -> Option<Vip> {
@@ -65,20 +85,7 @@ pub fn parse_vip(cx: &mut Ctx, words: &[String], line: usize) -> Option<Vip> {
             }
         },
     };
-    let mut vip = Vip {
-        addr,
-        prefix,
-        dev: None,
-        broadcast: None,
-        scope: None,
-        label: None,
-        peer: None,
-        dad: false,
-        no_track: false,
-        preferred_lft: None,
-        flags: Vec::new(),
-        line,
-    };
+    let mut vip = Vip::new(addr, prefix, line);
     let mut i = 1;
     while i < words.len() {
         let w = words[i].as_str();

@@ -73,13 +73,16 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 fn spacing(imp: Impl, checks: usize, window: usize) -> (Vec<f64>, f64) {
     let mut lab = Lab::up(if checks > 0 { "kbsl" } else { "kbsn" });
     let mut extra = String::new();
-    let mut backends = None;
+    let mut backends = Vec::new();
     if checks > 0 {
-        // The listeners: client addresses 192.0.2.10.. with 5,000 ports each.
+        // The listeners: client addresses 192.0.2.10.. with 5,000 ports each,
+        // one backends process per address (a process holds at most 20,000
+        // descriptors here).
         let per = 5000;
-        let mut list = String::new();
         let mut vs = String::new();
         let addrs = checks.div_ceil(per);
+        let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/release/examples/bench_backends");
         for a in 0..addrs {
             let ip = format!("192.0.2.{}", 10 + a);
             if a > 0 {
@@ -95,27 +98,26 @@ fn spacing(imp: Impl, checks: usize, window: usize) -> (Vec<f64>, f64) {
                     ])
                     .status();
             }
+            let mut list = String::new();
             for p in 0..per.min(checks - a * per) {
                 list.push_str(&format!("{ip} {} tcp\n", 20000 + p));
             }
+            let lf = lab.path(&format!("backends{a}.list"));
+            std::fs::write(&lf, list).unwrap();
+            backends.push(
+                Command::new("ip")
+                    .args(["netns", "exec", &lab.ns(3), "bash", "-c"])
+                    .arg(format!(
+                        "ulimit -n 20000; exec {} {}",
+                        bin.display(),
+                        lf.display()
+                    ))
+                    .stdout(std::fs::File::create(lab.path(&format!("backends{a}.out"))).unwrap())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("bench_backends"),
+            );
         }
-        let lf = lab.path("backends.list");
-        std::fs::write(&lf, list).unwrap();
-        let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target/release/examples/bench_backends");
-        backends = Some(
-            Command::new("ip")
-                .args(["netns", "exec", &lab.ns(3), "bash", "-c"])
-                .arg(format!(
-                    "ulimit -n 65536; exec {} {}",
-                    bin.display(),
-                    lf.display()
-                ))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("bench_backends"),
-        );
         sleep(Duration::from_secs(2));
         // 100 real servers per virtual server.
         for (k, chunk) in (0..checks).collect::<Vec<_>>().chunks(100).enumerate() {
@@ -175,27 +177,33 @@ fn spacing(imp: Impl, checks: usize, window: usize) -> (Vec<f64>, f64) {
     sleep(Duration::from_secs(5 + window as u64));
     let _ = dump.kill();
     let _ = dump.wait();
-    if let Some(mut b) = backends {
+    for mut b in backends {
         let _ = b.kill();
         let _ = b.wait();
     }
     lab.stop_all();
-    // "@@COUNT SECONDS TCP HTTP" every second: the rate over the window.
-    let counts: Vec<(f64, f64)> = std::fs::read_to_string(lab.path("backends.out"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.strip_prefix("@@COUNT ")?.split_whitespace().collect();
-            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?))
-        })
-        .collect();
-    let rate = match (
-        counts.get(counts.len().saturating_sub(window + 1)),
-        counts.last(),
-    ) {
-        (Some(a), Some(b)) if b.0 > a.0 => (b.1 - a.1) / (b.0 - a.0),
-        _ => 0.0,
-    };
+    // "@@COUNT SECONDS TCP HTTP" every second: the rate over the window,
+    // summed over the backends' processes.
+    let mut rate = 0.0;
+    for a in 0..checks.div_ceil(5000) {
+        let counts: Vec<(f64, f64)> =
+            std::fs::read_to_string(lab.path(&format!("backends{a}.out")))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.strip_prefix("@@COUNT ")?.split_whitespace().collect();
+                    Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?))
+                })
+                .collect();
+        if let (Some(x), Some(y)) = (
+            counts.get(counts.len().saturating_sub(window + 1)),
+            counts.last(),
+        ) {
+            if y.0 > x.0 {
+                rate += (y.1 - x.1) / (y.0 - x.0);
+            }
+        }
+    }
     let times: Vec<f64> = std::fs::read_to_string(&cap)
         .unwrap()
         .lines()
@@ -229,7 +237,7 @@ fn vrrp_benchmark() {
     let window = env_num("BENCH_WINDOW", 30);
     let checks = env_num("BENCH_CHECKS", 20_000);
     println!("== failover, seconds from the signal to the address on the backup ({runs} runs)");
-    for sig in ["TERM", "KILL"] {
+    for sig in ["TERM", "KILL"].into_iter().filter(|_| runs > 0) {
         let mut line = format!("SIG{sig:<5}");
         let mut medians = Vec::new();
         for imp in [Impl::Keepalived, Impl::Ours] {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Benchmark: VRRP failover and advert spacing, keepalived 2.2.7 and
-# keepalived-rs side by side in the namespace lab (tests/vrrp_bench.rs has
+# keepalived-rs side by side in the namespace lab (benches/vrrp.rs has
 # the details). Needs root, keepalived, tcpdump and gcc (the IPVS shim
 # that lets keepalived's checker run here).
 #
@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --example bench_backends
-exec cargo test --release --quiet --features root,reference --test vrrp_bench -- --ignored --nocapture
+exec cargo bench --quiet --bench vrrp

@@ -1,5 +1,5 @@
-//! Benchmark (not a test: `compat-tests/bench-vrrp.sh` runs it): VRRP in the
-//! namespace lab, keepalived 2.2.7 and ours on the same namespaces in the
+//! Benchmark (`cargo bench --bench vrrp`, run by `compat-tests/bench-vrrp.sh`;
+//! no test harness): VRRP in the namespace lab, keepalived 2.2.7 and ours on the same namespaces in the
 //! same run, figures printed side by side.
 //!
 //! 1. Failover: SIGTERM and SIGKILL of the master (just after one of its
@@ -13,6 +13,7 @@
 //!    the same daemon (keepalived's checker through the IPVS shim, ours with
 //!    the dry-run backend).
 
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use common::lab::{Impl, Lab};
@@ -230,9 +231,7 @@ fn spacing_line(name: &str, v: &[f64]) -> String {
     )
 }
 
-#[test]
-#[ignore = "benchmark: compat-tests/bench-vrrp.sh"]
-fn vrrp_benchmark() {
+fn main() {
     let runs = env_num("BENCH_RUNS", 3);
     let window = env_num("BENCH_WINDOW", 30);
     let checks = env_num("BENCH_CHECKS", 20_000);

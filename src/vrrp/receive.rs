@@ -41,63 +41,98 @@ pub struct Meta {
     pub multicast: bool,
 }
 
-/// Checks `a` for the instance; `Err` carries keepalived's log line.
-pub fn check(e: &Expect, a: &Advert, m: &Meta) -> Result<(), String> {
+/// Which of keepalived's counters (`vrrp_stats`) a refusal counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// `ip_ttl_err`.
+    Ttl,
+    /// `advert_interval_err`.
+    Interval,
+    /// `auth_failure`.
+    Auth,
+    /// `addr_list_err`.
+    AddressList,
+    /// Counted nowhere (version, mode, source).
+    Other,
+}
+
+/// Checks `a` for the instance; `Err` carries the counter it counts in and
+/// keepalived's log line.
+pub fn check(e: &Expect, a: &Advert, m: &Meta) -> Result<(), (Refusal, String)> {
+    use Refusal::*;
     let n = &e.name;
     let unicast = !e.peers.is_empty();
     if !unicast && m.ttl != 255 {
-        return Err(format!(
-            "({n}) invalid TTL/HL. Received {} and expect 255",
-            m.ttl
+        return Err((
+            Ttl,
+            format!("({n}) invalid TTL/HL. Received {} and expect 255", m.ttl),
         ));
     }
     if a.version != e.version {
-        return Err(format!(
-            "({n}) wrong version. Received {} and expect {}",
-            a.version, e.version
+        return Err((
+            Other,
+            format!(
+                "({n}) wrong version. Received {} and expect {}",
+                a.version, e.version
+            ),
         ));
     }
     if e.version == 2 {
         if a.auth != e.auth {
-            return Err(format!("({n}) received an invalid auth type"));
+            return Err((Auth, format!("({n}) received an invalid auth type")));
         }
         if e.auth == AuthType::Pass && a.auth_data != e.auth_data {
-            return Err(format!("({n}) received an invalid passwd!"));
+            return Err((Auth, format!("({n}) received an invalid passwd!")));
         }
         if a.adver_int_cs != e.adver_int_cs {
-            return Err(format!(
-                "({n}) advertisement interval mismatch mine={} sec rcv'd={} sec",
-                e.adver_int_cs / 100,
-                a.adver_int_cs / 100
+            return Err((
+                Interval,
+                format!(
+                    "({n}) advertisement interval mismatch mine={} sec rcv'd={} sec",
+                    e.adver_int_cs / 100,
+                    a.adver_int_cs / 100
+                ),
             ));
         }
     }
     if !e.skip_addr_check && a.addrs.len() != e.vips.len() {
-        return Err(format!(
-            "({n}) received an unexpected ip number count {}, expected {}!",
-            a.addrs.len(),
-            e.vips.len()
+        return Err((
+            AddressList,
+            format!(
+                "({n}) received an unexpected ip number count {}, expected {}!",
+                a.addrs.len(),
+                e.vips.len()
+            ),
         ));
     }
     if unicast == m.multicast {
-        return Err(if unicast {
-            format!("({n}) Expected unicast packet but received multicast packet")
-        } else {
-            format!("({n}) Expected multicast packet but received unicast packet")
-        });
+        return Err((
+            Other,
+            if unicast {
+                format!("({n}) Expected unicast packet but received multicast packet")
+            } else {
+                format!("({n}) Expected multicast packet but received unicast packet")
+            },
+        ));
     }
     if !e.skip_addr_check {
         if let Some(missing) = e.vips.iter().find(|v| !a.addrs.contains(v)) {
-            return Err(format!(
+            return Err((
+                AddressList,
+                format!(
                 "({n}) ip address associated with VRID {} not present in MASTER advert: {missing}",
                 a.vrid
+            ),
             ));
         }
     }
     if unicast && e.check_unicast_src && !e.peers.contains(&m.from) {
-        return Err(format!(
-            "({n}) unicast source address {} is not a configured peer",
-            m.from
+        return Err((
+            Other,
+            format!(
+                "({n}) unicast source address {} is not a configured peer",
+                m.from
+            ),
         ));
     }
     Ok(())
@@ -148,39 +183,41 @@ mod tests {
         let e = expect();
         assert_eq!(check(&e, &advert(), &MC), Ok(()));
         let ttl = Meta { ttl: 64, ..MC };
+        assert_eq!(check(&e, &advert(), &ttl).unwrap_err().0, Refusal::Ttl);
         assert_eq!(
-            check(&e, &advert(), &ttl).unwrap_err(),
+            check(&e, &advert(), &ttl).unwrap_err().1,
             "(VI_1) invalid TTL/HL. Received 64 and expect 255"
         );
         let mut a = advert();
         a.auth_data = *b"wrong\0\0\0";
         assert_eq!(
-            check(&e, &a, &MC).unwrap_err(),
+            check(&e, &a, &MC).unwrap_err().1,
             "(VI_1) received an invalid passwd!"
         );
         let mut a = advert();
         a.adver_int_cs = 200;
         assert_eq!(
-            check(&e, &a, &MC).unwrap_err(),
+            check(&e, &a, &MC).unwrap_err().1,
             "(VI_1) advertisement interval mismatch mine=1 sec rcv'd=2 sec"
         );
         let mut a = advert();
         a.addrs.push(vip(101));
         assert_eq!(
-            check(&e, &a, &MC).unwrap_err(),
+            check(&e, &a, &MC).unwrap_err().1,
             "(VI_1) received an unexpected ip number count 2, expected 1!"
         );
         let mut a = advert();
         a.addrs = vec![vip(99)];
         assert!(check(&e, &a, &MC)
             .unwrap_err()
+            .1
             .contains("not present in MASTER advert: 192.0.2.100"));
         let uc = Meta {
             multicast: false,
             ..MC
         };
         assert_eq!(
-            check(&e, &advert(), &uc).unwrap_err(),
+            check(&e, &advert(), &uc).unwrap_err().1,
             "(VI_1) Expected multicast packet but received unicast packet"
         );
     }

@@ -13,7 +13,7 @@ use super::node::key8;
 pub use super::node::{Node, Placement, Stats, Transition};
 use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
 use super::priority::{self, Tracked};
-use super::receive::{self, Meta};
+use super::receive::{self, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{Auth, Instance, Vip, VrrpConfig, VrrpScript};
 use tokio::sync::mpsc;
@@ -353,15 +353,14 @@ impl Runner {
         };
         n.expect.skip_addr_check =
             n.cfg.skip_check_adv_addr && n.fsm.state == State::Backup && n.master == Some(rx.from);
-        if let Err(line) = receive::check(&n.expect, &advert, &meta) {
-            if line.contains("TTL") {
-                n.stats.ip_ttl_err += 1;
-            } else if line.contains("interval") {
-                n.stats.advert_interval_err += 1;
-            } else if line.contains("passwd") || line.contains("auth") {
-                n.stats.auth_failure += 1;
-            } else if line.contains("ip number count") || line.contains("not present") {
-                n.stats.addr_list_err += 1;
+        if let Err((why, line)) = receive::check(&n.expect, &advert, &meta) {
+            let s = &mut n.stats;
+            match why {
+                Refusal::Ttl => s.ip_ttl_err += 1,
+                Refusal::Interval => s.advert_interval_err += 1,
+                Refusal::Auth => s.auth_failure += 1,
+                Refusal::AddressList => s.addr_list_err += 1,
+                Refusal::Other => {}
             }
             w.log(line);
             return;

@@ -223,44 +223,54 @@ impl Lab {
         });
     }
 
+    /// Starts `args` and hands each line of its output, as it comes, to
+    /// `each` (on a thread of its own); the process is stopped with the lab.
+    fn watch(&mut self, args: &[&str], mut each: impl FnMut(&str) + Send + 'static) {
+        let mut c = Command::new(args[0])
+            .args(&args[1..])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let out = c.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                each(&l);
+            }
+        });
+        self.observers.push(c);
+    }
+
     /// Address monitors on both directors, tcpdump on the bridge.
     fn observe(&mut self) {
         for n in 1..=2 {
-            let mut c = Command::new("ip")
-                .args(["-n", &self.ns(n), "-o", "monitor", "address"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("ip monitor");
-            let out = c.stdout.take().unwrap();
-            let seen = self.seen.clone();
-            let epoch = self.epoch;
-            std::thread::spawn(move || {
-                for l in BufReader::new(out).lines().map_while(Result::ok) {
-                    // "Deleted 2: eth0    inet 192.0.2.100/24 ..." or "2: eth0 inet ..."
-                    let deleted = l.starts_with("Deleted");
-                    let mut w = l.split_whitespace();
-                    let Some(_) = w.by_ref().find(|x| *x == "inet" || *x == "inet6") else {
-                        continue;
-                    };
-                    let Some(a) = w.next() else { continue };
-                    let addr = a.split('/').next().unwrap_or(a);
-                    Lab::push(
-                        &seen,
-                        epoch,
-                        n,
-                        "addr",
-                        format!("{}{addr}", if deleted { '-' } else { '+' }),
-                    );
+            let (seen, epoch) = (self.seen.clone(), self.epoch);
+            let ns = self.ns(n);
+            self.watch(&["ip", "-n", &ns, "-o", "monitor", "address"], move |l| {
+                // "Deleted 2: eth0    inet 192.0.2.100/24 ..." or "2: eth0 inet ..."
+                let deleted = l.starts_with("Deleted");
+                let mut w = l.split_whitespace();
+                if w.by_ref().any(|x| x == "inet" || x == "inet6") {
+                    if let Some(a) = w.next() {
+                        let addr = a.split('/').next().unwrap_or(a);
+                        let sign = if deleted { '-' } else { '+' };
+                        Lab::push(&seen, epoch, n, "addr", format!("{sign}{addr}"));
+                    }
                 }
             });
-            self.observers.push(c);
         }
-        let mut c = Command::new("ip")
-            .args([
+        let (seen, epoch) = (self.seen.clone(), self.epoch);
+        let macs = [self.mac(1), self.mac(2)];
+        // A frame is "TIME SRC-MAC > DST-MAC, ..." and, with -vv, its
+        // protocol on indented lines after it.
+        let mut src = String::new();
+        let ns = self.ns(0);
+        self.watch(
+            &[
+                "ip",
                 "netns",
                 "exec",
-                &self.ns(0),
+                &ns,
                 "tcpdump",
                 "-i",
                 "br0",
@@ -270,30 +280,17 @@ impl Lab {
                 "-tt",
                 "-vv",
                 "vrrp or arp or (ip proto 51) or (icmp6 and ip6[40] == 136)",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tcpdump");
-        let out = c.stdout.take().unwrap();
-        let seen = self.seen.clone();
-        let epoch = self.epoch;
-        let macs = [self.mac(1), self.mac(2)];
-        std::thread::spawn(move || {
-            // A frame is "TIME SRC-MAC > DST-MAC, ..." and, with -vv, its
-            // protocol on indented lines after it.
-            let mut src = String::new();
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
+            ],
+            move |l| {
                 if l.starts_with(|c: char| c.is_ascii_digit()) {
                     src = l.split_whitespace().nth(1).unwrap_or("").to_string();
                 }
-                if let Some(w) = wire_event(&l) {
+                if let Some(w) = wire_event(l) {
                     let node = macs.iter().position(|m| *m == src).map_or(0, |i| i + 1);
                     Lab::push(&seen, epoch, node, "wire", w);
                 }
-            }
-        });
-        self.observers.push(c);
+            },
+        );
         // tcpdump needs a moment before it sees anything.
         std::thread::sleep(Duration::from_millis(300));
     }

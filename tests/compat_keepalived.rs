@@ -162,6 +162,124 @@ impl Rng {
     }
 }
 
+/// A `virtual_routes` / `static_routes` line: a destination and options,
+/// good and bad, in ip(8)'s words.
+fn gen_route(r: &mut Rng) -> String {
+    let mut w = vec![r
+        .pick(&[
+            "198.51.100.0/24",
+            "198.51.100.0/24",
+            "default",
+            "2001:db8:1::/48",
+            "198.51.100.0/33",
+            "x",
+            "blackhole 203.0.113.0/24",
+            "to 198.51.100.0/24",
+            "unreachable 2001:db8:2::/48",
+            "10 198.51.100.0/24",
+        ])
+        .to_string()];
+    for _ in 0..r.below(4) {
+        w.push(
+            r.pick(&[
+                "via 192.0.2.1",
+                "via 2001:db8::1",
+                "gw 192.0.2.1",
+                "via inet6 2001:db8::1",
+                "via x",
+                "src 192.0.2.100",
+                "src x",
+                "dev {IF}",
+                "dev {IF}",
+                "dev nosuch9",
+                "metric 5",
+                "metric x",
+                "table 100",
+                "table main",
+                "table nosuch",
+                "scope link",
+                "scope x",
+                "protocol static",
+                "protocol 18",
+                "mtu 1400",
+                "mtu lock 1400",
+                "advmss x",
+                "onlink",
+                "no_track",
+                "or 192.0.2.2",
+                "tos 0x10",
+                "realms 5",
+                "expires 30",
+                "pref high",
+                "hoplimit 300",
+                "rtt 10ms",
+                "features ecn",
+                "features x",
+                "congctl cubic",
+                "quickack 2",
+                "from 2001:db8::/64",
+                "frob 7",
+                "nexthop via 192.0.2.1 dev {IF} weight 2 nexthop via 192.0.2.2",
+                "nexthop via 192.0.2.1 weight 0",
+                "ttl-propagate enabled",
+                "inet6",
+                "metric",
+            ])
+            .to_string(),
+        );
+    }
+    if r.chance(20) {
+        let n = w.len();
+        w.swap(0, n - 1);
+    }
+    w.join(" ")
+}
+
+/// A `virtual_rules` / `static_rules` line.
+fn gen_rule(r: &mut Rng) -> String {
+    let mut w = Vec::new();
+    for _ in 0..1 + r.below(4) {
+        w.push(r.pick(&[
+            "from 192.0.2.0/24",
+            "to 198.51.100.0/24",
+            "from all",
+            "from 2001:db8::/64",
+            "from x",
+            "table 100",
+            "lookup main",
+            "table 0",
+            "table nosuch",
+            "priority 100",
+            "preference x",
+            "goto 5",
+            "goto 500",
+            "nop",
+            "blackhole",
+            "prohibit",
+            "unicast",
+            "fwmark 0x10/0xff",
+            "fwmark x",
+            "iif {IF}",
+            "oif nosuch9",
+            "not",
+            "tos 16",
+            "realms 3",
+            "sport 80-90",
+            "dport x",
+            "ipproto tcp",
+            "uidrange 1-2",
+            "l3mdev",
+            "suppress_prefixlength 0",
+            "protocol 4",
+            "no_track",
+            "bogus",
+            "inet6",
+            "table",
+        ]));
+    }
+    w.join(" ")
+}
+
 fn gen_value(r: &mut Rng, good: &[&str], bad: &[&str]) -> String {
     if r.chance(80) {
         r.pick(good).to_string()
@@ -473,7 +591,22 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         // The instance keywords with good and bad values, address lines
         // in their full syntax, tracking and unicast blocks.
         for _ in 0..r.below(6) {
-            let l = match r.below(10) {
+            let l = match r.below(12) {
+                10 => format!(
+                    "virtual_routes {{\n{}    }}",
+                    (0..1 + r.below(3))
+                        .map(|_| format!(
+                            "        {}\n",
+                            gen_route(&mut r).replace("{IF}", &ifname)
+                        ))
+                        .collect::<String>()
+                ),
+                11 => format!(
+                    "virtual_rules {{\n{}    }}",
+                    (0..1 + r.below(3))
+                        .map(|_| format!("        {}\n", gen_rule(&mut r).replace("{IF}", &ifname)))
+                        .collect::<String>()
+                ),
                 0 => format!(
                     "state {}",
                     gen_value(&mut r, &["MASTER", "BACKUP"], &["Master", ""])
@@ -567,6 +700,27 @@ fn gen_config(seed: u64, dir: &Path) -> String {
             out.push_str(&format!("    {l}\n"));
         }
         out.push_str("}\n");
+        if r.chance(15) {
+            // The static blocks, read where they stand.
+            let (kw, line) = match r.below(3) {
+                0 => ("static_routes", gen_route(&mut r)),
+                1 => ("static_rules", gen_rule(&mut r)),
+                _ => (
+                    "static_ipaddress",
+                    r.pick(&[
+                        "192.0.2.50/24 dev {IF}",
+                        "192.0.2.400 dev {IF}",
+                        "192.0.2.51 dev nosuch9",
+                        "192.0.2.52/24 dev {IF} scope link",
+                    ])
+                    .to_string(),
+                ),
+            };
+            out.push_str(&format!(
+                "{kw} {{\n    {}\n}}\n",
+                line.replace("{IF}", &ifname)
+            ));
+        }
         if r.chance(30) {
             // A second instance: maybe the same VRID, maybe a sync group.
             out.push_str(&format!(

@@ -513,51 +513,99 @@ fn one_process_runs_the_checker_and_vrrp() {
     );
 }
 
-/// `virtual_routes` follow the master: the same route as keepalived's while
-/// MASTER (as `ip route` shows it), none after SIGTERM.
+/// `virtual_routes` and `virtual_rules` follow the master, the static
+/// address, route and rule are there from start to stop: the same as
+/// keepalived's (as `ip route`, `ip rule` and `ip addr` show them) as
+/// BACKUP and as MASTER, none left after SIGTERM.
 #[test]
 #[cfg_attr(
     not(all(feature = "root", feature = "reference")),
     ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
 )]
-fn virtual_routes_follow_the_master() {
-    let routes = "  virtual_routes {\n    192.0.2.192/26 via 192.0.2.10\n    blackhole 2001:db8:ff::/48\n  }\n";
+fn routes_rules_and_statics_as_keepalived_sets_them() {
+    // virtual_* follow the master; static_* are there from start to stop.
+    let extra = "  virtual_routes {\n    192.0.2.192/26 via 192.0.2.10\n    blackhole 2001:db8:ff::/48\n    \
+                 198.51.100.0/24 dev eth0 metric 7 table 100\n  }\n  virtual_rules {\n    \
+                 from 192.0.2.100 table 100 priority 100\n    to 198.51.100.0/24 lookup 100\n  }\n";
+    let statics = "static_ipaddress {\n  192.0.2.60/24 dev eth0\n}\nstatic_routes {\n  \
+                   203.0.113.0/24 via 192.0.2.10 dev eth0\n}\nstatic_rules {\n  \
+                   fwmark 0x10 table 200 priority 200\n}\n";
     let mut shown = Vec::new();
     for imp in [Impl::Keepalived, Impl::Ours] {
         let mut lab = Lab::up(if imp == Impl::Ours { "kvrto" } else { "kvrtk" });
-        lab.start(1, imp, &conf(150, routes, "192.0.2.100/24", ""));
+        let cfg = conf(150, extra, "192.0.2.100/24", "") + statics;
+        let show = |lab: &Lab| {
+            let run = |args: &[&str]| {
+                let o = Command::new("ip")
+                    .args(["-n", &lab.ns(1)])
+                    .args(args)
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&o.stdout).to_string()
+            };
+            let keep = |text: String, pats: &[&str]| {
+                text.lines()
+                    .filter(|l| pats.iter().any(|p| l.contains(p)))
+                    .map(|l| format!("{}\n", l.trim_end()))
+                    .collect::<String>()
+            };
+            let ours = [
+                "192.0.2.192",
+                "198.51.100",
+                "203.0.113",
+                "2001:db8:ff",
+                "192.0.2.60",
+                "192.0.2.100",
+                "fwmark",
+            ];
+            [
+                keep(run(&["route", "show", "table", "all"]), &ours),
+                keep(run(&["-6", "route", "show", "table", "all"]), &ours),
+                keep(
+                    run(&["rule", "show"]),
+                    &["192.0.2.100", "198.51.100", "fwmark"],
+                ),
+                keep(run(&["addr", "show", "dev", "eth0"]), &ours),
+            ]
+            .concat()
+        };
+        lab.start(1, imp, &cfg);
+        let backup = lab.wait_for(2.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("BACKUP"))
+        });
+        assert!(backup, "{imp:?} never became BACKUP: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(300));
+        let while_backup = show(&lab);
         let up = lab.wait_for(6.0, |seen| {
             seen.iter()
                 .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
         });
         assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
         sleep(Duration::from_millis(300));
-        let show = |lab: &Lab| {
-            let v4 = Command::new("ip")
-                .args(["-n", &lab.ns(1), "route", "show", "192.0.2.192/26"])
-                .output()
-                .unwrap();
-            let v6 = Command::new("ip")
-                .args(["-n", &lab.ns(1), "-6", "route", "show", "2001:db8:ff::/48"])
-                .output()
-                .unwrap();
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&v4.stdout),
-                String::from_utf8_lossy(&v6.stdout)
-            )
-        };
         let while_master = show(&lab);
+        for want in [
+            "via 192.0.2.10",
+            "blackhole 2001:db8:ff::/48",
+            "table 100",
+            "fwmark 0x10",
+            "192.0.2.60/24",
+        ] {
+            assert!(
+                while_master.contains(want),
+                "{imp:?} lacks {want}: {while_master}"
+            );
+        }
         assert!(
-            while_master.contains("via 192.0.2.10"),
-            "{imp:?}: {while_master}"
+            while_backup.contains("203.0.113.0/24") && !while_backup.contains("198.51.100"),
+            "{imp:?} as BACKUP: {while_backup}"
         );
         lab.stop_all();
-        assert_eq!(show(&lab), "", "{imp:?}: routes left after SIGTERM");
-        shown.push(while_master);
+        assert_eq!(show(&lab), "", "{imp:?}: left after SIGTERM");
+        shown.push((while_backup, while_master));
     }
     assert_eq!(
-        shown[1], shown[0],
-        "ours (right) against keepalived's (left)"
+        shown[0], shown[1],
+        "keepalived's (left) against ours (right)"
     );
 }

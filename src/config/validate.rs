@@ -529,9 +529,6 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
                     ),
                 );
             }
-            "static_ipaddress" | "static_routes" | "static_rules" => {
-                check_addr_lines(b, diags, file, host, &mut bad_if)
-            }
             _ => {}
         }
     }
@@ -557,67 +554,4 @@ fn has_script(b: &Block) -> bool {
     b.settings
         .iter()
         .any(|s| s.keyword == "script" && !s.args.is_empty())
-}
-
-fn check_addr_lines(
-    b: &Block,
-    diags: &mut Diagnostics,
-    file: &Arc<str>,
-    host: &dyn Host,
-    bad_if: &mut bool,
-) {
-    let is_rule = b.keyword.ends_with("rules");
-    for line in &b.values {
-        let (v, pos) = (&line.words, at(file, line.line));
-        let mut i = 0;
-        while i < v.len() {
-            let w = &v[i];
-            if w == "dev" || w == "oif" || w == "iif" {
-                if let Some(ifn) = v.get(i + 1) {
-                    if !host.interface_exists(ifn) {
-                        *bad_if = true;
-                        diags.report(
-                            &pos,
-                            ErrClass::Warning,
-                            format!("WARNING - interface {ifn} for {} doesn't exist", b.keyword),
-                        );
-                    }
-                }
-                i += 2;
-                continue;
-            }
-            if is_rule && (w == "to" || w == "from") {
-                if let Some(a) = v.get(i + 1) {
-                    if a != "all" && super::parser::parse_ip(a).is_none() {
-                        diags.report(
-                            &pos,
-                            ErrClass::GeneralError,
-                            format!("Invalid rule {w} address {a}"),
-                        );
-                    }
-                }
-                i += 2;
-                continue;
-            }
-            i += 1;
-        }
-        if !is_rule {
-            // An address list's first word is the address; a route's may
-            // be a keyword (`src`, `blackhole`, ...) or a name.
-            let is_addresses = b.keyword.contains("ipaddress");
-            if let Some(first) = v.first() {
-                let addr = first.split('/').next().unwrap_or(first);
-                if (is_addresses || first.contains(['.', ':']))
-                    && super::parser::parse_ip(addr).is_none()
-                    && first != "default"
-                {
-                    diags.report(
-                        &pos,
-                        ErrClass::GeneralError,
-                        format!("VRRP parsed invalid IP {first}. skipping IP..."),
-                    );
-                }
-            }
-        }
-    }
 }

@@ -10,12 +10,12 @@ use super::shell::{Command, Progress, Reporter};
 use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;
-use crate::config::vrrp::{Instance, NotifyScript, Vip, VrrpScript};
+use crate::config::vrrp::{Instance, NotifyScript, Route, Rule, Vip, VrrpScript};
 use crate::config::Loaded;
 use crate::vrrp::announce::{gratuitous_arp, unsolicited_na};
 use crate::vrrp::net::{ipv6_forwarding, AdvertSocket, FrameSocket, Iface};
 use crate::vrrp::rtnl::{watch_links, Rtnl};
-use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, World};
+use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, Statics, World};
 use crate::vrrp::script::Outcome;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -45,8 +45,12 @@ enum Job {
     },
     Routes {
         add: bool,
-        index: u32,
-        routes: Vec<crate::vrrp::route::VRoute>,
+        index: Option<u32>,
+        routes: Vec<Route>,
+    },
+    Rules {
+        add: bool,
+        rules: Vec<Rule>,
     },
     Done(tokio::sync::oneshot::Sender<()>),
 }
@@ -83,14 +87,19 @@ struct RealWorld {
 /// The interface an instance uses: its `interface`, else the global
 /// `default_interface`, else eth0 (keepalived's default).
 fn interface_of(cfg: &Config, i: &Instance) -> String {
-    i.interface.clone().unwrap_or_else(|| {
-        cfg.global_defs
-            .other
-            .iter()
-            .find(|s| s.keyword == "default_interface")
-            .and_then(|s| s.args.first().cloned())
-            .unwrap_or_else(|| "eth0".to_string())
-    })
+    i.interface
+        .clone()
+        .unwrap_or_else(|| default_interface(cfg))
+}
+
+/// The global `default_interface`, else eth0.
+fn default_interface(cfg: &Config) -> String {
+    cfg.global_defs
+        .other
+        .iter()
+        .find(|s| s.keyword == "default_interface")
+        .and_then(|s| s.args.first().cloned())
+        .unwrap_or_else(|| "eth0".to_string())
 }
 
 impl RealWorld {
@@ -205,14 +214,49 @@ impl World for RealWorld {
         });
     }
 
-    fn routes(&mut self, id: usize, routes: &[crate::vrrp::route::VRoute], add: bool) {
+    fn routes(&mut self, id: usize, routes: &[Route], add: bool) {
         let Some(Some(iface)) = self.nodes.get(&id).map(|io| &io.iface) else {
             return;
         };
         let _ = self.jobs.send(Job::Routes {
             add,
-            index: iface.index,
+            index: Some(iface.index),
             routes: routes.to_vec(),
+        });
+    }
+
+    fn statics(&mut self, st: &Statics, add: bool) {
+        // A static address without `dev` goes on the default interface.
+        let index =
+            nix::net::if_::if_nametoindex(default_interface(&self.cfg).as_str()).unwrap_or(0);
+        let addresses = Job::Addresses {
+            add,
+            index,
+            vips: st.addresses.clone(),
+        };
+        let routes = Job::Routes {
+            add,
+            index: None,
+            routes: st.routes.clone(),
+        };
+        let rules = Job::Rules {
+            add,
+            rules: st.rules.clone(),
+        };
+        let jobs = if add {
+            [addresses, routes, rules]
+        } else {
+            [rules, routes, addresses]
+        };
+        for j in jobs {
+            let _ = self.jobs.send(j);
+        }
+    }
+
+    fn rules(&mut self, _id: usize, rules: &[Rule], add: bool) {
+        let _ = self.jobs.send(Job::Rules {
+            add,
+            rules: rules.to_vec(),
         });
     }
 
@@ -365,13 +409,21 @@ async fn address_worker(
             }
             Job::Routes { add, index, routes } => {
                 for r in &routes {
-                    // `dev`, else the instance's interface for a route
-                    // without a gateway (the kernel finds a gateway's).
-                    let index = match &r.dev {
-                        Some(d) => nix::net::if_::if_nametoindex(d.as_str()).ok(),
-                        None => r.via.is_none().then_some(index),
-                    };
+                    if r.encap && add {
+                        log::warn!(
+                            "route {}/{}: encap is not sent (keepalived-rs reads it only)",
+                            r.dst,
+                            r.prefix
+                        );
+                    }
                     if let Err(e) = rtnl.route(r, index, add).await {
+                        log::error!("{e}");
+                    }
+                }
+            }
+            Job::Rules { add, rules } => {
+                for r in &rules {
+                    if let Err(e) = rtnl.rule(r, add).await {
                         log::error!("{e}");
                     }
                 }

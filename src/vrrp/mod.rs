@@ -12,7 +12,6 @@ pub mod node;
 pub mod packet;
 pub mod priority;
 pub mod receive;
-pub mod route;
 pub mod rtnl;
 pub mod run;
 pub mod script;

@@ -123,11 +123,6 @@ pub struct Node {
     /// AH: keepalived's one counter, the last sequence number sent or the
     /// highest accepted (so a new master carries on above its old master).
     pub ah_seq: u32,
-    /// `virtual_routes`, read (the lines that do not read are in
-    /// `route_errors`, for the log).
-    pub routes: Vec<super::route::VRoute>,
-    /// Why a route line was skipped.
-    pub route_errors: Vec<String>,
 }
 
 /// The 8 key bytes of a password (zero padded).
@@ -223,24 +218,7 @@ impl Node {
             garp_lower: None,
             ip_id: 0,
             ah_seq: 0,
-            routes: Vec::new(),
-            route_errors: Vec::new(),
         }
-        .with_routes()
-    }
-
-    fn with_routes(mut self) -> Node {
-        for words in &self.cfg.virtual_routes {
-            match super::route::parse_route(words) {
-                Ok(r) => self.routes.push(r),
-                Err(e) => self.route_errors.push(format!(
-                    "({}) virtual route {}: {e} - skipping",
-                    self.cfg.name,
-                    words.join(" ")
-                )),
-            }
-        }
-        self
     }
 
     /// What pairs an old instance with a new one at a reload (keepalived's

@@ -3,15 +3,22 @@
 //! sends them, and the link events keepalived's netlink reader acts on
 //! (`keepalived_netlink.c`: an interface going down or up).
 
-use super::route::{RouteKind, VRoute};
-use crate::config::vrrp::Vip;
+use crate::config::vrrp::iproute::{RTN_UNICAST, RTPROT_KEEPALIVED};
+use crate::config::vrrp::{Route, Rule, RuleAction, Vip};
 use futures_util::StreamExt;
 use netlink_packet_core::NetlinkPayload;
 use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope, CacheInfo,
 };
 use netlink_packet_route::link::{LinkAttribute, LinkFlags};
-use netlink_packet_route::route::{RouteMessage, RouteProtocol, RouteScope, RouteType};
+use netlink_packet_route::route::{
+    RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteMetric, RouteNextHop,
+    RouteNextHopFlags, RoutePreference, RouteProtocol, RouteRealm, RouteScope, RouteType,
+};
+use netlink_packet_route::rule::{
+    RuleAction as NlRuleAction, RuleAttribute, RuleFlags, RuleMessage, RulePortRange, RuleUidRange,
+};
+use netlink_packet_route::IpProtocol;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::RouteMessageBuilder;
 use std::io;
@@ -23,6 +30,7 @@ const EEXIST: i32 = 17;
 const EADDRNOTAVAIL: i32 = 99;
 const ENODEV: i32 = 19;
 const ESRCH: i32 = 3;
+const ENOENT: i32 = 2;
 
 /// An rtnetlink handle for addresses.
 #[derive(Clone)]
@@ -92,9 +100,9 @@ impl Rtnl {
 }
 
 impl Rtnl {
-    /// Adds (`add`) or removes route `r` (out of interface `index`), with
-    /// keepalived's protocol.
-    pub async fn route(&self, r: &VRoute, index: Option<u32>, add: bool) -> Result<(), RtnlError> {
+    /// Adds (`add`) or removes route `r` (out of interface `index` when
+    /// one is given), with keepalived's protocol.
+    pub async fn route(&self, r: &Route, index: Option<u32>, add: bool) -> Result<(), RtnlError> {
         let what = || {
             format!(
                 "{} route {}/{}",
@@ -103,10 +111,13 @@ impl Rtnl {
                 r.prefix
             )
         };
-        let msg = route_message(r, index).map_err(|e| RtnlError {
-            what: what(),
-            source: io::Error::other(e),
-        })?;
+        let msg =
+            route_message(r, index, &|d| nix::net::if_::if_nametoindex(d).ok()).map_err(|e| {
+                RtnlError {
+                    what: what(),
+                    source: io::Error::other(e),
+                }
+            })?;
         let res = if add {
             self.handle.route().add(msg).execute().await
         } else {
@@ -121,51 +132,259 @@ impl Rtnl {
             }),
         }
     }
+
+    /// Adds (`add`) or removes rule `r`.
+    pub async fn rule(&self, r: &Rule, add: bool) -> Result<(), RtnlError> {
+        let what = || {
+            format!(
+                "{} rule {}",
+                if add { "adding" } else { "removing" },
+                r.priority
+            )
+        };
+        let msg = rule_message(r);
+        let res = if add {
+            let mut req = self.handle.rule().add();
+            *req.message_mut() = msg;
+            req.execute().await
+        } else {
+            self.handle.rule().del(msg).execute().await
+        };
+        match res.map_err(io_error) {
+            Err(e) if add && e.raw_os_error() == Some(EEXIST) => Ok(()),
+            Err(e) if !add && matches!(e.raw_os_error(), Some(ENOENT | ENODEV)) => Ok(()),
+            r => r.map_err(|source| RtnlError {
+                what: what(),
+                source,
+            }),
+        }
+    }
 }
 
-/// keepalived's routing protocol number (`RTPROT_KEEPALIVED`).
-pub const RTPROT_KEEPALIVED: u8 = 18;
+fn route_address(a: IpAddr) -> RouteAddress {
+    match a {
+        IpAddr::V4(a) => RouteAddress::Inet(a),
+        IpAddr::V6(a) => RouteAddress::Inet6(a),
+    }
+}
 
-/// The `RTM_NEWROUTE` / `RTM_DELROUTE` body for `r`, out of interface
-/// `index` when one is given.
-pub fn route_message(r: &VRoute, index: Option<u32>) -> Result<RouteMessage, String> {
+fn metric(id: u16, v: u32) -> Option<RouteMetric> {
+    use crate::config::vrrp::iproute::rtax;
+    Some(match id {
+        rtax::MTU => RouteMetric::Mtu(v),
+        rtax::WINDOW => RouteMetric::Window(v),
+        rtax::RTT => RouteMetric::Rtt(v),
+        rtax::RTTVAR => RouteMetric::RttVar(v),
+        rtax::SSTHRESH => RouteMetric::SsThresh(v),
+        rtax::CWND => RouteMetric::Cwnd(v),
+        rtax::ADVMSS => RouteMetric::Advmss(v),
+        rtax::REORDERING => RouteMetric::Reordering(v),
+        rtax::HOPLIMIT => RouteMetric::Hoplimit(v),
+        rtax::INITCWND => RouteMetric::InitCwnd(v),
+        rtax::FEATURES => RouteMetric::Features(v),
+        rtax::RTO_MIN => RouteMetric::RtoMin(v),
+        rtax::INITRWND => RouteMetric::InitRwnd(v),
+        rtax::QUICKACK => RouteMetric::QuickAck(v),
+        rtax::FASTOPEN_NO_COOKIE => RouteMetric::FastopenNoCookie(v),
+        _ => return None,
+    })
+}
+
+/// The `RTM_NEWROUTE` / `RTM_DELROUTE` body for `r`: out of `r.dev`
+/// (through `index_of`), else interface `index` for a unicast route
+/// without a gateway or next hops.
+pub fn route_message(
+    r: &Route,
+    index: Option<u32>,
+    index_of: &dyn Fn(&str) -> Option<u32>,
+) -> Result<RouteMessage, String> {
     let mut b = RouteMessageBuilder::<IpAddr>::new()
         .destination_prefix(r.dst, r.prefix)
         .map_err(|e| e.to_string())?
-        .protocol(RouteProtocol::Other(RTPROT_KEEPALIVED));
+        .protocol(RouteProtocol::from(r.protocol.unwrap_or(RTPROT_KEEPALIVED)));
     if let Some(v) = r.via {
         b = b.gateway(v).map_err(|e| e.to_string())?;
     }
     if let Some(s) = r.src {
         b = b.pref_source(s).map_err(|e| e.to_string())?;
     }
-    let kind = match r.kind {
-        RouteKind::Unicast => RouteType::Unicast,
-        RouteKind::Blackhole => RouteType::BlackHole,
-        RouteKind::Unreachable => RouteType::Unreachable,
-        RouteKind::Prohibit => RouteType::Prohibit,
-        RouteKind::Throw => RouteType::Throw,
+    b = b.kind(RouteType::from(r.rtype));
+    let oif = match &r.dev {
+        Some(d) => Some(index_of(d).ok_or_else(|| format!("no interface {d}"))?),
+        None if r.rtype == RTN_UNICAST && r.via.is_none() && r.nexthops.is_empty() => index,
+        None => None,
     };
-    b = b.kind(kind);
-    if let (RouteKind::Unicast, Some(i)) = (r.kind, index) {
+    if let Some(i) = oif {
         b = b.output_interface(i);
     }
-    // ip(8)'s default: a route without a gateway is on the link.
-    let scope = r
-        .scope
-        .unwrap_or(if r.via.is_none() && r.kind == RouteKind::Unicast {
-            253
-        } else {
-            0
-        });
+    // keepalived sends the scope given, else universe (unlike ip(8), which
+    // makes a route without a gateway scope link): so does `ip route` show
+    // keepalived's routes.
+    let scope = r.scope.unwrap_or(0);
     b = b.scope(RouteScope::from(scope));
     if let Some(m) = r.metric {
         b = b.priority(m);
     }
-    if let Some(t) = r.table {
-        b = b.table_id(t);
+    b = b.table_id(r.table);
+    let mut m = b.build();
+    if let Some(t) = r.tos {
+        m.header.tos = t;
     }
-    Ok(b.build())
+    if r.onlink {
+        m.header.flags |= RouteFlags::Onlink;
+    }
+    if let Some((a, p)) = r.from {
+        m.header.source_prefix_length = p;
+        m.attributes.push(RouteAttribute::Source(route_address(a)));
+    }
+    let mut metrics: Vec<RouteMetric> = r
+        .metrics
+        .iter()
+        .filter_map(|(id, v)| metric(*id, *v))
+        .collect();
+    if let Some(c) = &r.congctl {
+        metrics.push(RouteMetric::CcAlgo(c.clone()));
+    }
+    if r.locks != 0 {
+        metrics.insert(0, RouteMetric::Lock(r.locks));
+    }
+    if !metrics.is_empty() {
+        m.attributes.push(RouteAttribute::Metrics(metrics));
+    }
+    if let Some(rl) = r.realms {
+        m.attributes.push(RouteAttribute::Realm(RouteRealm {
+            source: (rl >> 16) as u16,
+            destination: rl as u16,
+        }));
+    }
+    if let Some(e) = r.expires {
+        m.attributes.push(RouteAttribute::Expires(e));
+    }
+    if let Some(p) = r.pref {
+        m.attributes
+            .push(RouteAttribute::Preference(RoutePreference::from(p)));
+    }
+    if !r.nexthops.is_empty() {
+        let mut hops = Vec::new();
+        for nh in &r.nexthops {
+            let mut h = RouteNextHop::default();
+            if let Some(d) = &nh.dev {
+                h.interface_index = index_of(d).ok_or_else(|| format!("no interface {d}"))?;
+            }
+            if let Some(w) = nh.weight {
+                h.hops = (w - 1) as u8;
+            }
+            if nh.onlink {
+                h.flags |= RouteNextHopFlags::Onlink;
+            }
+            if let Some(v) = nh.via {
+                h.attributes.push(RouteAttribute::Gateway(route_address(v)));
+            }
+            if let Some(rl) = nh.realms {
+                h.attributes.push(RouteAttribute::Realm(RouteRealm {
+                    source: (rl >> 16) as u16,
+                    destination: rl as u16,
+                }));
+            }
+            hops.push(h);
+        }
+        m.attributes.push(RouteAttribute::MultiPath(hops));
+    }
+    Ok(m)
+}
+
+/// The `RTM_NEWRULE` / `RTM_DELRULE` body for `r`.
+pub fn rule_message(r: &Rule) -> RuleMessage {
+    let mut m = RuleMessage::default();
+    m.header.family = if r.ipv6 {
+        AddressFamily::Inet6
+    } else {
+        AddressFamily::Inet
+    };
+    m.header.action = match r.action {
+        RuleAction::ToTable => NlRuleAction::ToTable,
+        RuleAction::Goto => NlRuleAction::Goto,
+        RuleAction::Nop => NlRuleAction::Nop,
+        RuleAction::Blackhole => NlRuleAction::Blackhole,
+        RuleAction::Unreachable => NlRuleAction::Unreachable,
+        RuleAction::Prohibit => NlRuleAction::Prohibit,
+    };
+    if r.invert {
+        m.header.flags |= RuleFlags::Invert;
+    }
+    if let Some(t) = r.tos {
+        m.header.tos = t;
+    }
+    if let Some((a, p)) = r.from {
+        m.header.src_len = p;
+        m.attributes.push(RuleAttribute::Source(a));
+    }
+    if let Some((a, p)) = r.to {
+        m.header.dst_len = p;
+        m.attributes.push(RuleAttribute::Destination(a));
+    }
+    m.attributes.push(RuleAttribute::Priority(r.priority));
+    if let Some(t) = r.table {
+        m.header.table = if t < 256 { t as u8 } else { 252 };
+        m.attributes.push(RuleAttribute::Table(t));
+    }
+    if let Some(g) = r.goto {
+        m.attributes.push(RuleAttribute::Goto(g));
+    }
+    if let Some((mark, mask)) = r.fwmark {
+        m.attributes.push(RuleAttribute::FwMark(mark));
+        if let Some(k) = mask {
+            m.attributes.push(RuleAttribute::FwMask(k));
+        }
+    }
+    if let Some(rl) = r.realms {
+        m.attributes.push(RuleAttribute::Realm(RouteRealm {
+            source: (rl >> 16) as u16,
+            destination: rl as u16,
+        }));
+    }
+    if let Some(v) = r.suppress_prefixlen {
+        m.attributes.push(RuleAttribute::SuppressPrefixLen(v));
+    }
+    if let Some(v) = r.suppress_ifgroup {
+        m.attributes.push(RuleAttribute::SuppressIfGroup(v));
+    }
+    if let Some(i) = &r.iif {
+        m.attributes.push(RuleAttribute::Iifname(i.clone()));
+    }
+    if let Some(o) = &r.oif {
+        m.attributes.push(RuleAttribute::Oifname(o.clone()));
+    }
+    if let Some(t) = r.tunnel_id {
+        m.attributes.push(RuleAttribute::TunId(t));
+    }
+    if let Some((start, end)) = r.uid_range {
+        m.attributes
+            .push(RuleAttribute::UidRange(RuleUidRange { start, end }));
+    }
+    if r.l3mdev {
+        m.attributes.push(RuleAttribute::L3MDev(true));
+    }
+    if let Some(p) = r.protocol {
+        m.attributes
+            .push(RuleAttribute::Protocol(RouteProtocol::from(p)));
+    }
+    if let Some(p) = r.ip_proto {
+        m.attributes
+            .push(RuleAttribute::IpProtocol(IpProtocol::from(i32::from(p))));
+    }
+    if let Some((start, end)) = r.sport {
+        m.attributes
+            .push(RuleAttribute::SourcePortRange(RulePortRange { start, end }));
+    }
+    if let Some((start, end)) = r.dport {
+        m.attributes
+            .push(RuleAttribute::DestinationPortRange(RulePortRange {
+                start,
+                end,
+            }));
+    }
+    m
 }
 
 /// The `RTM_NEWADDR` / `RTM_DELADDR` body keepalived sends for `vip`.
@@ -316,5 +535,50 @@ mod tests {
         assert!(m
             .attributes
             .contains(&AddressAttribute::Local("192.0.2.100".parse().unwrap())));
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::*;
+    use crate::config::vrrp::iproute::parse_route;
+
+    struct Eth0;
+    impl crate::config::validate::Host for Eth0 {
+        fn interface_exists(&self, n: &str) -> bool {
+            n == "eth0"
+        }
+    }
+
+    fn route(line: &str) -> Route {
+        let host = Eth0;
+        let mut diags = crate::config::diag::Diagnostics::default();
+        let mut cx = crate::config::vrrp::build::Ctx::new(&mut diags, "t".into(), &host, true);
+        let w: Vec<String> = line.split_whitespace().map(String::from).collect();
+        parse_route(&mut cx, &w, 1).unwrap()
+    }
+
+    #[test]
+    fn a_route_is_universe_unless_told_as_keepalived_sends_it() {
+        let m = route_message(
+            &route("198.51.100.0/24 dev eth0 metric 7 table 100"),
+            Some(2),
+            &|_| Some(2),
+        )
+        .unwrap();
+        assert_eq!(m.header.scope, RouteScope::Universe, "{m:?}");
+        let m = route_message(
+            &route("198.51.100.0/24 dev eth0 scope link"),
+            Some(2),
+            &|_| Some(2),
+        )
+        .unwrap();
+        assert_eq!(m.header.scope, RouteScope::Link, "{m:?}");
+        assert_eq!(m.header.protocol, RouteProtocol::from(RTPROT_KEEPALIVED));
+        let m = route_message(&route("192.0.2.192/26 via 192.0.2.10"), Some(2), &|_| {
+            Some(2)
+        })
+        .unwrap();
+        assert_eq!(m.header.scope, RouteScope::Universe, "{m:?}");
     }
 }

@@ -12,10 +12,9 @@ use super::net::{Received, IPPROTO_AH};
 use super::node::key8;
 pub use super::node::{Node, Placement, Stats, Transition};
 use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
-use super::priority::{self, Tracked};
 use super::receive::{self, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
-use crate::config::vrrp::{Auth, Instance, Vip, VrrpConfig, VrrpScript};
+use crate::config::vrrp::{Auth, Instance, Route, Rule, Vip, VrrpConfig, VrrpScript};
 use tokio::sync::mpsc;
 
 /// What notifications report (keepalived's notify states).
@@ -53,11 +52,19 @@ pub trait World {
     fn announce(&mut self, id: usize, vips: &[Vip], count: u32);
     /// Adds (`true`) or removes these routes of node `id` (after its
     /// addresses are added, before they are removed).
-    fn routes(&mut self, _id: usize, _routes: &[super::route::VRoute], _add: bool) {}
+    fn routes(&mut self, _id: usize, _routes: &[Route], _add: bool) {}
+    /// Adds (`true`) or removes these rules of node `id` (after its
+    /// routes are added, before they are removed).
+    fn rules(&mut self, _id: usize, _rules: &[Rule], _add: bool) {}
     /// Runs instance `i`'s notifications for `state` at `priority`.
     fn notify(&mut self, i: &Instance, state: Notified, priority: u8);
     /// Starts one run of `script`; its end comes back as [`Event::Script`].
     fn run_script(&mut self, script: &VrrpScript);
+    /// Sets (`true`) or removes the static addresses, routes and rules
+    /// (`static_ipaddress`, `static_routes`, `static_rules`): at start,
+    /// at stop, and what a reload added or removed. Routes after
+    /// addresses, rules after routes; removal the other way round.
+    fn statics(&mut self, _s: &Statics, _add: bool) {}
     /// A log line (keepalived's wording).
     fn log(&mut self, line: String) {
         log::info!("{line}");
@@ -95,10 +102,92 @@ fn state_word(s: State) -> &'static str {
     }
 }
 
+/// What is set whatever the instances' states.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Statics {
+    /// `static_ipaddress`.
+    pub addresses: Vec<Vip>,
+    /// `static_routes`.
+    pub routes: Vec<Route>,
+    /// `static_rules`.
+    pub rules: Vec<Rule>,
+}
+
+impl Statics {
+    fn of(cfg: &VrrpConfig) -> Statics {
+        Statics {
+            addresses: cfg.static_addresses.clone(),
+            routes: cfg.static_routes.clone(),
+            rules: cfg.static_rules.clone(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.addresses.is_empty() && self.routes.is_empty() && self.rules.is_empty()
+    }
+
+    /// What `self` has that `other` has not.
+    fn minus(&self, other: &Statics) -> Statics {
+        Statics {
+            addresses: self
+                .addresses
+                .iter()
+                .filter(|a| !other.addresses.iter().any(|o| same_vip(a, o)))
+                .cloned()
+                .collect(),
+            routes: self
+                .routes
+                .iter()
+                .filter(|r| !other.routes.iter().any(|o| same_route(r, o)))
+                .cloned()
+                .collect(),
+            rules: self
+                .rules
+                .iter()
+                .filter(|r| !other.rules.iter().any(|o| same_rule(r, o)))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// The same address on the same device, whatever line it is on.
+fn same_vip(a: &Vip, b: &Vip) -> bool {
+    Vip {
+        line: 0,
+        ..a.clone()
+    } == Vip {
+        line: 0,
+        ..b.clone()
+    }
+}
+
+fn same_route(a: &Route, b: &Route) -> bool {
+    Route {
+        line: 0,
+        ..a.clone()
+    } == Route {
+        line: 0,
+        ..b.clone()
+    }
+}
+
+fn same_rule(a: &Rule, b: &Rule) -> bool {
+    Rule {
+        line: 0,
+        ..a.clone()
+    } == Rule {
+        line: 0,
+        ..b.clone()
+    }
+}
+
 /// All instances.
 pub struct Runner {
     /// The instances, in config order.
     pub nodes: Vec<Node>,
+    /// The static addresses, routes and rules set.
+    pub statics: Statics,
     /// The scripts some instance tracks, with their state and next run.
     pub scripts: Vec<(VrrpScript, ScriptState, u64)>,
     next_id: usize,
@@ -125,6 +214,7 @@ impl Runner {
     pub fn new(cfg: &VrrpConfig, w: &mut impl World) -> Runner {
         let mut r = Runner {
             nodes: Vec::new(),
+            statics: Statics::of(cfg),
             scripts: tracked_scripts(cfg),
             next_id: 0,
         };
@@ -158,55 +248,11 @@ impl Runner {
         self.nodes.iter().position(|n| n.id == id)
     }
 
-    /// Node `k`'s tracked objects as [`priority::effective`] reads them.
-    fn effective(&self, k: usize) -> priority::Effective {
-        let n = &self.nodes[k];
-        let mut t = Vec::new();
-        if n.trackers.own_if.is_some() {
-            t.push(Tracked::UpDown {
-                up: n.if_up,
-                weight: 0,
-                reverse: false,
-            });
-        }
-        for (_, w, rev, up) in &n.trackers.ifs {
-            t.push(Tracked::UpDown {
-                up: *up,
-                weight: *w,
-                reverse: *rev,
-            });
-        }
-        for (name, w, rev) in &n.trackers.scripts {
-            let Some((_, st, _)) = self.scripts.iter().find(|(s, ..)| &s.name == name) else {
-                continue;
-            };
-            // A script counts from its first result on (keepalived starts
-            // an instance at its base priority).
-            if st.pending {
-                continue;
-            }
-            t.push(Tracked::UpDown {
-                up: st.up(),
-                weight: *w,
-                reverse: *rev,
-            });
-        }
-        priority::effective(n.base_priority, &t)
-    }
-
-    /// Node `k` tracks an unweighted script with no result yet.
-    fn script_pending(&self, k: usize) -> bool {
-        self.nodes[k].trackers.scripts.iter().any(|(name, w, _)| {
-            *w == 0
-                && self
-                    .scripts
-                    .iter()
-                    .any(|(s, st, _)| &s.name == name && st.pending)
-        })
-    }
-
     /// Starts every instance at `now`.
     pub fn start(&mut self, now: u64, w: &mut impl World) {
+        if !self.statics.is_empty() {
+            w.statics(&self.statics, true);
+        }
         for k in 0..self.nodes.len() {
             self.start_node(k, now, w);
         }
@@ -216,9 +262,6 @@ impl Runner {
     }
 
     fn start_node(&mut self, k: usize, now: u64, w: &mut impl World) {
-        for e in self.nodes[k].route_errors.clone() {
-            w.log(e);
-        }
         let e = self.effective(k);
         let n = &mut self.nodes[k];
         n.fsm.params.priority = e.priority;
@@ -380,187 +423,6 @@ impl Runner {
         self.feed(k, now, input, w);
     }
 
-    /// An interface changed.
-    pub fn on_link(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
-        let mut logged = false;
-        for k in 0..self.nodes.len() {
-            let n = &mut self.nodes[k];
-            let mut touched = false;
-            let up_here = up && !n.src.is_unspecified();
-            if n.ifname == name && n.if_up != up_here {
-                n.if_up = up_here;
-                touched = true;
-            }
-            for t in &mut n.trackers.ifs {
-                if t.0 == name && t.3 != up {
-                    t.3 = up;
-                    touched = true;
-                }
-            }
-            if touched {
-                if !logged {
-                    w.log(format!(
-                        "Netlink reports {name} {}",
-                        if up { "up" } else { "down" }
-                    ));
-                    logged = true;
-                }
-                self.reassess(k, now, w);
-            }
-        }
-    }
-
-    /// A script run ended.
-    pub fn on_script(&mut self, now: u64, name: &str, o: Outcome, w: &mut impl World) {
-        let Some((_, st, _)) = self.scripts.iter_mut().find(|(s, ..)| s.name == name) else {
-            return;
-        };
-        let was_pending = st.pending;
-        let (lines, changed) = st.record(o);
-        for l in lines {
-            w.log(l);
-        }
-        if changed || was_pending {
-            for k in 0..self.nodes.len() {
-                if self.nodes[k].trackers.scripts.iter().any(|t| t.0 == name) {
-                    self.reassess(k, now, w);
-                }
-            }
-        }
-    }
-
-    /// Recomputes node `k`'s effective priority and fault state.
-    fn reassess(&mut self, k: usize, now: u64, w: &mut impl World) {
-        let e = self.effective(k);
-        let n = &mut self.nodes[k];
-        let old = n.fsm.params.priority;
-        if e.priority != old {
-            w.log(format!(
-                "({}) Changing effective priority from {old} to {}",
-                n.cfg.name, e.priority
-            ));
-            n.fsm.set_priority(e.priority);
-        }
-        let state = n.fsm.state;
-        if e.fault && state != State::Fault && state != State::Init {
-            self.feed(k, now, Input::Fault, w);
-        } else if !e.fault && state == State::Fault {
-            self.feed(k, now, Input::FaultCleared, w);
-        }
-    }
-
-    /// SIGHUP with the configuration read again, as keepalived 2.2.7
-    /// reloads: every MASTER advertises first; an instance that pairs with
-    /// an old one (same VRID, family, interface and mode, whatever its
-    /// name) keeps its state — a new priority acts through the protocol,
-    /// addresses added are set and announced, removed ones deleted; an old
-    /// one without a pair releases (priority 0 if MASTER) and reports
-    /// DELETED; a new one starts. Scripts keep their results.
-    pub fn reload(&mut self, cfg: &VrrpConfig, now: u64, w: &mut impl World) {
-        for k in 0..self.nodes.len() {
-            if self.nodes[k].fsm.state == State::Master {
-                let p = self.nodes[k].fsm.params.priority;
-                self.send(k, p, w);
-            }
-        }
-        w.log("Reloading".to_string());
-        let mut scripts = tracked_scripts(cfg);
-        for (s, st, next) in &mut scripts {
-            if let Some((_, old, n)) = self.scripts.iter().find(|(o, ..)| o.name == s.name) {
-                *st = old.clone();
-                *next = *n;
-            } else {
-                *next = now;
-            }
-        }
-        self.scripts = scripts;
-        let mut old: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut fresh = Vec::new();
-        for i in &cfg.instances {
-            let mut n = self.node(i, w);
-            let pair = old
-                .iter()
-                .position(|o| o.as_ref().is_some_and(|o| o.key() == n.key()));
-            match pair.and_then(|p| old[p].take()) {
-                Some(o) => {
-                    let (was_master, old_vips) = (o.fsm.state == State::Master, o.all_vips());
-                    n.id = o.id;
-                    n.carry(o);
-                    self.nodes.push(n);
-                    let k = self.nodes.len() - 1;
-                    if was_master {
-                        let n = &self.nodes[k];
-                        let now_vips = n.all_vips();
-                        let gone: Vec<Vip> = old_vips
-                            .iter()
-                            .filter(|v| !now_vips.contains(v))
-                            .cloned()
-                            .collect();
-                        let added: Vec<Vip> = now_vips
-                            .iter()
-                            .filter(|v| !old_vips.contains(v))
-                            .cloned()
-                            .collect();
-                        if !gone.is_empty() {
-                            w.addresses(n.id, &gone, false);
-                        }
-                        if !added.is_empty() {
-                            w.addresses(n.id, &added, true);
-                            w.announce(n.id, &added, n.cfg.garp.master_repeat);
-                        }
-                    }
-                    self.reassess(k, now, w);
-                    // keepalived's reloaded MASTER advertises at once, with
-                    // the priority it now has.
-                    if self.nodes[k].fsm.state == State::Master {
-                        let p = self.nodes[k].fsm.params.priority;
-                        self.send(k, p, w);
-                        self.nodes[k].fsm.deadline = Some(now + self.nodes[k].cfg.advert_int_us);
-                    }
-                    self.nodes[k].garp_delayed = None;
-                }
-                None => fresh.push(n),
-            }
-        }
-        for o in old.into_iter().flatten() {
-            let mut o = o;
-            if o.fsm.state == State::Master {
-                for dst in o.dsts.clone() {
-                    let pkt = o.packet(0, dst);
-                    w.send(o.id, &pkt, dst);
-                }
-                w.log(format!("({}) sent 0 priority", o.cfg.name));
-                w.log(format!("({}) removing VIPs.", o.cfg.name));
-                w.addresses(o.id, &o.all_vips(), false);
-            }
-            let what = if o.cfg.notify.deleted.is_some() {
-                Notified::Deleted
-            } else {
-                Notified::Fault
-            };
-            w.notify(&o.cfg, what, o.fsm.params.priority);
-            w.detach(o.id);
-        }
-        for n in fresh {
-            w.attach(&n);
-            self.nodes.push(n);
-            let k = self.nodes.len() - 1;
-            self.start_node(k, now, w);
-        }
-        // Config order, as keepalived lists them.
-        let order: Vec<String> = cfg.instances.iter().map(|i| i.name.clone()).collect();
-        self.nodes.sort_by_key(|n| {
-            order
-                .iter()
-                .position(|o| *o == n.cfg.name)
-                .unwrap_or(usize::MAX)
-        });
-        w.log("Reload complete".to_string());
-    }
-
     /// Stops every instance (SIGTERM): MASTERs release with priority 0;
     /// every instance reports STOP.
     pub fn stop(&mut self, now: u64, w: &mut impl World) {
@@ -577,6 +439,9 @@ impl Runner {
                 n.fsm.deadline = None;
             }
             w.notify(&self.nodes[k].cfg, Notified::Stop, prio);
+        }
+        if release && !self.statics.is_empty() {
+            w.statics(&self.statics, false);
         }
     }
 
@@ -607,13 +472,19 @@ impl Runner {
                 Action::AddVips => {
                     w.log(format!("({}) setting VIPs.", n.cfg.name));
                     w.addresses(n.id, &n.all_vips(), true);
-                    if !n.routes.is_empty() {
-                        w.routes(n.id, &n.routes, true);
+                    if !n.cfg.virtual_routes.is_empty() {
+                        w.routes(n.id, &n.cfg.virtual_routes, true);
+                    }
+                    if !n.cfg.virtual_rules.is_empty() {
+                        w.rules(n.id, &n.cfg.virtual_rules, true);
                     }
                 }
                 Action::RemoveVips => {
-                    if !n.routes.is_empty() {
-                        w.routes(n.id, &n.routes, false);
+                    if !n.cfg.virtual_rules.is_empty() {
+                        w.rules(n.id, &n.cfg.virtual_rules, false);
+                    }
+                    if !n.cfg.virtual_routes.is_empty() {
+                        w.routes(n.id, &n.cfg.virtual_routes, false);
                     }
                     w.log(format!("({}) removing VIPs.", n.cfg.name));
                     w.addresses(n.id, &n.all_vips(), false);
@@ -734,5 +605,7 @@ pub async fn drive(
     }
 }
 
+mod reload;
 #[cfg(test)]
 mod tests;
+mod track;

@@ -59,6 +59,38 @@ impl Vip {
     }
 }
 
+/// keepalived's `parse_route()`: `IP[/PREFIX]`, or `default`/`all`/`any`
+/// (no address, prefix 0, the family left to the rest of the line). An
+/// invalid address is reported and gives `None`; an invalid prefix is
+/// reported and replaced by the full length.
+pub fn parse_prefix(cx: &mut Ctx, text: &str) -> Option<(Option<IpAddr>, u8)> {
+    if matches!(text, "default" | "all" | "any") {
+        return Some((None, 0));
+    }
+    let (ip_text, prefix_text) = match text.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (text, None),
+    };
+    let Some(addr) = parse_ip(ip_text) else {
+        cx.err(format!("VRRP parsed invalid IP {text}. skipping IP..."));
+        return None;
+    };
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let prefix = match prefix_text {
+        None => max,
+        Some(p) => match cx.read_unsigned(p, 0, u64::from(max)) {
+            Some(v) => v as u8,
+            None => {
+                cx.err(format!(
+                    "Invalid address prefix len {p} for address {text} - using {max}"
+                ));
+                max
+            }
+        },
+    };
+    Some((Some(addr), prefix))
+}
+
 /// Reads one address line; `None` when keepalived drops the address (the
 /// reason is reported).
 pub fn parse_vip(cx: &mut Ctx, words: &[String], line: usize) -> Option<Vip> {

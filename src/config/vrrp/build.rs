@@ -49,11 +49,39 @@ const NEEDS_VALUE: &[&str] = &[
 pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig {
     let mut out = VrrpConfig::default();
     let mut names: Vec<String> = Vec::new();
-    for b in cfg
-        .other_blocks
-        .iter()
-        .filter(|b| b.keyword == "vrrp_instance")
-    {
+    for b in &cfg.other_blocks {
+        // The static blocks are read where they stand, as keepalived reads
+        // them (rules without a preference are numbered in file order).
+        match b.keyword.as_str() {
+            "static_ipaddress" => {
+                for l in &b.values {
+                    if let Some(v) = super::parse_vip(cx, &l.words, l.line) {
+                        out.static_addresses.push(v);
+                    }
+                }
+                continue;
+            }
+            "static_routes" => {
+                for l in &b.values {
+                    if let Some(r) = super::iproute::parse_route(cx, &l.words, l.line) {
+                        out.static_routes.push(r);
+                    }
+                }
+                continue;
+            }
+            "static_rules" => {
+                for l in &b.values {
+                    let mut next = cx.rule_priority;
+                    if let Some(r) = super::iprule::parse_rule(cx, &l.words, l.line, &mut next) {
+                        out.static_rules.push(r);
+                    }
+                    cx.rule_priority = next;
+                }
+                continue;
+            }
+            "vrrp_instance" => {}
+            _ => continue,
+        }
         cx.line = b.line;
         // A nameless block was reported and skipped where it was read.
         let Some(name) = b.args.first().cloned() else {
@@ -428,12 +456,22 @@ fn instance(
                     }
                 }
             }
-            "virtual_routes" => i
-                .virtual_routes
-                .extend(c.values.iter().map(|l| l.words.clone())),
-            "virtual_rules" => i
-                .virtual_rules
-                .extend(c.values.iter().map(|l| l.words.clone())),
+            "virtual_routes" => {
+                for l in &c.values {
+                    if let Some(r) = super::iproute::parse_route(cx, &l.words, l.line) {
+                        i.virtual_routes.push(r);
+                    }
+                }
+            }
+            "virtual_rules" => {
+                for l in &c.values {
+                    let mut next = cx.rule_priority;
+                    if let Some(r) = super::iprule::parse_rule(cx, &l.words, l.line, &mut next) {
+                        i.virtual_rules.push(r);
+                    }
+                    cx.rule_priority = next;
+                }
+            }
             "track_interface" => {
                 for l in &c.values {
                     cx.line = l.line;

@@ -20,6 +20,8 @@ pub struct Ctx<'a> {
     /// An interface named in the config does not exist (keepalived's VRRP
     /// process stops on that).
     pub bad_if: bool,
+    /// The numbers rules without a preference get next.
+    pub rule_priority: super::iprule::NextPriority,
 }
 
 impl<'a> Ctx<'a> {
@@ -37,6 +39,7 @@ impl<'a> Ctx<'a> {
             host,
             config_test,
             bad_if: false,
+            rule_priority: Default::default(),
         }
     }
 
@@ -75,6 +78,18 @@ impl<'a> Ctx<'a> {
         let pos = self.pos();
         self.diags
             .missing_parameter(&pos, &s.keyword, Some(&s.keyword), 2);
+    }
+
+    /// keepalived's `strvec_slot()` past the end of a value line: the
+    /// missing-parameter stop (exit 2).
+    pub fn missing_word(&mut self, words: &[String], i: usize) {
+        let pos = self.pos();
+        let first = words.first().map_or("", String::as_str);
+        let after = i
+            .checked_sub(1)
+            .and_then(|k| words.get(k))
+            .map(String::as_str);
+        self.diags.missing_parameter(&pos, first, after, i + 1);
     }
 
     /// `read_unsigned()` as `-t` reads it.

@@ -7,11 +7,16 @@
 mod address;
 pub mod build;
 mod ctx;
+pub mod iproute;
+pub mod iprule;
 mod parts;
+pub mod rttables;
 mod track;
 
 pub use address::{parse_vip, Vip};
 pub use build::build;
+pub use iproute::{NextHop, Route};
+pub use iprule::{Rule, RuleAction};
 
 use serde::Serialize;
 use std::net::IpAddr;
@@ -25,6 +30,13 @@ pub struct VrrpConfig {
     pub scripts: Vec<VrrpScript>,
     /// `vrrp_sync_group` blocks with at least one member.
     pub sync_groups: Vec<SyncGroup>,
+    /// `static_ipaddress`: set at start, removed at stop, whatever the
+    /// state.
+    pub static_addresses: Vec<Vip>,
+    /// `static_routes`.
+    pub static_routes: Vec<Route>,
+    /// `static_rules`.
+    pub static_rules: Vec<Rule>,
 }
 
 /// `state MASTER|BACKUP`: only the state wanted at start.
@@ -182,10 +194,10 @@ pub struct Instance {
     pub vips: Vec<Vip>,
     /// `virtual_ipaddress_excluded`: set with the VIPs, not advertised.
     pub evips: Vec<Vip>,
-    /// `virtual_routes` lines, as written.
-    pub virtual_routes: Vec<Vec<String>>,
-    /// `virtual_rules` lines, as written.
-    pub virtual_rules: Vec<Vec<String>>,
+    /// `virtual_routes`: set with the VIPs.
+    pub virtual_routes: Vec<Route>,
+    /// `virtual_rules`: set with the VIPs.
+    pub virtual_rules: Vec<Rule>,
     /// `track_interface`.
     pub track_interfaces: Vec<Tracked>,
     /// `track_script` (names of existing `vrrp_script`s).

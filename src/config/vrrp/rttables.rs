@@ -1,0 +1,185 @@
+//! Names of routing tables, scopes, protocols, DS fields and realms, as
+//! keepalived 2.2.7's `lib/rttables.c` finds them: a number (`strtoul`
+//! base 0) up to the kind's maximum, else a name from
+//! `/etc/iproute2/<file>` (lines of `NUMBER NAME`), else keepalived's
+//! built-in names. Part of the VRRP model's route and rule readers.
+
+/// Which name space a word is looked up in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `rt_tables`: up to `RT_TABLE_MAX`.
+    Table,
+    /// `rt_scopes`.
+    Scope,
+    /// `rt_protos`.
+    Proto,
+    /// `rt_dsfield`.
+    DsField,
+    /// `rt_realms`.
+    Realm,
+    /// `group` (interface groups).
+    Group,
+}
+
+impl Kind {
+    fn file(self) -> &'static str {
+        match self {
+            Kind::Table => "rt_tables",
+            Kind::Scope => "rt_scopes",
+            Kind::Proto => "rt_protos",
+            Kind::DsField => "rt_dsfield",
+            Kind::Realm => "rt_realms",
+            Kind::Group => "group",
+        }
+    }
+
+    fn max(self) -> u64 {
+        match self {
+            Kind::Table => u64::from(u32::MAX),
+            Kind::Group => i32::MAX as u64,
+            _ => 255,
+        }
+    }
+
+    fn defaults(self) -> &'static [(u32, &'static str)] {
+        match self {
+            Kind::Table => &[(253, "default"), (254, "main"), (255, "local")],
+            Kind::Scope => &[
+                (0, "global"),
+                (255, "nowhere"),
+                (254, "host"),
+                (253, "link"),
+                (200, "site"),
+            ],
+            Kind::Proto => &[
+                (0, "none"),
+                (1, "redirect"),
+                (2, "kernel"),
+                (3, "boot"),
+                (4, "static"),
+                (8, "gated"),
+                (9, "ra"),
+                (10, "mrt"),
+                (11, "zebra"),
+                (12, "bird"),
+                (42, "babel"),
+                (13, "dnrouted"),
+                (14, "xorp"),
+                (15, "ntk"),
+                (16, "dhcp"),
+            ],
+            _ => &[],
+        }
+    }
+}
+
+/// C's `strtoul(s, &end, 0)` over the whole word: `None` unless every
+/// character is consumed (a leading `-` wraps, as in C, and is refused by
+/// the callers' range checks).
+pub fn strtoul_whole(s: &str) -> Option<u64> {
+    let t = s.trim_start_matches([' ', '\t']);
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (16, h)
+    } else if t.len() > 1 && t.starts_with('0') {
+        (8, &t[1..])
+    } else {
+        (10, t)
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let v = u64::from_str_radix(digits, radix).ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// `find_entry()`: the id of `name` in `kind`'s name space.
+pub fn find(kind: Kind, name: &str) -> Option<u32> {
+    if let Some(v) = strtoul_whole(name) {
+        return (v <= kind.max()).then_some(v as u32);
+    }
+    let mut entries: Vec<(u32, String)> = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(format!("/etc/iproute2/{}", kind.file())) {
+        for line in text.lines() {
+            // keepalived's alloc_strvec ends a line at `#` or `!`.
+            let line = line.split(['#', '!']).next().unwrap_or("");
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() != 2 || w[0].starts_with('-') {
+                continue;
+            }
+            match strtoul_whole(w[0]) {
+                Some(id) if id <= kind.max() => entries.push((id as u32, w[1].to_string())),
+                _ => {}
+            }
+        }
+    }
+    for (id, n) in kind.defaults() {
+        if !entries.iter().any(|(e, _)| e == id) {
+            entries.push((*id, n.to_string()));
+        }
+    }
+    entries.iter().find(|(_, n)| n == name).map(|(id, _)| *id)
+}
+
+/// `find_rttables_rtntype()`: a route type's name or number.
+pub fn rtntype(s: &str) -> Option<u8> {
+    let named = match s {
+        "local" => Some(2),
+        "nat" => Some(10),
+        "broadcast" | "brd" => Some(3),
+        "anycast" => Some(4),
+        "multicast" => Some(5),
+        "prohibit" => Some(8),
+        "unreachable" => Some(7),
+        "blackhole" => Some(6),
+        "xresolve" => Some(11),
+        "unicast" => Some(1),
+        "throw" => Some(9),
+        _ => None,
+    };
+    if named.is_some() {
+        return named;
+    }
+    if s.starts_with('-') {
+        return None;
+    }
+    strtoul_whole(s).filter(|v| *v <= 255).map(|v| v as u8)
+}
+
+/// `get_realms()`: `[FROM/]TO`, each a realm name or number.
+pub fn realms(s: &str) -> Option<u32> {
+    let (from, to) = match s.split_once('/') {
+        Some((f, t)) => (Some(f), t),
+        None => (None, s),
+    };
+    let to = find(Kind::Realm, to)?;
+    let from = match from {
+        Some(f) => find(Kind::Realm, f)?,
+        None => 0,
+    };
+    Some(from << 16 | to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_numbers_resolve_as_keepalived_resolves_them() {
+        assert_eq!(find(Kind::Table, "main"), Some(254));
+        assert_eq!(find(Kind::Table, "0x10"), Some(16));
+        assert_eq!(find(Kind::Table, "nosuch"), None);
+        assert_eq!(find(Kind::Scope, "link"), Some(253));
+        assert_eq!(find(Kind::Scope, "256"), None);
+        assert_eq!(find(Kind::Proto, "static"), Some(4));
+        assert_eq!(rtntype("blackhole"), Some(6));
+        assert_eq!(rtntype("10"), Some(10));
+        assert_eq!(rtntype("198.51.100.0/24"), None);
+        assert_eq!(realms("3/4"), Some(3 << 16 | 4));
+        assert_eq!(strtoul_whole("010"), Some(8));
+        assert_eq!(strtoul_whole("12x"), None);
+    }
+}

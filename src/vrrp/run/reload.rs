@@ -1,0 +1,133 @@
+//! The runner's reload (SIGHUP), as keepalived 2.2.7 reloads: instances
+//! paired with the old ones by `vrrp_exist()`'s key keep their state.
+//! Part of [`super`].
+
+use super::{tracked_scripts, Node, Notified, Runner, World};
+use crate::config::vrrp::{Vip, VrrpConfig};
+use crate::vrrp::fsm::State;
+
+impl Runner {
+    /// SIGHUP with the configuration read again, as keepalived 2.2.7
+    /// reloads: every MASTER advertises first; an instance that pairs with
+    /// an old one (same VRID, family, interface and mode, whatever its
+    /// name) keeps its state — a new priority acts through the protocol,
+    /// addresses added are set and announced, removed ones deleted; an old
+    /// one without a pair releases (priority 0 if MASTER) and reports
+    /// DELETED; a new one starts. Scripts keep their results.
+    pub fn reload(&mut self, cfg: &VrrpConfig, now: u64, w: &mut impl World) {
+        for k in 0..self.nodes.len() {
+            if self.nodes[k].fsm.state == State::Master {
+                let p = self.nodes[k].fsm.params.priority;
+                self.send(k, p, w);
+            }
+        }
+        w.log("Reloading".to_string());
+        let mut scripts = tracked_scripts(cfg);
+        for (s, st, next) in &mut scripts {
+            if let Some((_, old, n)) = self.scripts.iter().find(|(o, ..)| o.name == s.name) {
+                *st = old.clone();
+                *next = *n;
+            } else {
+                *next = now;
+            }
+        }
+        self.scripts = scripts;
+        // keepalived's clear_diff_static_*(): what went is removed, what
+        // came is set; what stayed is left alone.
+        let statics = super::Statics::of(cfg);
+        let gone = self.statics.minus(&statics);
+        let came = statics.minus(&self.statics);
+        if !gone.is_empty() {
+            w.statics(&gone, false);
+        }
+        if !came.is_empty() {
+            w.statics(&came, true);
+        }
+        self.statics = statics;
+        let mut old: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut fresh = Vec::new();
+        for i in &cfg.instances {
+            let mut n = self.node(i, w);
+            let pair = old
+                .iter()
+                .position(|o| o.as_ref().is_some_and(|o| o.key() == n.key()));
+            match pair.and_then(|p| old[p].take()) {
+                Some(o) => {
+                    let (was_master, old_vips) = (o.fsm.state == State::Master, o.all_vips());
+                    n.id = o.id;
+                    n.carry(o);
+                    self.nodes.push(n);
+                    let k = self.nodes.len() - 1;
+                    if was_master {
+                        let n = &self.nodes[k];
+                        let now_vips = n.all_vips();
+                        let gone: Vec<Vip> = old_vips
+                            .iter()
+                            .filter(|v| !now_vips.contains(v))
+                            .cloned()
+                            .collect();
+                        let added: Vec<Vip> = now_vips
+                            .iter()
+                            .filter(|v| !old_vips.contains(v))
+                            .cloned()
+                            .collect();
+                        if !gone.is_empty() {
+                            w.addresses(n.id, &gone, false);
+                        }
+                        if !added.is_empty() {
+                            w.addresses(n.id, &added, true);
+                            w.announce(n.id, &added, n.cfg.garp.master_repeat);
+                        }
+                    }
+                    self.reassess(k, now, w);
+                    // keepalived's reloaded MASTER advertises at once, with
+                    // the priority it now has.
+                    if self.nodes[k].fsm.state == State::Master {
+                        let p = self.nodes[k].fsm.params.priority;
+                        self.send(k, p, w);
+                        self.nodes[k].fsm.deadline = Some(now + self.nodes[k].cfg.advert_int_us);
+                    }
+                    self.nodes[k].garp_delayed = None;
+                }
+                None => fresh.push(n),
+            }
+        }
+        for o in old.into_iter().flatten() {
+            let mut o = o;
+            if o.fsm.state == State::Master {
+                for dst in o.dsts.clone() {
+                    let pkt = o.packet(0, dst);
+                    w.send(o.id, &pkt, dst);
+                }
+                w.log(format!("({}) sent 0 priority", o.cfg.name));
+                w.log(format!("({}) removing VIPs.", o.cfg.name));
+                w.addresses(o.id, &o.all_vips(), false);
+            }
+            let what = if o.cfg.notify.deleted.is_some() {
+                Notified::Deleted
+            } else {
+                Notified::Fault
+            };
+            w.notify(&o.cfg, what, o.fsm.params.priority);
+            w.detach(o.id);
+        }
+        for n in fresh {
+            w.attach(&n);
+            self.nodes.push(n);
+            let k = self.nodes.len() - 1;
+            self.start_node(k, now, w);
+        }
+        // Config order, as keepalived lists them.
+        let order: Vec<String> = cfg.instances.iter().map(|i| i.name.clone()).collect();
+        self.nodes.sort_by_key(|n| {
+            order
+                .iter()
+                .position(|o| *o == n.cfg.name)
+                .unwrap_or(usize::MAX)
+        });
+        w.log("Reload complete".to_string());
+    }
+}

@@ -1,0 +1,125 @@
+//! The runner's trackers: interfaces and `vrrp_script`s feeding each
+//! instance's effective priority and fault state. Part of [`super`].
+
+use super::{Runner, World};
+use crate::vrrp::fsm::{Input, State};
+use crate::vrrp::priority::{self, Tracked};
+use crate::vrrp::script::Outcome;
+
+impl Runner {
+    /// Node `k`'s tracked objects as [`priority::effective`] reads them.
+    pub(super) fn effective(&self, k: usize) -> priority::Effective {
+        let n = &self.nodes[k];
+        let mut t = Vec::new();
+        if n.trackers.own_if.is_some() {
+            t.push(Tracked::UpDown {
+                up: n.if_up,
+                weight: 0,
+                reverse: false,
+            });
+        }
+        for (_, w, rev, up) in &n.trackers.ifs {
+            t.push(Tracked::UpDown {
+                up: *up,
+                weight: *w,
+                reverse: *rev,
+            });
+        }
+        for (name, w, rev) in &n.trackers.scripts {
+            let Some((_, st, _)) = self.scripts.iter().find(|(s, ..)| &s.name == name) else {
+                continue;
+            };
+            // A script counts from its first result on (keepalived starts
+            // an instance at its base priority).
+            if st.pending {
+                continue;
+            }
+            t.push(Tracked::UpDown {
+                up: st.up(),
+                weight: *w,
+                reverse: *rev,
+            });
+        }
+        priority::effective(n.base_priority, &t)
+    }
+
+    /// Node `k` tracks an unweighted script with no result yet.
+    pub(super) fn script_pending(&self, k: usize) -> bool {
+        self.nodes[k].trackers.scripts.iter().any(|(name, w, _)| {
+            *w == 0
+                && self
+                    .scripts
+                    .iter()
+                    .any(|(s, st, _)| &s.name == name && st.pending)
+        })
+    }
+
+    /// An interface changed.
+    pub fn on_link(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
+        let mut logged = false;
+        for k in 0..self.nodes.len() {
+            let n = &mut self.nodes[k];
+            let mut touched = false;
+            let up_here = up && !n.src.is_unspecified();
+            if n.ifname == name && n.if_up != up_here {
+                n.if_up = up_here;
+                touched = true;
+            }
+            for t in &mut n.trackers.ifs {
+                if t.0 == name && t.3 != up {
+                    t.3 = up;
+                    touched = true;
+                }
+            }
+            if touched {
+                if !logged {
+                    w.log(format!(
+                        "Netlink reports {name} {}",
+                        if up { "up" } else { "down" }
+                    ));
+                    logged = true;
+                }
+                self.reassess(k, now, w);
+            }
+        }
+    }
+
+    /// A script run ended.
+    pub fn on_script(&mut self, now: u64, name: &str, o: Outcome, w: &mut impl World) {
+        let Some((_, st, _)) = self.scripts.iter_mut().find(|(s, ..)| s.name == name) else {
+            return;
+        };
+        let was_pending = st.pending;
+        let (lines, changed) = st.record(o);
+        for l in lines {
+            w.log(l);
+        }
+        if changed || was_pending {
+            for k in 0..self.nodes.len() {
+                if self.nodes[k].trackers.scripts.iter().any(|t| t.0 == name) {
+                    self.reassess(k, now, w);
+                }
+            }
+        }
+    }
+
+    /// Recomputes node `k`'s effective priority and fault state.
+    pub(super) fn reassess(&mut self, k: usize, now: u64, w: &mut impl World) {
+        let e = self.effective(k);
+        let n = &mut self.nodes[k];
+        let old = n.fsm.params.priority;
+        if e.priority != old {
+            w.log(format!(
+                "({}) Changing effective priority from {old} to {}",
+                n.cfg.name, e.priority
+            ));
+            n.fsm.set_priority(e.priority);
+        }
+        let state = n.fsm.state;
+        if e.fault && state != State::Fault && state != State::Init {
+            self.feed(k, now, Input::Fault, w);
+        } else if !e.fault && state == State::Fault {
+            self.feed(k, now, Input::FaultCleared, w);
+        }
+    }
+}

@@ -63,6 +63,21 @@ fn cable_d1_out(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
 fn cable_d1_in(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     lab.carrier(1, true);
 }
+fn del_vip_d1(lab: &mut Lab, s: &Scenario, _: [Impl; 2]) {
+    let st = Command::new("ip")
+        .args([
+            "-n",
+            &lab.ns(1),
+            "addr",
+            "del",
+            &format!("{}/24", s.vip),
+            "dev",
+            "eth0",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success(), "ip addr del");
+}
 fn flag_on(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     std::fs::write(lab.path("flag"), "down").unwrap();
 }
@@ -159,6 +174,17 @@ fn scenarios() -> Vec<Scenario> {
                 start_step(),
                 synced("carrier loss on the master", cable_d1_out, 6.0, 1),
                 step("carrier back", cable_d1_in, 5.5),
+            ],
+        ),
+        sc(
+            // Someone deletes the VIP on the master: keepalived's
+            // set_vrrp_backup() — BACKUP, priority 0, back to MASTER after
+            // its skew (before the peer's longer one) and the VIP re-added.
+            "vip-deleted",
+            [plain(150), plain(100)],
+            vec![
+                start_step(),
+                synced("the VIP deleted on the master", del_vip_d1, 2.6, 1),
             ],
         ),
         sc(
@@ -401,7 +427,29 @@ fn check(names: &[&str]) {
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let (oracle, ologs) = &results[0].1;
+        let (mut oracle, mut ologs) = results[0].1.clone();
+        // keepalived's own run is one sample: when ours and both mixed
+        // pairs agree with each other and all three differ from it, it is
+        // keepalived that did something else this time (seen: a restarted
+        // keepalived dropping to BACKUP once a second after taking over),
+        // so its run is repeated once and the pairings compared with that.
+        let differs = |o: &Vec<Summary>, g: &Vec<Summary>| {
+            s.steps
+                .iter()
+                .enumerate()
+                .any(|(i, st)| !compare(&o[i], &g[i], st.slack).is_empty())
+        };
+        let others: Vec<&Vec<Summary>> = results[1..].iter().map(|r| &r.1 .0).collect();
+        if others.iter().all(|g| differs(&oracle, g))
+            && others.windows(2).all(|p| !differs(p[0], p[1]))
+        {
+            eprintln!(
+                "{}: keepalived's run differs from all three others; repeating it: {oracle:?}",
+                s.name
+            );
+            (oracle, ologs) = run(s, pairings()[0], &format!("kv{idx}x9"));
+        }
+        let (oracle, ologs) = (&oracle, &ologs);
         for (pair, (got, logs)) in &results[1..] {
             for (i, st) in s.steps.iter().enumerate() {
                 let d = compare(&oracle[i], &got[i], st.slack);
@@ -445,6 +493,7 @@ macro_rules! lab_test {
 lab_test!(start_election_and_sigterm, "sigterm");
 lab_test!(sigkill_of_the_master, "sigkill");
 lab_test!(carrier_loss_and_return, "carrier");
+lab_test!(a_vip_deleted_on_the_master_is_taken_back, "vip-deleted");
 lab_test!(restart_and_preemption, "preempt");
 lab_test!(nopreempt_keeps_the_new_master, "nopreempt");
 lab_test!(preempt_delay_postpones_the_takeover, "preempt_delay");

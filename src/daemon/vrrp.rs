@@ -14,7 +14,7 @@ use crate::config::vrrp::{Instance, NotifyScript, Route, Rule, Vip, VrrpScript};
 use crate::config::Loaded;
 use crate::vrrp::announce::{gratuitous_arp, unsolicited_na};
 use crate::vrrp::net::{ipv6_forwarding, AdvertSocket, FrameSocket, Iface};
-use crate::vrrp::rtnl::{watch_links, Rtnl};
+use crate::vrrp::rtnl::{watch, NetEvent, Rtnl};
 use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, Statics, World};
 use crate::vrrp::script::Outcome;
 use std::collections::HashMap;
@@ -82,6 +82,8 @@ struct RealWorld {
     events: mpsc::UnboundedSender<Event>,
     scripts: Scripts,
     cfg: Arc<Config>,
+    /// Addresses this daemon removed, and when (see `removed_by_us`).
+    removed: HashMap<IpAddr, std::time::Instant>,
 }
 
 /// The interface an instance uses: its `interface`, else the global
@@ -203,7 +205,24 @@ impl World for RealWorld {
         }
     }
 
+    fn removed_by_us(&mut self, addr: IpAddr) -> bool {
+        // Our own deletions come back within milliseconds; two seconds is
+        // room for a loaded machine.
+        let now = std::time::Instant::now();
+        self.removed
+            .retain(|_, t| now.duration_since(*t) < Duration::from_secs(2));
+        self.removed.contains_key(&addr)
+    }
+
     fn addresses(&mut self, id: usize, vips: &[Vip], add: bool) {
+        let now = std::time::Instant::now();
+        for v in vips {
+            if add {
+                self.removed.remove(&v.addr);
+            } else {
+                self.removed.insert(v.addr, now);
+            }
+        }
         let Some(Some(iface)) = self.nodes.get(&id).map(|io| &io.iface) else {
             return;
         };
@@ -509,14 +528,18 @@ pub async fn run(
     let (jtx, jrx) = mpsc::unbounded_channel();
     tokio::spawn(address_worker(rtnl, frames, jrx));
     let (ltx, mut lrx) = mpsc::unbounded_channel();
-    if let Err(e) = watch_links(ltx) {
-        log::error!("VRRP: cannot watch the links: {e}");
+    if let Err(e) = watch(ltx) {
+        log::error!("VRRP: cannot watch the links and addresses: {e}");
     }
     {
         let tx = etx.clone();
         tokio::spawn(async move {
             while let Some(ev) = lrx.recv().await {
-                if tx.send(Event::Link(ev.name, ev.up)).is_err() {
+                let ev = match ev {
+                    NetEvent::Link { name, up } => Event::Link(name, up),
+                    NetEvent::AddressGone { name, addr } => Event::AddressGone(name, addr),
+                };
+                if tx.send(ev).is_err() {
                     return;
                 }
             }
@@ -551,6 +574,7 @@ pub async fn run(
         events: etx.clone(),
         scripts: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
         cfg: cfg.clone(),
+        removed: HashMap::new(),
     };
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
     // The shell's commands become runner events.

@@ -47,6 +47,9 @@ pub enum Input {
     Fault,
     /// The last fault source went.
     FaultCleared,
+    /// Someone else deleted one of our addresses while we hold them
+    /// (`keepalived_netlink.c:set_vrrp_backup`).
+    VipDeleted,
     /// The daemon stops.
     Stop,
 }
@@ -207,6 +210,21 @@ impl Instance {
                 self.change_state(now, State::Fault, &mut out)
             }
             (State::Fault, Input::FaultCleared) => self.change_state(now, State::Backup, &mut out),
+            (State::Master, Input::VipDeleted) => {
+                // keepalived's set_vrrp_backup(): BACKUP with the rest of
+                // the addresses removed and a priority-0 advert, then only
+                // the skew to wait, so a lone master takes over again at
+                // once and puts the address back.
+                self.change_state(now, State::Backup, &mut out);
+                let notify = out.pop();
+                out.push(Action::SendAdvert(0));
+                out.push(Action::Log(format!(
+                    "({}) sent 0 priority",
+                    self.params.name
+                )));
+                out.extend(notify);
+                self.deadline = Some(now + self.skew());
+            }
             (State::Init | State::Backup | State::Master | State::Fault, Input::Stop) => {
                 if self.state == State::Master {
                     out.push(Action::SendAdvert(0));

@@ -113,11 +113,13 @@ pub struct Node {
     /// Tracked objects.
     pub trackers: Trackers,
     /// The second GARP burst (`garp_master_delay`).
-    pub garp_delayed: Option<u64>,
+    /// (keepalived's timer threads: one per transition, not cancelled when
+    /// the instance leaves MASTER; each sends if it is MASTER again.)
+    pub garp_delayed: Vec<u64>,
     /// The next `garp_master_refresh` burst.
     pub garp_refresh: Option<u64>,
     /// The second lower-priority burst (`garp_lower_prio_delay`).
-    pub garp_lower: Option<u64>,
+    pub garp_lower: Vec<u64>,
     /// The last IPv4 id sent (keepalived numbers its adverts, never 0).
     ip_id: u16,
     /// AH: keepalived's one counter, the last sequence number sent or the
@@ -213,9 +215,9 @@ impl Node {
             if_up: p.up && (p.src.is_some() || i.src_ip.is_some()),
             expect,
             trackers,
-            garp_delayed: None,
+            garp_delayed: Vec::new(),
             garp_refresh: None,
-            garp_lower: None,
+            garp_lower: Vec::new(),
             ip_id: 0,
             ah_seq: 0,
         }

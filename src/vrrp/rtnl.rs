@@ -10,7 +10,7 @@ use netlink_packet_core::NetlinkPayload;
 use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope, CacheInfo,
 };
-use netlink_packet_route::link::{LinkAttribute, LinkFlags};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteMetric, RouteNextHop,
     RouteNextHopFlags, RoutePreference, RouteProtocol, RouteRealm, RouteScope, RouteType,
@@ -443,41 +443,83 @@ pub fn message(index: u32, vip: &Vip, add: bool) -> AddressMessage {
     m
 }
 
-/// A link event keepalived acts on.
+/// A link or address event keepalived acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkEvent {
-    /// Interface name.
-    pub name: String,
-    /// Up and running now.
-    pub up: bool,
+pub enum NetEvent {
+    /// An interface's up-and-running state, now.
+    Link {
+        /// Interface name.
+        name: String,
+        /// Up and running.
+        up: bool,
+    },
+    /// An address was deleted (`RTM_DELADDR`).
+    AddressGone {
+        /// The interface it was on.
+        name: String,
+        /// The address.
+        addr: IpAddr,
+    },
 }
 
-/// Starts a reader of the kernel's link notifications; each change of an
-/// interface's up-and-running state is sent on `tx`.
-pub fn watch_links(tx: mpsc::UnboundedSender<LinkEvent>) -> io::Result<()> {
-    let (conn, _handle, mut messages) =
-        rtnetlink::new_multicast_connection(&[rtnetlink::MulticastGroup::Link])?;
+fn link_event(link: &LinkMessage, deleted: bool) -> Option<NetEvent> {
+    let name = link.attributes.iter().find_map(|a| match a {
+        LinkAttribute::IfName(n) => Some(n.clone()),
+        _ => None,
+    })?;
+    let f = link.header.flags;
+    let up = !deleted && f.contains(LinkFlags::Up) && f.contains(LinkFlags::Running);
+    Some(NetEvent::Link { name, up })
+}
+
+fn address_gone(a: &AddressMessage) -> Option<NetEvent> {
+    // IFA_LOCAL is the address itself (IFA_ADDRESS is the peer's on a
+    // point-to-point link); IPv6 messages carry IFA_ADDRESS only.
+    let addr = a
+        .attributes
+        .iter()
+        .find_map(|x| match x {
+            AddressAttribute::Local(l) => Some(*l),
+            _ => None,
+        })
+        .or_else(|| {
+            a.attributes.iter().find_map(|x| match x {
+                AddressAttribute::Address(l) => Some(*l),
+                _ => None,
+            })
+        })?;
+    let name = nix::net::if_::if_indextoname(a.header.index)
+        .ok()?
+        .into_string()
+        .ok()?;
+    Some(NetEvent::AddressGone { name, addr })
+}
+
+/// Starts a reader of the kernel's link and address notifications; each
+/// change of an interface's up-and-running state, and each deleted
+/// address, is sent on `tx`.
+pub fn watch(tx: mpsc::UnboundedSender<NetEvent>) -> io::Result<()> {
+    let (conn, _handle, mut messages) = rtnetlink::new_multicast_connection(&[
+        rtnetlink::MulticastGroup::Link,
+        rtnetlink::MulticastGroup::Ipv4Ifaddr,
+        rtnetlink::MulticastGroup::Ipv6Ifaddr,
+    ])?;
     tokio::spawn(conn);
     tokio::spawn(async move {
         while let Some((msg, _)) = messages.next().await {
             let NetlinkPayload::InnerMessage(inner) = msg.payload else {
                 continue;
             };
-            let (link, deleted) = match inner {
-                RouteNetlinkMessage::NewLink(l) => (l, false),
-                RouteNetlinkMessage::DelLink(l) => (l, true),
-                _ => continue,
-            };
-            let Some(name) = link.attributes.iter().find_map(|a| match a {
-                LinkAttribute::IfName(n) => Some(n.clone()),
+            let ev = match inner {
+                RouteNetlinkMessage::NewLink(l) => link_event(&l, false),
+                RouteNetlinkMessage::DelLink(l) => link_event(&l, true),
+                RouteNetlinkMessage::DelAddress(a) => address_gone(&a),
                 _ => None,
-            }) else {
-                continue;
             };
-            let f = link.header.flags;
-            let up = !deleted && f.contains(LinkFlags::Up) && f.contains(LinkFlags::Running);
-            if tx.send(LinkEvent { name, up }).is_err() {
-                return;
+            if let Some(ev) = ev {
+                if tx.send(ev).is_err() {
+                    return;
+                }
             }
         }
     });

@@ -65,6 +65,11 @@ pub trait World {
     /// at stop, and what a reload added or removed. Routes after
     /// addresses, rules after routes; removal the other way round.
     fn statics(&mut self, _s: &Statics, _add: bool) {}
+    /// Whether this daemon itself removed `addr` a moment ago (its own
+    /// deletion coming back from rtnetlink is not someone else's).
+    fn removed_by_us(&mut self, _addr: std::net::IpAddr) -> bool {
+        false
+    }
     /// A log line (keepalived's wording).
     fn log(&mut self, line: String) {
         log::info!("{line}");
@@ -85,6 +90,8 @@ pub enum Event {
     Packet(usize, Received),
     /// An interface went up (true) or down.
     Link(String, bool),
+    /// An address was deleted from the named interface.
+    AddressGone(String, std::net::IpAddr),
     /// A run of the named script ended.
     Script(String, Outcome),
     /// SIGHUP: the configuration read again.
@@ -283,9 +290,11 @@ impl Runner {
     /// The earliest time something is due.
     pub fn next_deadline(&self) -> Option<u64> {
         let nodes = self.nodes.iter().flat_map(|n| {
-            [n.fsm.deadline, n.garp_delayed, n.garp_refresh, n.garp_lower]
+            [n.fsm.deadline, n.garp_refresh]
                 .into_iter()
                 .flatten()
+                .chain(n.garp_delayed.iter().copied())
+                .chain(n.garp_lower.iter().copied())
         });
         nodes.chain(self.scripts.iter().map(|s| s.2)).min()
     }
@@ -313,14 +322,16 @@ impl Runner {
             let n = &mut self.nodes[k];
             let master = n.fsm.state == State::Master;
             let g = n.cfg.garp.clone();
-            if n.garp_delayed.is_some_and(|d| d <= now) {
-                n.garp_delayed = None;
+            let due = n.garp_delayed.len();
+            n.garp_delayed.retain(|d| *d > now);
+            for _ in n.garp_delayed.len()..due {
                 if master {
                     w.announce(n.id, &n.all_vips(), g.master_repeat);
                 }
             }
-            if n.garp_lower.is_some_and(|d| d <= now) {
-                n.garp_lower = None;
+            let due = n.garp_lower.len();
+            n.garp_lower.retain(|d| *d > now);
+            for _ in n.garp_lower.len()..due {
                 if master {
                     w.announce(n.id, &n.all_vips(), g.lower_prio_repeat);
                 }
@@ -494,15 +505,18 @@ impl Runner {
                     if g.master_repeat > 0 {
                         w.announce(n.id, &n.all_vips(), g.master_repeat);
                     }
-                    n.garp_delayed = (g.master_delay_us > 0).then(|| now + g.master_delay_us);
+                    if g.master_delay_us > 0 {
+                        n.garp_delayed.push(now + g.master_delay_us);
+                    }
                     n.garp_refresh = (g.master_refresh_us > 0).then(|| now + g.master_refresh_us);
                 }
                 Action::AnnounceLowerPrio => {
                     let g = &n.cfg.garp;
                     if g.lower_prio_repeat > 0 {
                         w.announce(n.id, &n.all_vips(), g.lower_prio_repeat);
-                        n.garp_lower =
-                            (g.lower_prio_delay_us > 0).then(|| now + g.lower_prio_delay_us);
+                        if g.lower_prio_delay_us > 0 {
+                            n.garp_lower.push(now + g.lower_prio_delay_us);
+                        }
                     }
                 }
                 Action::Notify(s) => {
@@ -529,9 +543,9 @@ impl Runner {
         }
         if from == State::Master {
             n.stats.release_master += 1;
-            n.garp_delayed = None;
+            // The delayed bursts stay pending (keepalived does not cancel
+            // their threads); the refresh stops.
             n.garp_refresh = None;
-            n.garp_lower = None;
         }
         let reason = match (&input, to) {
             (Input::Start | Input::StartFault, _) => "start".to_string(),
@@ -541,6 +555,7 @@ impl Runner {
             }
             (Input::Fault, _) => "a tracked object failed".to_string(),
             (Input::FaultCleared, _) => "the fault cleared".to_string(),
+            (Input::VipDeleted, _) => "an address was deleted by someone else".to_string(),
             (Input::Stop, _) => "stop".to_string(),
             _ => String::new(),
         };
@@ -596,6 +611,7 @@ pub async fn drive(
                 }
                 Some(Event::Packet(id, rx)) => r.on_packet(id, now(base), &rx, w),
                 Some(Event::Link(name, up)) => r.on_link(now(base), &name, up, w),
+                Some(Event::AddressGone(name, a)) => r.on_address_gone(now(base), &name, a, w),
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
                 Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
             },

@@ -90,7 +90,9 @@ impl Runner {
                         self.send(k, p, w);
                         self.nodes[k].fsm.deadline = Some(now + self.nodes[k].cfg.advert_int_us);
                     }
-                    self.nodes[k].garp_delayed = None;
+                    // A reload cancels keepalived's pending timer threads.
+                    self.nodes[k].garp_delayed.clear();
+                    self.nodes[k].garp_lower.clear();
                 }
                 None => fresh.push(n),
             }

@@ -5,6 +5,7 @@ use super::{Runner, World};
 use crate::vrrp::fsm::{Input, State};
 use crate::vrrp::priority::{self, Tracked};
 use crate::vrrp::script::Outcome;
+use std::net::IpAddr;
 
 impl Runner {
     /// Node `k`'s tracked objects as [`priority::effective`] reads them.
@@ -81,6 +82,43 @@ impl Runner {
                 }
                 self.reassess(k, now, w);
             }
+        }
+    }
+
+    /// An address was deleted from interface `name` (rtnetlink): a MASTER
+    /// whose VIP or eVIP it was (and not `no_track`) goes to BACKUP to
+    /// take over again and put it back; a static address is put back.
+    pub fn on_address_gone(&mut self, now: u64, name: &str, addr: IpAddr, w: &mut impl World) {
+        if w.removed_by_us(addr) {
+            return;
+        }
+        for k in 0..self.nodes.len() {
+            let n = &self.nodes[k];
+            if n.fsm.state != State::Master {
+                continue;
+            }
+            let ours = n.all_vips().iter().any(|v| {
+                v.addr == addr && !v.no_track && v.dev.as_deref().unwrap_or(&n.ifname) == name
+            });
+            if ours {
+                self.feed(k, now, Input::VipDeleted, w);
+            }
+        }
+        let gone: Vec<_> = self
+            .statics
+            .addresses
+            .iter()
+            .filter(|v| v.addr == addr && !v.no_track && v.dev.as_deref().is_none_or(|d| d == name))
+            .cloned()
+            .collect();
+        for v in gone {
+            let mut one = super::Statics::default();
+            w.log(format!(
+                "Restoring deleted static address {}/{} dev {name}",
+                v.addr, v.prefix
+            ));
+            one.addresses.push(v);
+            w.statics(&one, true);
         }
     }
 

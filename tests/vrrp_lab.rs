@@ -28,6 +28,11 @@ struct Step {
     /// Act just after this director's next advert (the peer's down timer
     /// then runs its whole length, as in keepalived's own measurements).
     sync: Option<usize>,
+    /// What the sync waits for: a `wire` advert (multicast: the bridge
+    /// sees unicast between two ports only once), or another kind of
+    /// observation of that director (`fifo`, `notify`; the step then
+    /// starts 0.3 s after it).
+    sync_kind: &'static str,
 }
 
 struct Scenario {
@@ -48,6 +53,12 @@ fn start_both(lab: &mut Lab, s: &Scenario, pair: [Impl; 2]) {
     sleep(Duration::from_millis(500));
     lab.start(2, pair[1], &s.confs[1]);
 }
+fn start_d1(lab: &mut Lab, s: &Scenario, pair: [Impl; 2]) {
+    lab.start(1, pair[0], &s.confs[0]);
+}
+fn start_d2(lab: &mut Lab, s: &Scenario, pair: [Impl; 2]) {
+    lab.start(2, pair[1], &s.confs[1]);
+}
 fn term_d1(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     lab.signal(1, "TERM");
 }
@@ -63,6 +74,7 @@ fn cable_d1_out(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
 fn cable_d1_in(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     lab.carrier(1, true);
 }
+fn nothing(_: &mut Lab, _: &Scenario, _: [Impl; 2]) {}
 fn del_vip_d1(lab: &mut Lab, s: &Scenario, _: [Impl; 2]) {
     let st = Command::new("ip")
         .args([
@@ -109,6 +121,7 @@ fn step(name: &'static str, act: fn(&mut Lab, &Scenario, [Impl; 2]), watch: f64)
         watch,
         slack: 0.0,
         sync: None,
+        sync_kind: "wire",
     }
 }
 
@@ -224,11 +237,17 @@ fn scenarios() -> Vec<Scenario> {
             ],
         ),
         sc(
+            // With the FIFO's priority events (notify_priority_changes).
             "script",
             [
                 format!(
                     "{script}{}",
-                    conf(150, "  track_script {\n    chk\n  }\n", v4, "")
+                    conf(
+                        150,
+                        "  track_script {\n    chk\n  }\n",
+                        v4,
+                        "  vrrp_notify_fifo @FIFO@\n  vrrp_notify_priority_changes\n"
+                    )
                 ),
                 plain(100),
             ],
@@ -241,6 +260,47 @@ fn scenarios() -> Vec<Scenario> {
                 Step {
                     slack: 1.0,
                     ..synced("script succeeds again", flag_off, 6.0, 2)
+                },
+            ],
+        ),
+        sc(
+            // d1 advertises to a peer that is not there, so d2 never hears
+            // it and is MASTER too: d1 receives d2's lower-priority adverts
+            // every second (notify_master_rx_lower_pri, the FIFO's
+            // MASTER_RX_LOWER_PRI, the lower-priority GARP bursts).
+            "lower-prio",
+            [
+                conf(
+                    150,
+                    "  unicast_src_ip 192.0.2.1\n  unicast_peer {\n    192.0.2.9\n  }\n  \
+                     notify_master_rx_lower_pri \"@NOTIFY@ x y RXLOWER\"\n",
+                    v4,
+                    "  vrrp_notify_fifo @FIFO@\n",
+                ),
+                conf(
+                    100,
+                    "  unicast_src_ip 192.0.2.2\n  unicast_peer {\n    192.0.2.1\n  }\n",
+                    v4,
+                    "",
+                ),
+            ],
+            vec![
+                // One at a time, so that d1's takeover and d2's first
+                // advert as MASTER never fall together.
+                Step {
+                    slack: 0.5,
+                    ..step("d1 starts", start_d1, 4.5)
+                },
+                // d2 is MASTER 3.6 s after its start (0.05-0.35 s): until
+                // just after its first advert (the next is a second later).
+                Step {
+                    slack: 0.5,
+                    ..step("d2 starts and is MASTER too", start_d2, 4.3)
+                },
+                // From just after one of them (d1's FIFO line for it).
+                Step {
+                    sync_kind: "fifo",
+                    ..synced("lower-priority adverts", nothing, 2.4, 1)
                 },
             ],
         ),
@@ -309,8 +369,17 @@ fn scenarios() -> Vec<Scenario> {
             election(),
         ),
         sc(
+            // The FIFO's states again after a reload.
             "reload-same",
-            [plain(150), plain(100)],
+            [
+                conf(
+                    150,
+                    "",
+                    v4,
+                    "  vrrp_notify_fifo @FIFO@\n  fifo_write_vrrp_states_on_reload\n",
+                ),
+                plain(100),
+            ],
             vec![
                 start_step(),
                 synced("SIGHUP, nothing changed", hup_d1, 4.0, 1),
@@ -346,7 +415,13 @@ fn run(s: &Scenario, pair: [Impl; 2], prefix: &str) -> (Vec<Summary>, String) {
     let mut out = Vec::new();
     for st in &s.steps {
         if let Some(n) = st.sync {
-            lab.after_advert(n);
+            lab.after(n, st.sync_kind);
+            if st.sync_kind != "wire" {
+                // The event's other observations (its script's line, its
+                // FIFO line) land on either side of the one waited for:
+                // the window starts clear of them all.
+                sleep(Duration::from_millis(300));
+            }
         }
         let t0 = lab.now();
         (st.act)(&mut lab, &s2, pair);
@@ -499,6 +574,7 @@ lab_test!(nopreempt_keeps_the_new_master, "nopreempt");
 lab_test!(preempt_delay_postpones_the_takeover, "preempt_delay");
 lab_test!(a_vrrp_script_weight_moves_the_master, "script");
 lab_test!(unicast_peers, "unicast");
+lab_test!(a_master_hearing_a_lower_priority_master, "lower-prio");
 lab_test!(vrrpv3_over_ipv6, "v3-ipv6");
 lab_test!(pass_authentication, "auth-pass");
 lab_test!(ah_authentication, "auth-ah");
@@ -656,5 +732,49 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
     assert_eq!(
         shown[0], shown[1],
         "keepalived's (left) against ours (right)"
+    );
+}
+
+/// `smtp_alert` on an instance: one mail per state entered, worded as
+/// keepalived words them (subjects compared with keepalived's, in order).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vrrp_smtp_alerts_as_keepalived_sends_them() {
+    let mut subjects = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvmlo" } else { "kvmlk" });
+        let mails = lab.smtp_sink(1, 2525);
+        let globals = "  notification_email {\n    ops@example.org\n  }\n  \
+                       notification_email_from lb@example.org\n  smtp_server 192.0.2.1 2525\n";
+        lab.start(
+            1,
+            imp,
+            &conf(150, "  smtp_alert\n", "192.0.2.100/24", globals),
+        );
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(500));
+        lab.stop_all();
+        sleep(Duration::from_millis(500));
+        let got: Vec<String> = mails.lock().unwrap().iter().map(|m| m.1.clone()).collect();
+        subjects.push(got);
+    }
+    assert_eq!(
+        subjects[1], subjects[0],
+        "ours (left) against keepalived's (right)"
+    );
+    assert_eq!(
+        subjects[0],
+        [
+            "[lab] VRRP Instance VI_1 - Entering BACKUP state",
+            "[lab] VRRP Instance VI_1 - Entering MASTER state"
+        ],
+        "keepalived's \"Stopping\" mail never leaves its process"
     );
 }

@@ -135,7 +135,7 @@ fn secured(cfg: &Config, argv: &[String], run_as: Option<RunAs>) -> Option<Vec<S
 
 /// Starts a FIFO's script (the FIFO's path as its last argument) as its
 /// configured user, in a process group of its own.
-fn start_fifo_script(cfg: &Config, s: &Script, path: &str) -> Option<tokio::process::Child> {
+pub fn start_fifo_script(cfg: &Config, s: &Script, path: &str) -> Option<tokio::process::Child> {
     let mut argv = s.args.clone();
     argv.push(path.to_string());
     let user = s.user.clone().map(|u| (u, s.group.clone()));

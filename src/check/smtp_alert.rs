@@ -81,6 +81,14 @@ impl Alerter {
         }
     }
 
+    /// A VRRP instance's alert (`SMTP_MSG_VRRP`).
+    pub fn vrrp_alert(&self, instance: &str, subject: &str, body: &str) -> Alert {
+        Alert {
+            subject: format!("[{}] VRRP Instance {instance} - {subject}", self.router_id),
+            body: body.to_string(),
+        }
+    }
+
     /// The alert for a virtual server's quorum.
     pub fn vs_alert(&self, vs: &VirtualServer, up: bool, weight_sum: u64) -> Alert {
         Alert {

@@ -84,6 +84,12 @@ struct RealWorld {
     cfg: Arc<Config>,
     /// Addresses this daemon removed, and when (see `removed_by_us`).
     removed: HashMap<IpAddr, std::time::Instant>,
+    /// SMTP alerts (`smtp_server` and recipients configured).
+    alerter: Option<crate::check::smtp_alert::Alerter>,
+    /// The state each instance last mailed about.
+    last_email: HashMap<String, Notified>,
+    /// The FIFO scripts started here, killed at the end.
+    fifo_scripts: Vec<tokio::process::Child>,
 }
 
 /// The interface an instance uses: its `interface`, else the global
@@ -104,7 +110,75 @@ fn default_interface(cfg: &Config) -> String {
         .unwrap_or_else(|| "eth0".to_string())
 }
 
+/// A boolean global keyword kept as written: bare = true, else keepalived's
+/// true/false words; the last one wins.
+fn global_flag(cfg: &Config, kw: &str) -> Option<bool> {
+    let s = cfg
+        .global_defs
+        .other
+        .iter()
+        .rev()
+        .find(|s| s.keyword == kw)?;
+    match s.args.first().map(String::as_str) {
+        None => Some(true),
+        Some("true" | "on" | "yes") => Some(true),
+        Some("false" | "off" | "no") => Some(false),
+        Some(_) => None,
+    }
+}
+
 impl RealWorld {
+    /// One line to each VRRP FIFO: `INSTANCE "VI_1" MASTER 150\n`.
+    fn fifo_line(&mut self, name: &str, word: &str, priority: u8) {
+        let line = format!("INSTANCE \"{name}\" {word} {priority}\n");
+        for (path, f) in &mut self.fifos {
+            use std::io::Write;
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                log::warn!("notify FIFO {path}: {e}");
+            }
+        }
+    }
+
+    /// keepalived's `vrrp_smtp_notifier()`: one mail per state entered
+    /// (not twice the same), FAULT not with `no_email_faults`, none at
+    /// stop.
+    fn smtp(&mut self, inst: &Instance, state: Notified) {
+        let Some(alerter) = &self.alerter else {
+            return;
+        };
+        let on = inst
+            .smtp_alert
+            .or_else(|| global_flag(&self.cfg, "smtp_alert_vrrp"))
+            .or(self.cfg.global_defs.smtp_alert)
+            .unwrap_or(false);
+        if !on
+            || (state == Notified::Fault && global_flag(&self.cfg, "no_email_faults") == Some(true))
+            || self.last_email.get(&inst.name) == Some(&state)
+        {
+            return;
+        }
+        let (subject, body) = match state {
+            Notified::Master => (
+                "Entering MASTER state",
+                "=> VRRP Instance is now owning VRRP VIPs <=",
+            ),
+            Notified::Backup => (
+                "Entering BACKUP state",
+                "=> VRRP Instance is no longer owning VRRP VIPs <=",
+            ),
+            Notified::Fault => (
+                "Entering FAULT state",
+                "=> VRRP Instance is no longer owning VRRP VIPs <=",
+            ),
+            // keepalived words a "Stopping" mail too, but its VRRP process
+            // ends before the mail leaves: none arrives (the lab's
+            // vrrp_smtp_alerts test), so none is sent.
+            _ => return,
+        };
+        alerter.send(alerter.vrrp_alert(&inst.name, subject, body));
+        self.last_email.insert(inst.name.clone(), state);
+    }
+
     fn spawn_notify(&self, s: &NotifyScript, extra: &[String]) {
         let user = s.user.clone().map(|u| (u, s.group.clone()));
         let run_as = crate::config::script_security::identity(&self.cfg, user.as_ref())
@@ -305,13 +379,36 @@ impl World for RealWorld {
             Notified::Fault => "FAULT",
             Notified::Stop => "STOP",
             Notified::Deleted => "DELETED",
+            Notified::MasterRxLowerPri => "MASTER_RX_LOWER_PRI",
+            Notified::Priority(true) => "MASTER_PRIORITY",
+            Notified::Priority(false) => "BACKUP_PRIORITY",
         };
+        match state {
+            Notified::MasterRxLowerPri => {
+                if let Some(s) = &n.master_rx_lower_pri {
+                    self.spawn_notify(s, &[]);
+                }
+                self.fifo_line(&inst.name, word, priority);
+                return;
+            }
+            Notified::Priority(_) => {
+                let on = inst
+                    .notify_priority_changes
+                    .or_else(|| global_flag(&self.cfg, "vrrp_notify_priority_changes"))
+                    .unwrap_or(false);
+                if on {
+                    self.fifo_line(&inst.name, word, priority);
+                }
+                return;
+            }
+            _ => {}
+        }
         let specific = match state {
             Notified::Master => n.master.as_ref(),
             Notified::Backup => n.backup.as_ref(),
             Notified::Fault => n.fault.as_ref(),
             Notified::Stop => n.stop.as_ref(),
-            Notified::Deleted => n.deleted.as_ref().and_then(Option::as_ref),
+            _ => n.deleted.as_ref().and_then(Option::as_ref),
         };
         if let Some(s) = specific {
             self.spawn_notify(s, &[]);
@@ -319,16 +416,9 @@ impl World for RealWorld {
         // keepalived's notify_fifo(): `INSTANCE "VI_1" MASTER 150\n`, no NUL.
         let fifo_word = match state {
             Notified::Deleted if n.deleted.is_none() => "FAULT",
-            Notified::Deleted => "DELETED",
             _ => word,
         };
-        let line = format!("INSTANCE \"{}\" {fifo_word} {priority}\n", inst.name);
-        for (path, f) in &mut self.fifos {
-            use std::io::Write;
-            if let Err(e) = f.write_all(line.as_bytes()) {
-                log::warn!("notify FIFO {path}: {e}");
-            }
-        }
+        self.fifo_line(&inst.name, fifo_word, priority);
         if let Some(s) = &n.any {
             let extra = [
                 "INSTANCE".to_string(),
@@ -338,6 +428,7 @@ impl World for RealWorld {
             ];
             self.spawn_notify(s, &extra);
         }
+        self.smtp(inst, state);
     }
 
     fn run_script(&mut self, s: &VrrpScript) {
@@ -559,9 +650,39 @@ pub async fn run(
                 group: s.args.get(2).cloned(),
             })
         });
-    for f in g.notify_fifo.iter().chain(vrrp_fifo.iter()) {
+    // vrrp_notify_fifo_script SCRIPT [USER [GROUP]]: the FIFO's reader,
+    // started here; notify_fifo_script too when no checker runs in this
+    // daemon (the checker starts it otherwise).
+    let vrrp_fifo_script = g
+        .other
+        .iter()
+        .rev()
+        .find(|s| s.keyword == "vrrp_notify_fifo_script")
+        .and_then(|s| {
+            Some(crate::config::model::Script {
+                args: crate::config::lexer::split_quoted_escaped(s.args.first()?)?,
+                user: s.args.get(1).cloned(),
+                group: s.args.get(2).cloned(),
+            })
+        });
+    let global_script = if serve_status {
+        g.notify_fifo_script.clone()
+    } else {
+        None
+    };
+    let mut fifo_scripts = Vec::new();
+    for (f, script) in [
+        (&g.notify_fifo, &global_script),
+        (&vrrp_fifo, &vrrp_fifo_script),
+    ] {
+        let Some(f) = f else { continue };
         match crate::check::notify::open_fifo(f) {
-            Ok((file, _)) => fifos.push((f.path.clone(), file)),
+            Ok((file, _)) => {
+                fifos.push((f.path.clone(), file));
+                if let Some(sc) = script {
+                    fifo_scripts.extend(crate::check::notify::start_fifo_script(&cfg, sc, &f.path));
+                }
+            }
             Err(e) => log::error!("notify FIFO {}: {e}", f.path),
         }
     }
@@ -575,6 +696,9 @@ pub async fn run(
         scripts: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
         cfg: cfg.clone(),
         removed: HashMap::new(),
+        alerter: crate::check::smtp_alert::Alerter::new(&cfg),
+        last_email: HashMap::new(),
+        fifo_scripts,
     };
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
     // The shell's commands become runner events.
@@ -602,6 +726,9 @@ pub async fn run(
     });
     progress.send(Progress::Started);
     drive(&mut runner, &mut world, &mut erx).await;
+    for mut c in std::mem::take(&mut world.fifo_scripts) {
+        let _ = c.start_kill();
+    }
     // Wait for the address worker to finish the removals.
     let (dtx, drx) = tokio::sync::oneshot::channel();
     let _ = jtx.send(Job::Done(dtx));

@@ -31,6 +31,14 @@ pub enum Notified {
     /// DELETED (a reload removed the instance; FAULT without
     /// `notify_deleted`, as keepalived reports it).
     Deleted,
+    /// A MASTER received a lower-priority advert (keepalived's
+    /// `send_event_notify()`: `notify_master_rx_lower_pri` and the FIFO's
+    /// `MASTER_RX_LOWER_PRI`).
+    MasterRxLowerPri,
+    /// The effective priority changed, in MASTER (`true`) or another
+    /// state (the FIFO's `MASTER_PRIORITY` / `BACKUP_PRIORITY` with
+    /// `notify_priority_changes`).
+    Priority(bool),
 }
 
 /// What the runner asks of the outside world. Calls come in the order
@@ -518,6 +526,7 @@ impl Runner {
                             n.garp_lower.push(now + g.lower_prio_delay_us);
                         }
                     }
+                    w.notify(&n.cfg, Notified::MasterRxLowerPri, n.fsm.params.priority);
                 }
                 Action::Notify(s) => {
                     let what = match s {

@@ -500,10 +500,73 @@ impl Lab {
     /// that an action lands just after one: the peer's down timer then
     /// runs its full length from it, as in keepalived's own measurements.
     pub fn after_advert(&self, n: usize) {
+        self.after(n, "wire");
+    }
+
+    /// A mail sink on `port` inside director `n`'s namespace: an SMTP
+    /// dialogue answered for each connection, each mail's `Subject:` kept
+    /// (with the time it came) in the list returned.
+    pub fn smtp_sink(&self, n: usize, port: u16) -> Arc<Mutex<Vec<(f64, String)>>> {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let (g, ns, epoch) = (got.clone(), self.ns(n), self.epoch);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // The socket belongs to the namespace it is made in; this
+            // thread alone enters it.
+            let f = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+            nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            let l = std::net::TcpListener::bind(("0.0.0.0", port)).unwrap();
+            tx.send(()).unwrap();
+            for c in l.incoming() {
+                let Ok(mut c) = c else { return };
+                let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = c.write_all(b"220 lab ready\r\n");
+                let mut r = BufReader::new(c.try_clone().unwrap());
+                let mut data = false;
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap_or(0) > 0 {
+                    let l = line.trim_end().to_string();
+                    line.clear();
+                    let reply: &[u8] = if data {
+                        if let Some(subj) = l.strip_prefix("Subject: ") {
+                            g.lock()
+                                .unwrap()
+                                .push((unix_now() - epoch, subj.to_string()));
+                        }
+                        if l == "." {
+                            data = false;
+                            b"250 queued\r\n"
+                        } else {
+                            continue;
+                        }
+                    } else if l.starts_with("DATA") {
+                        data = true;
+                        b"354 go on\r\n"
+                    } else if l.starts_with("QUIT") {
+                        let _ = c.write_all(b"221 bye\r\n");
+                        break;
+                    } else {
+                        b"250 ok\r\n"
+                    };
+                    let _ = c.write_all(reply);
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("the mail sink listens");
+        got
+    }
+
+    /// Waits (2 s at most) for director `n`'s next observation of `kind`
+    /// (`wire`: an advert).
+    pub fn after(&self, n: usize, kind: &str) {
         let from = self.now();
         self.wait_for(2.0, |seen| {
             seen.iter().any(|s| {
-                s.t > from && s.node == n && s.kind == "wire" && s.what.starts_with("advert")
+                s.t > from
+                    && s.node == n
+                    && s.kind == kind
+                    && (kind != "wire" || s.what.starts_with("advert"))
             })
         });
     }

@@ -130,6 +130,9 @@ impl Runner {
                 .position(|o| *o == n.cfg.name)
                 .unwrap_or(usize::MAX)
         });
+        // keepalived 2.2.7 accepts fifo_write_vrrp_states_on_reload and
+        // writes nothing more at a reload (the lab's reload-same shows it):
+        // neither does this.
         w.log("Reload complete".to_string());
     }
 }

@@ -152,6 +152,8 @@ impl Runner {
                 n.cfg.name, e.priority
             ));
             n.fsm.set_priority(e.priority);
+            let master = n.fsm.state == State::Master;
+            w.notify(&n.cfg, super::Notified::Priority(master), e.priority);
         }
         let state = n.fsm.state;
         if e.fault && state != State::Fault && state != State::Init {

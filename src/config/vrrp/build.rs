@@ -269,15 +269,18 @@ fn instance(
             },
             "version" => match cx.read_unsigned(v, 2, 3) {
                 Some(n) => {
-                    // An IPv6 address read before fixes version 3 (keepalived
-                    // prints the version as 0 then).
-                    let v6_before = b.children.iter().any(|c| {
-                        c.keyword == "virtual_ipaddress"
-                            && c.line < s.line
-                            && c.values.first().and_then(|l| l.words.first()).is_some_and(|a| {
-                                parse_ip(a.split('/').next().unwrap_or(a)).is_some_and(|a| a.is_ipv6())
-                            })
-                    });
+                    // An IPv6 first address read before fixes version 3
+                    // (keepalived prints the version as 0 then); only the
+                    // instance's first address fixes its family, a later
+                    // IPv6 one is dropped and deduces nothing.
+                    let v6_before = b
+                        .children
+                        .iter()
+                        .filter(|c| c.keyword == "virtual_ipaddress" && c.line < s.line)
+                        .find_map(|c| c.values.first().and_then(|l| l.words.first()))
+                        .is_some_and(|a| {
+                            parse_ip(a.split('/').next().unwrap_or(a)).is_some_and(|a| a.is_ipv6())
+                        });
                     let before = if v6_before { Some(0) } else { explicit_version };
                     match before {
                         Some(old) if old != n as u8 => cx.err(format!(
@@ -527,6 +530,7 @@ fn instance(
                 }
             }
             "unicast_peer" => {
+                unicast_keyword = true;
                 for l in &c.values {
                     cx.line = l.line;
                     if let Some(p) = unicast_peer(cx, &l.words, &name) {
@@ -647,7 +651,7 @@ fn instance(
             i.advert_int_us = i.advert_int_us / 10_000 * 10_000;
         }
     }
-    if i.vmac.is_some() && !i.unicast_peers.is_empty() && !i.vmac_xmit_base {
+    if i.vmac.is_some() && (unicast_keyword || !i.unicast_peers.is_empty()) && !i.vmac_xmit_base {
         // Reported at the instance's `}` (its end handler).
         cx.line = b.end_line;
         cx.err(format!(

@@ -90,6 +90,12 @@ fn del_vip_d1(lab: &mut Lab, s: &Scenario, _: [Impl; 2]) {
         .unwrap();
     assert!(st.success(), "ip addr del");
 }
+fn cable_d2_out(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.carrier(2, false);
+}
+fn cable_d2_in(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    lab.carrier(2, true);
+}
 fn flag_on(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     std::fs::write(lab.path("flag"), "down").unwrap();
 }
@@ -321,6 +327,31 @@ fn scenarios() -> Vec<Scenario> {
                 ),
             ],
             election(),
+        ),
+        sc(
+            // A unicast backup's carrier goes and comes back: leaving FAULT
+            // it first announces its own address (keepalived's
+            // try_up_instance), then waits a full down interval.
+            "unicast-fault",
+            [
+                conf(
+                    150,
+                    "  unicast_src_ip 192.0.2.1\n  unicast_peer {\n    192.0.2.2\n  }\n",
+                    v4,
+                    "",
+                ),
+                conf(
+                    100,
+                    "  unicast_src_ip 192.0.2.2\n  unicast_peer {\n    192.0.2.1\n  }\n",
+                    v4,
+                    "",
+                ),
+            ],
+            vec![
+                start_step(),
+                step("carrier loss on the backup", cable_d2_out, 2.0),
+                step("carrier back on the backup", cable_d2_in, 4.5),
+            ],
         ),
         Scenario {
             name: "v3-ipv6",
@@ -574,6 +605,10 @@ lab_test!(nopreempt_keeps_the_new_master, "nopreempt");
 lab_test!(preempt_delay_postpones_the_takeover, "preempt_delay");
 lab_test!(a_vrrp_script_weight_moves_the_master, "script");
 lab_test!(unicast_peers, "unicast");
+lab_test!(
+    a_unicast_backup_leaving_fault_announces_itself,
+    "unicast-fault"
+);
 lab_test!(a_master_hearing_a_lower_priority_master, "lower-prio");
 lab_test!(vrrpv3_over_ipv6, "v3-ipv6");
 lab_test!(pass_authentication, "auth-pass");
@@ -777,4 +812,48 @@ fn vrrp_smtp_alerts_as_keepalived_sends_them() {
         ],
         "keepalived's \"Stopping\" mail never leaves its process"
     );
+}
+
+/// IPv6 unicast adverts leave with `unicast_ttl` as their hop limit, as
+/// keepalived sends them (seen on the peer's side of the link: the bridge
+/// does not see unicast between two of its ports).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn ipv6_unicast_adverts_carry_unicast_ttl() {
+    let extra = "  version 3\n  unicast_ttl 10\n  unicast_src_ip 2001:db8::1\n  \
+                 unicast_peer {\n    2001:db8::2\n  }\n  state MASTER\n";
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvhlo" } else { "kvhlk" });
+        let dump = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lab.ns(2),
+                "timeout",
+                "6",
+                "tcpdump",
+                "-lni",
+                "eth0",
+                "-v",
+                "ip6 proto 112",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        sleep(Duration::from_millis(500));
+        lab.start(1, imp, &conf(255, extra, "2001:db8::100/64", ""));
+        let out = dump.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let hlims: Vec<&str> = text
+            .split(", ")
+            .filter_map(|f| f.strip_prefix("hlim "))
+            .collect();
+        assert!(!hlims.is_empty(), "{imp:?}: no advert seen: {text}");
+        assert!(hlims.iter().all(|h| *h == "10"), "{imp:?}: {hlims:?}");
+        lab.stop_all();
+    }
 }

@@ -225,7 +225,7 @@ impl World for RealWorld {
         let socket = iface.as_ref().and_then(|f| {
             let group = n.cfg.unicast_peers.is_empty().then(|| n.dsts[0]);
             let bind = n.cfg.ipv6.then_some(n.src);
-            match AdvertSocket::open(f, n.cfg.ipv6, n.proto(), group, bind) {
+            match AdvertSocket::open(f, n.cfg.ipv6, n.proto(), group, bind, n.ttl()) {
                 Ok(s) => Some(Arc::new(s)),
                 Err(e) => {
                     log::error!(

@@ -132,13 +132,15 @@ pub struct AdvertSocket {
 
 impl AdvertSocket {
     /// Opens the socket for `proto` on `iface`, joining `group` when the
-    /// instance is multicast.
+    /// instance is multicast; IPv6 unicast adverts leave with hop limit
+    /// `unicast_hops` (`unicast_ttl`; IPv4 carries it in its own header).
     pub fn open(
         iface: &Iface,
         ipv6: bool,
         proto: u8,
         group: Option<IpAddr>,
         bind_src: Option<IpAddr>,
+        unicast_hops: u8,
     ) -> io::Result<AdvertSocket> {
         let domain = if ipv6 { Domain::IPV6 } else { Domain::IPV4 };
         let s = Socket::new(domain, Type::RAW, Some(Protocol::from(i32::from(proto))))?;
@@ -149,7 +151,7 @@ impl AdvertSocket {
             setsockopt(&s, sockopt::Ipv6RecvHopLimit, &true).map_err(io::Error::from)?;
             setsockopt(&s, sockopt::Ipv6TClass, &i32::from(TOS)).map_err(io::Error::from)?;
             s.set_multicast_hops_v6(u32::from(TTL))?;
-            s.set_unicast_hops_v6(u32::from(TTL))?;
+            s.set_unicast_hops_v6(u32::from(unicast_hops))?;
             s.set_multicast_loop_v6(false)?;
             s.set_multicast_if_v6(iface.index)?;
             if let Some(IpAddr::V6(src)) = bind_src {

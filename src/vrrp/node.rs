@@ -125,6 +125,9 @@ pub struct Node {
     /// AH: keepalived's one counter, the last sequence number sent or the
     /// highest accepted (so a new master carries on above its old master).
     pub ah_seq: u32,
+    /// VRRPv3 unicast checksums over the multicast group (keepalived's
+    /// `unicast_chksum_compat`: configured, or learnt from a peer).
+    pub old_checksum: bool,
 }
 
 /// The 8 key bytes of a password (zero padded).
@@ -168,7 +171,11 @@ impl Node {
             vips: i.vips.iter().map(|v| v.addr).collect(),
             auth,
             auth_data,
-            peers: i.unicast_peers.iter().map(|p| p.addr).collect(),
+            peers: i
+                .unicast_peers
+                .iter()
+                .map(|p| (p.addr, p.min_ttl, p.max_ttl))
+                .collect(),
             check_unicast_src: i.check_unicast_src,
             skip_addr_check: false,
         };
@@ -220,6 +227,7 @@ impl Node {
             garp_lower: Vec::new(),
             ip_id: 0,
             ah_seq: 0,
+            old_checksum: i.old_unicast_checksum == Some(true),
         }
     }
 
@@ -272,7 +280,8 @@ impl Node {
         }
     }
 
-    fn ttl(&self) -> u8 {
+    /// The TTL / hop limit adverts leave with: 255, or `unicast_ttl`.
+    pub fn ttl(&self) -> u8 {
         if self.cfg.unicast_peers.is_empty() {
             255
         } else {
@@ -282,8 +291,22 @@ impl Node {
 
     /// The advert for `dst` as it goes on the wire: IPv4 with its header
     /// (and AH), IPv6 as the message.
+    /// The destination a VRRPv3 IPv4 checksum is computed over: the
+    /// packet's, or the multicast group in the old unicast mode.
+    pub fn checksum_dst(&self, dst: IpAddr) -> IpAddr {
+        if self.old_checksum && self.cfg.version == 3 && dst.is_ipv4() && !dst.is_multicast() {
+            IpAddr::from(GROUP4)
+        } else {
+            dst
+        }
+    }
+
+    /// One advert at `priority` to `dst`: over IPv4 the whole packet from
+    /// its IP header on, over IPv6 the VRRP message.
     pub fn packet(&mut self, priority: u8, dst: IpAddr) -> Vec<u8> {
-        let msg = self.advert(priority).encode(self.src, dst);
+        let msg = self
+            .advert(priority)
+            .encode(self.src, self.checksum_dst(dst));
         let (IpAddr::V4(s), IpAddr::V4(d)) = (self.src, dst) else {
             return msg;
         };
@@ -322,6 +345,7 @@ impl Node {
         self.if_up = old.if_up;
         self.ip_id = old.ip_id;
         self.ah_seq = old.ah_seq;
+        self.old_checksum |= old.old_checksum && self.cfg.old_unicast_checksum != Some(false);
         self.garp_refresh = old.garp_refresh;
         for t in &mut self.trackers.ifs {
             if let Some(o) = old.trackers.ifs.iter().find(|o| o.0 == t.0) {

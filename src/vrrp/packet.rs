@@ -72,7 +72,7 @@ pub enum AdvertError {
     /// Not an advertisement.
     WrongType(u8),
     /// The checksum does not add up.
-    BadChecksum,
+    BadChecksum(u8),
     /// v3 advert interval of 0, or v2 over IPv6.
     Invalid(&'static str),
 }
@@ -94,7 +94,7 @@ impl std::fmt::Display for AdvertError {
             }
             AdvertError::WrongVersion(v) => write!(f, "wrong version. Received {v}"),
             AdvertError::WrongType(t) => write!(f, "Invalid type received {t}"),
-            AdvertError::BadChecksum => write!(f, "Invalid VRRP checksum"),
+            AdvertError::BadChecksum(v) => write!(f, "Invalid VRRPv{v} checksum"),
             AdvertError::Invalid(why) => write!(f, "invalid advertisement: {why}"),
         }
     }
@@ -227,7 +227,7 @@ impl Advert {
             });
         }
         if checksum(version, msg, src, dst) != 0 {
-            return Err(AdvertError::BadChecksum);
+            return Err(AdvertError::BadChecksum(version));
         }
         let (auth, adver_int_cs) = if version == 2 {
             let auth = match msg[4] {
@@ -467,13 +467,13 @@ mod tests {
         bad[2] ^= 1;
         assert_eq!(
             Advert::decode(&bad, src, dst),
-            Err(AdvertError::BadChecksum)
+            Err(AdvertError::BadChecksum(3))
         );
         // v3 checksums include the pseudo-header: another source fails.
         let other: IpAddr = Ipv4Addr::new(192, 0, 2, 9).into();
         assert_eq!(
             Advert::decode(&msg, other, dst),
-            Err(AdvertError::BadChecksum)
+            Err(AdvertError::BadChecksum(3))
         );
         assert!(matches!(
             Advert::decode(&msg[..msg.len() - 1], src, dst),

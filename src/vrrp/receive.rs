@@ -22,8 +22,8 @@ pub struct Expect {
     pub auth: AuthType,
     /// The password, zero padded.
     pub auth_data: [u8; 8],
-    /// Unicast peers (empty: multicast).
-    pub peers: Vec<IpAddr>,
+    /// Unicast peers with their `min_ttl`/`max_ttl` (empty: multicast).
+    pub peers: Vec<(IpAddr, u8, u8)>,
     /// `check_unicast_src`: a unicast advert must come from a peer.
     pub check_unicast_src: bool,
     /// `skip_check_adv_addr` (BACKUP, same master as before).
@@ -107,7 +107,7 @@ pub fn check(e: &Expect, a: &Advert, m: &Meta) -> Result<(), (Refusal, String)> 
     }
     if unicast == m.multicast {
         return Err((
-            Other,
+            AddressList,
             if unicast {
                 format!("({n}) Expected unicast packet but received multicast packet")
             } else {
@@ -126,14 +126,21 @@ pub fn check(e: &Expect, a: &Advert, m: &Meta) -> Result<(), (Refusal, String)> 
             ));
         }
     }
-    if unicast && e.check_unicast_src && !e.peers.contains(&m.from) {
-        return Err((
-            Other,
-            format!(
-                "({n}) unicast source address {} is not a configured peer",
-                m.from
-            ),
-        ));
+    // With the address checks: the sender must be a peer, its TTL within
+    // the peer's min_ttl..max_ttl.
+    if unicast && e.check_unicast_src && !e.skip_addr_check {
+        let Some((_, min, max)) = e.peers.iter().find(|p| p.0 == m.from) else {
+            return Err((
+                Other,
+                format!("({n}) unicast source address {} not a unicast peer", m.from),
+            ));
+        };
+        if m.ttl < *min || m.ttl > *max {
+            return Err((
+                Ttl,
+                format!("({n}) TTL/HL {} not in range {min} - {max}", m.ttl),
+            ));
+        }
     }
     Ok(())
 }
@@ -225,7 +232,7 @@ mod tests {
     #[test]
     fn unicast_instances_skip_the_ttl_rule_and_may_check_the_source() {
         let mut e = expect();
-        e.peers = vec![vip(2)];
+        e.peers = vec![(vip(2), 10, 100)];
         e.check_unicast_src = true;
         let from_peer = Meta {
             from: vip(2),
@@ -237,7 +244,21 @@ mod tests {
             from: vip(7),
             ..from_peer
         };
-        assert!(check(&e, &advert(), &stranger).is_err());
+        assert_eq!(
+            check(&e, &advert(), &stranger).unwrap_err().1,
+            "(VI_1) unicast source address 192.0.2.7 not a unicast peer"
+        );
+        let far = Meta {
+            ttl: 5,
+            ..from_peer
+        };
+        assert_eq!(
+            check(&e, &advert(), &far).unwrap_err(),
+            (
+                Refusal::Ttl,
+                "(VI_1) TTL/HL 5 not in range 10 - 100".to_string()
+            )
+        );
         // v3 adopts the master's interval: no mismatch check.
         let mut e3 = expect();
         e3.version = 3;

@@ -395,7 +395,27 @@ impl Runner {
                 }
             }
         }
-        let advert = match Advert::decode(body, rx.from, rx.to) {
+        let mut decoded = Advert::decode(body, rx.from, n.checksum_dst(rx.to));
+        if matches!(decoded, Err(AdvertError::BadChecksum(3)))
+            && !n.old_checksum
+            && n.cfg.old_unicast_checksum.is_none()
+            && rx.to.is_ipv4()
+            && !rx.to.is_multicast()
+        {
+            // keepalived's automatic compatibility: a peer that sums over
+            // the multicast group (keepalived before 2.0.x) is understood,
+            // and answered the same way from now on.
+            let old = Advert::decode(body, rx.from, std::net::IpAddr::from(super::node::GROUP4));
+            if old.is_ok() {
+                n.old_checksum = true;
+                w.log(format!(
+                    "({}) Setting unicast VRRPv3 checksum to old version",
+                    n.cfg.name
+                ));
+                decoded = old;
+            }
+        }
+        let advert = match decoded {
             Ok(a) => a,
             Err(e) => {
                 if matches!(

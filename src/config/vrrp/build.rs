@@ -168,7 +168,11 @@ fn instance(
         unicast_peers: Vec::new(),
         unicast_ttl: 255,
         unicast_fault_no_peer: false,
-        check_unicast_src: false,
+        check_unicast_src: g
+            .other
+            .iter()
+            .any(|s| s.keyword == "vrrp_check_unicast_src"),
+        old_unicast_checksum: None,
         vips: Vec::new(),
         evips: Vec::new(),
         virtual_routes: Vec::new(),
@@ -335,10 +339,12 @@ fn instance(
             }
             "old_unicast_checksum" => {
                 unicast_keyword = true;
-                if let Some(o) = first(s).filter(|o| *o != "never") {
-                    cx.err(format!(
+                match first(s) {
+                    None => i.old_unicast_checksum = Some(true),
+                    Some("never") => i.old_unicast_checksum = Some(false),
+                    Some(o) => cx.err(format!(
                         "({name}) Unknown old_unicast_chksum mode {o} - ignoring"
-                    ));
+                    )),
                 }
             }
             "lvs_sync_daemon_interface" => deprecated_syncd(cx, &name),

@@ -188,8 +188,13 @@ pub struct Instance {
     pub unicast_ttl: u8,
     /// `unicast_fault_no_peer`.
     pub unicast_fault_no_peer: bool,
-    /// `check_unicast_src`.
+    /// `check_unicast_src` (or global `vrrp_check_unicast_src`).
     pub check_unicast_src: bool,
+    /// `old_unicast_checksum`: `Some(true)` = the VRRPv3 checksum of a
+    /// unicast advert over the multicast group (keepalived before 2.0.x),
+    /// `Some(false)` (`never`) = never switch to it, `None` = switch when
+    /// a peer's adverts only check that way.
+    pub old_unicast_checksum: Option<bool>,
     /// `virtual_ipaddress`: advertised and checked.
     pub vips: Vec<Vip>,
     /// `virtual_ipaddress_excluded`: set with the VIPs, not advertised.

@@ -61,7 +61,9 @@ impl World for Lan {
     fn release_at_stop(&self) -> bool {
         self.release
     }
-    fn log(&mut self, _: String) {}
+    fn log(&mut self, line: String) {
+        self.log.push((self.now, self.who, format!("log {line}")));
+    }
 }
 
 fn runner(lan: &mut Lan, who: usize, prio: u8, extra: &str) -> Runner {
@@ -223,4 +225,36 @@ fn dont_release_vrrp_leaves_the_addresses_and_sends_no_priority_zero() {
     assert_eq!(first(&lan, 0, "advert 0", 0), None, "{:?}", lan.log);
     assert_eq!(first(&lan, 0, "-vip", 4_000_000), None);
     assert_eq!(first(&lan, 0, "Stop 150", 0), Some(6_000_000));
+}
+
+#[test]
+fn an_old_vrrpv3_unicast_checksum_is_learnt_from_the_peer_unless_never() {
+    let uc = |me: u8, peer: u8, old: &str| {
+        format!("version 3\n unicast_src_ip 192.0.2.{me}\n unicast_peer {{\n  192.0.2.{peer}\n }}\n {old}")
+    };
+    for (peer_mode, learns) in [("", true), ("old_unicast_checksum never", false)] {
+        let mut lan = lan();
+        let mut r = [
+            runner(&mut lan, 0, 150, &uc(1, 2, "old_unicast_checksum")),
+            runner(&mut lan, 1, 100, &uc(2, 1, peer_mode)),
+        ];
+        start(&mut r, &mut lan);
+        play(&mut r, &mut lan, 8_000_000, None);
+        assert!(first(&lan, 0, "Master 150", 0).is_some());
+        let learnt = "log (VI_1) Setting unicast VRRPv3 checksum to old version";
+        if learns {
+            assert!(first(&lan, 1, learnt, 0).is_some(), "{:?}", lan.log);
+            assert_eq!(first(&lan, 1, "Master 100", 0), None, "{:?}", lan.log);
+            assert!(r[1].nodes[0].old_checksum);
+        } else {
+            // Every advert fails its checksum: d2 takes over as well.
+            assert_eq!(first(&lan, 1, learnt, 0), None);
+            assert!(
+                first(&lan, 1, "log (VI_1) Invalid VRRPv3 checksum", 0).is_some(),
+                "{:?}",
+                lan.log
+            );
+            assert!(first(&lan, 1, "Master 100", 0).is_some());
+        }
+    }
 }

@@ -159,6 +159,15 @@ impl Runner {
         if e.fault && state != State::Fault && state != State::Init {
             self.feed(k, now, Input::Fault, w);
         } else if !e.fault && state == State::Fault {
+            // keepalived's try_up_instance(): a unicast instance first
+            // announces its own address, which the master's neighbour
+            // cache may have lost while no advert could reach us.
+            let n = &self.nodes[k];
+            if !n.cfg.unicast_peers.is_empty() && !n.src.is_unspecified() {
+                let full = if n.src.is_ipv4() { 32 } else { 128 };
+                let own = crate::config::vrrp::Vip::new(n.src, full, 0);
+                w.announce(n.id, &[own], 1);
+            }
             self.feed(k, now, Input::FaultCleared, w);
         }
     }

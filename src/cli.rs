@@ -350,7 +350,7 @@ pub fn usage(prog: &str) -> String {
       --flush-log-file         Flush log file on write\n\
   -G, --no-syslog              Don't log via syslog\n\
   -u, --umask=MASK             umask for file creation (in numeric form)\n\
-  -X, --release-vips           Drop VIP on transition from signal (not available yet)\n\
+  -X, --release-vips           Drop VIP on transition from signal.\n\
   -V, --dont-release-vrrp      Don't remove VRRP VIPs and VROUTEs on daemon stop\n\
   -I, --dont-release-ipvs      Don't remove IPVS topology on daemon stop\n\
   -R, --dont-respawn           Don't respawn child processes\n\

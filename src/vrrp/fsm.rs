@@ -148,7 +148,8 @@ impl Instance {
         )
     }
 
-    fn owner(&self) -> bool {
+    /// Priority 255: the address owner.
+    pub fn owner(&self) -> bool {
         self.params.priority == 255
     }
 

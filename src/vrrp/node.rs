@@ -128,6 +128,9 @@ pub struct Node {
     /// VRRPv3 unicast checksums over the multicast group (keepalived's
     /// `unicast_chksum_compat`: configured, or learnt from a peer).
     pub old_checksum: bool,
+    /// A start held back by `vrrp_startup_delay` (an owner that would go
+    /// MASTER at once waits it out in INIT).
+    pub start_at: Option<u64>,
 }
 
 /// The 8 key bytes of a password (zero padded).
@@ -228,6 +231,7 @@ impl Node {
             ip_id: 0,
             ah_seq: 0,
             old_checksum: i.old_unicast_checksum == Some(true),
+            start_at: None,
         }
     }
 

@@ -203,6 +203,8 @@ pub struct Runner {
     pub nodes: Vec<Node>,
     /// The static addresses, routes and rules set.
     pub statics: Statics,
+    /// `vrrp_startup_delay`, µs.
+    startup_delay_us: u64,
     /// The scripts some instance tracks, with their state and next run.
     pub scripts: Vec<(VrrpScript, ScriptState, u64)>,
     next_id: usize,
@@ -230,6 +232,7 @@ impl Runner {
         let mut r = Runner {
             nodes: Vec::new(),
             statics: Statics::of(cfg),
+            startup_delay_us: cfg.startup_delay_us,
             scripts: tracked_scripts(cfg),
             next_id: 0,
         };
@@ -268,8 +271,25 @@ impl Runner {
         if !self.statics.is_empty() {
             w.statics(&self.statics, true);
         }
+        let delay = self.startup_delay_us;
+        if delay > 0 {
+            w.log(format!(
+                "Delaying startup for {} seconds",
+                crate::config::parser::fmt_g(delay as f64 / 1e6)
+            ));
+        }
         for k in 0..self.nodes.len() {
+            let f = &self.nodes[k].fsm;
+            if delay > 0 && f.owner() && f.params.want_master {
+                // keepalived's owner waits the delay out before MASTER.
+                self.nodes[k].start_at = Some(now + delay);
+                continue;
+            }
             self.start_node(k, now, w);
+            let n = &mut self.nodes[k];
+            if n.fsm.state == State::Backup {
+                n.fsm.deadline = n.fsm.deadline.map(|d| d + delay);
+            }
         }
         for s in &mut self.scripts {
             s.2 = now;
@@ -298,7 +318,7 @@ impl Runner {
     /// The earliest time something is due.
     pub fn next_deadline(&self) -> Option<u64> {
         let nodes = self.nodes.iter().flat_map(|n| {
-            [n.fsm.deadline, n.garp_refresh]
+            [n.fsm.deadline, n.garp_refresh, n.start_at]
                 .into_iter()
                 .flatten()
                 .chain(n.garp_delayed.iter().copied())
@@ -316,6 +336,10 @@ impl Runner {
             }
         }
         for k in 0..self.nodes.len() {
+            if self.nodes[k].start_at.is_some_and(|d| d <= now) {
+                self.nodes[k].start_at = None;
+                self.start_node(k, now, w);
+            }
             if self.nodes[k].fsm.deadline.is_some_and(|d| d <= now) {
                 if self.nodes[k].fsm.state == State::Backup && self.script_pending(k) {
                     // keepalived's num_script_init: an instance whose

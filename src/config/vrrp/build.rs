@@ -96,6 +96,20 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
             out.instances.push(i);
         }
     }
+    out.startup_delay_us = cfg
+        .global_defs
+        .other
+        .iter()
+        .rev()
+        .find(|s| s.keyword == "vrrp_startup_delay")
+        .and_then(|s| s.args.first())
+        .and_then(|v| {
+            let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+            let frac = format!("{:0<6}", frac.get(..frac.len().min(6))?);
+            Some(int.parse::<u64>().ok()? * 1_000_000 + frac.parse::<u64>().ok()?)
+        })
+        .filter(|us| (1_000..=u64::from(u32::MAX)).contains(us))
+        .unwrap_or(0);
     out.scripts = super::track::scripts(cfg, cx, script_names);
     out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
     super::track::track_processes(cfg, cx);

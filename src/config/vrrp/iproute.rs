@@ -828,6 +828,14 @@ mod tests {
         .unwrap();
         assert_eq!(r.nexthops.len(), 2);
         assert_eq!(r.nexthops[0].weight, Some(2));
+        let r = parse_route(
+            &mut cx,
+            &w("198.51.100.0/24 dev eth0 encap ip id 5 dst 192.0.2.1 metric 3"),
+            6,
+        )
+        .unwrap();
+        assert!(r.encap, "encap is read (and not sent)");
+        assert_eq!(r.metric, Some(3), "the words after the encap are read");
         assert!(parse_route(&mut cx, &w("192.0.2.0/24 via 2001:db8::1"), 7).is_none());
         assert!(parse_route(&mut cx, &w("metric 5 dev eth0"), 8).is_none());
         assert!(parse_route(&mut cx, &w("198.51.100.0/24 dev nosuch"), 9).is_none());

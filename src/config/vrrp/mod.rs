@@ -37,6 +37,9 @@ pub struct VrrpConfig {
     pub static_routes: Vec<Route>,
     /// `static_rules`.
     pub static_rules: Vec<Rule>,
+    /// Global `vrrp_startup_delay`, µs: instances' first timers count from
+    /// the start plus this.
+    pub startup_delay_us: u64,
 }
 
 /// `state MASTER|BACKUP`: only the state wanted at start.

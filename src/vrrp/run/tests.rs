@@ -67,8 +67,12 @@ impl World for Lan {
 }
 
 fn runner(lan: &mut Lan, who: usize, prio: u8, extra: &str) -> Runner {
+    runner_with(lan, who, prio, extra, "")
+}
+
+fn runner_with(lan: &mut Lan, who: usize, prio: u8, extra: &str, globals: &str) -> Runner {
     let text = format!(
-        "vrrp_instance VI_1 {{\n interface lo\n virtual_router_id 51\n priority {prio}\n \
+        "global_defs {{\n{globals}\n}}\nvrrp_instance VI_1 {{\n interface lo\n virtual_router_id 51\n priority {prio}\n \
          advert_int 1\n{extra}\n virtual_ipaddress {{\n  192.0.2.100/24\n }}\n}}\n"
     );
     let l = crate::config::load_str(&text);
@@ -256,5 +260,31 @@ fn an_old_vrrpv3_unicast_checksum_is_learnt_from_the_peer_unless_never() {
             );
             assert!(first(&lan, 1, "Master 100", 0).is_some());
         }
+    }
+}
+
+#[test]
+fn vrrp_startup_delay_holds_the_first_timers_and_the_owner() {
+    let delay = "vrrp_startup_delay 2";
+    for (prio, extra, master_at) in [
+        (100, "", 2_000_000 + 3_609_375),
+        (255, "state MASTER", 2_000_000),
+    ] {
+        let mut lan = lan();
+        let mut r = [
+            runner_with(&mut lan, 0, prio, extra, delay),
+            runner(&mut lan, 1, 1, "nopreempt"),
+        ];
+        lan.who = 0;
+        r[0].start(0, &mut lan);
+        play(&mut r, &mut lan, 8_000_000, None);
+        let m = format!("Master {prio}");
+        assert_eq!(first(&lan, 0, &m, 0), Some(master_at), "{:?}", lan.log);
+        assert!(first(&lan, 0, "log Delaying startup for 2 seconds", 0).is_some());
+        // The owner shows no BACKUP while it waits (keepalived stays INIT).
+        assert_eq!(
+            first(&lan, 0, &format!("Backup {prio}"), 0).is_some(),
+            prio != 255
+        );
     }
 }

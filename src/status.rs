@@ -246,18 +246,47 @@ pub fn document(v: &View) -> Value {
     }
     let c = v.counters;
     json!({
-        "daemon": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "pid": std::process::id(),
-            "config_file": v.config_file,
-            "dry_run": v.dry_run,
-            "uptime_s": (unix_now() - c.started).max(0.0),
-            "reloads": c.reloads,
-            "reloads_refused": c.reloads_refused,
-            "checks": v.plan.checks.len(),
-        },
+        "daemon": daemon_section(&Daemon {
+            config_file: v.config_file,
+            dry_run: v.dry_run,
+            started: c.started,
+            reloads: c.reloads,
+            reloads_refused: c.reloads_refused,
+            checks: v.plan.checks.len(),
+        }),
         "virtual_servers": vss,
         "transitions": c.transitions.iter().collect::<Vec<_>>(),
+    })
+}
+
+/// What the `daemon` section of the status says.
+pub struct Daemon<'a> {
+    /// The configuration file.
+    pub config_file: &'a str,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// Start, Unix seconds.
+    pub started: f64,
+    /// Reloads done.
+    pub reloads: u64,
+    /// Reloads refused (the file did not load).
+    pub reloads_refused: u64,
+    /// Checks planned (0 without a checker).
+    pub checks: usize,
+}
+
+/// The `daemon` section, the same for a daemon with a checker and for a
+/// VRRP-only one.
+pub fn daemon_section(d: &Daemon) -> Value {
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "pid": std::process::id(),
+        "config_file": d.config_file,
+        "dry_run": d.dry_run,
+        "uptime_s": (unix_now() - d.started).max(0.0),
+        "reloads": d.reloads,
+        "reloads_refused": d.reloads_refused,
+        "checks": d.checks,
     })
 }
 

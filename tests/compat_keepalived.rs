@@ -702,9 +702,21 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         out.push_str("}\n");
         if r.chance(15) {
             // The static blocks, read where they stand.
-            let (kw, line) = match r.below(3) {
+            let (kw, line) = match r.below(4) {
                 0 => ("static_routes", gen_route(&mut r)),
                 1 => ("static_rules", gen_rule(&mut r)),
+                2 => (
+                    "interface_up_down_delays",
+                    r.pick(&[
+                        "{IF} 2",
+                        "{IF} 1.5 0.5",
+                        "{IF} x",
+                        "nosuch9 1",
+                        "{IF} 1 300",
+                        "{IF}",
+                    ])
+                    .to_string(),
+                ),
                 _ => (
                     "static_ipaddress",
                     r.pick(&[
@@ -1085,12 +1097,10 @@ fn generated_configs_match_keepalived() {
     }
     // Every config must report problems on the same lines as keepalived
     // (DIFF_REPORT=FILE lists what differs when this fails).
-    if count == 2000 {
-        assert_eq!(
-            line_diffs, 0,
-            "{line_diffs} configs report different error lines from keepalived"
-        );
-    }
+    assert_eq!(
+        line_diffs, 0,
+        "{line_diffs} configs report different error lines from keepalived"
+    );
     assert!(
         diffs.is_empty(),
         "{} of {count} differ; first ones:\n{}",

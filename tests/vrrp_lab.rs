@@ -744,6 +744,22 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
         assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
         sleep(Duration::from_millis(300));
         let while_master = show(&lab);
+        if imp == Impl::Ours {
+            // A VRRP-only daemon serves its metrics itself.
+            let m = lab.metrics(1);
+            assert!(
+                m.contains(
+                    "keepalived_vrrp_state{instance=\"VI_1\",vrid=\"51\",interface=\"eth0\"} 2"
+                ),
+                "{m}"
+            );
+            // ... and counts its reloads (an unchanged file: nothing moves).
+            lab.signal(1, "HUP");
+            sleep(Duration::from_millis(500));
+            let st = lab.status(1);
+            assert_eq!(st["daemon"]["reloads"], 1, "{st}");
+            assert_eq!(st["vrrp"][0]["state"], "MASTER", "{st}");
+        }
         for want in [
             "via 192.0.2.10",
             "blackhole 2001:db8:ff::/48",

@@ -5,7 +5,7 @@
 
 use super::diag::ErrClass;
 use super::model::TIMER_HZ;
-use super::parser::{fmt_g, strtod, strtol, strtoul, TIMER_MAXIMUM};
+use super::parser::{strtod, strtol, strtoul, TIMER_MAXIMUM};
 
 /// Where a reader's complaints go, and whether it reads as `-t` does.
 pub trait Report {
@@ -134,11 +134,8 @@ pub fn read_timer(
     } else if !ok_range {
         r.report(
             ErrClass::InvalidNumber,
-            format!(
-                "number '{s}' outside range [{}, {}]",
-                fmt_g(fmin),
-                fmt_g(fmax)
-            ),
+            // keepalived prints the range with %f.
+            format!("number '{s}' outside range [{fmin:.6}, {fmax:.6}]"),
         );
     } else {
         return Some(us);

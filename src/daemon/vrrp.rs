@@ -550,6 +550,7 @@ async fn answer_queries(
     mut rx: mpsc::UnboundedReceiver<crate::control::Request>,
     board: crate::vrrp::status::Board,
     config_file: String,
+    reloads: Arc<std::sync::atomic::AtomicU64>,
 ) {
     use crate::control::Query;
     let started = crate::status::unix_now();
@@ -557,16 +558,16 @@ async fn answer_queries(
         let list = board.lock().map(|l| l.clone()).unwrap_or_default();
         let a = match req.query {
             Query::Status => {
+                let daemon = crate::status::daemon_section(&crate::status::Daemon {
+                    config_file: &config_file,
+                    dry_run: false,
+                    started,
+                    reloads: reloads.load(std::sync::atomic::Ordering::Relaxed),
+                    reloads_refused: 0,
+                    checks: 0,
+                });
                 serde_json::json!({
-                    "daemon": {
-                        "version": env!("CARGO_PKG_VERSION"),
-                        "pid": std::process::id(),
-                        "config_file": config_file,
-                        "dry_run": false,
-                        "uptime_s": (crate::status::unix_now() - started).max(0.0),
-                        "reloads": 0,
-                        "checks": 0,
-                    },
+                    "daemon": daemon,
                     "virtual_servers": [],
                     "transitions": [],
                     "vrrp": list,
@@ -592,11 +593,12 @@ pub async fn run(
     serve_status: bool,
 ) -> ExitCode {
     let cfg = Arc::new(loaded.config.clone());
+    let reloads = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _listeners = if serve_status {
         let (qtx, qrx) = mpsc::unbounded_channel();
         let l = super::checker::listen(&cfg, opts, qtx).await;
         let file = super::reload::config_path(opts).display().to_string();
-        tokio::spawn(answer_queries(qrx, board.clone(), file));
+        tokio::spawn(answer_queries(qrx, board.clone(), file, reloads.clone()));
         Some(l)
     } else {
         None
@@ -704,6 +706,7 @@ pub async fn run(
     // The shell's commands become runner events.
     let ctx = etx.clone();
     let rep = progress.clone();
+    let counted = reloads.clone();
     tokio::spawn(async move {
         while let Some(c) = commands.recv().await {
             match c {
@@ -716,6 +719,7 @@ pub async fn run(
                     // missing parameter stops only the reload.
                     if !l.diagnostics.missing_parameter {
                         let _ = ctx.send(Event::Reload(Box::new(l.config.vrrp.clone())));
+                        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     rep.send(Progress::Reloaded);
                 }

@@ -205,6 +205,10 @@ pub struct Runner {
     pub statics: Statics,
     /// `vrrp_startup_delay`, µs.
     startup_delay_us: u64,
+    /// `interface_up_down_delays`: (interface, down µs, up µs).
+    up_down_delays: Vec<(String, u64, u64)>,
+    /// Link changes waiting out their delay: (interface, up, due).
+    pending_links: Vec<(String, bool, u64)>,
     /// The scripts some instance tracks, with their state and next run.
     pub scripts: Vec<(VrrpScript, ScriptState, u64)>,
     next_id: usize,
@@ -233,6 +237,8 @@ impl Runner {
             nodes: Vec::new(),
             statics: Statics::of(cfg),
             startup_delay_us: cfg.startup_delay_us,
+            up_down_delays: cfg.up_down_delays.clone(),
+            pending_links: Vec::new(),
             scripts: tracked_scripts(cfg),
             next_id: 0,
         };
@@ -324,11 +330,15 @@ impl Runner {
                 .chain(n.garp_delayed.iter().copied())
                 .chain(n.garp_lower.iter().copied())
         });
-        nodes.chain(self.scripts.iter().map(|s| s.2)).min()
+        nodes
+            .chain(self.scripts.iter().map(|s| s.2))
+            .chain(self.pending_links.iter().map(|p| p.2))
+            .min()
     }
 
     /// Runs what is due at `now`.
     pub fn on_timer(&mut self, now: u64, w: &mut impl World) {
+        self.due_links(now, w);
         for (s, _, next) in &mut self.scripts {
             if *next <= now {
                 *next = now + s.interval_us.max(1);

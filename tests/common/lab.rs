@@ -631,6 +631,19 @@ impl Lab {
         })
     }
 
+    /// The metrics text of ours on director `n`, asked over its status
+    /// socket (the `metrics` line `metrics_listen` serves too).
+    pub fn metrics(&self, n: usize) -> String {
+        use std::io::Read;
+        let sock = self.dir.join(format!("d{n}")).join("status.sock");
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("status socket");
+        s.write_all(b"metrics\n").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
     /// Writes a file in the lab directory (a flag for a vrrp_script).
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)

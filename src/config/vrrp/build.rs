@@ -79,6 +79,16 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
                 }
                 continue;
             }
+            "interface_up_down_delays" => {
+                for l in &b.values {
+                    cx.line = l.line;
+                    if let Some(d) = up_down_delay(cx, &l.words) {
+                        out.up_down_delays.retain(|o| o.0 != d.0);
+                        out.up_down_delays.push(d);
+                    }
+                }
+                continue;
+            }
             "vrrp_instance" => {}
             _ => continue,
         }
@@ -136,6 +146,29 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         }
     }
     out
+}
+
+/// `alloc_if_up_down_delay()`: `IF DOWN [UP]`, each 0..255 s; an
+/// unknown interface is keepalived's bad-interface error (exit 4), a bad
+/// number its number error (what it only logs is not shown by `-t`).
+fn up_down_delay(cx: &mut Ctx, w: &[String]) -> Option<(String, u64, u64)> {
+    let name = w.first()?;
+    if !cx.host.interface_exists(name) {
+        crate::config::numbers::Report::report(
+            cx,
+            crate::config::diag::ErrClass::BadIf,
+            format!("unknown interface {name} specified for up/down delay"),
+        );
+        return None;
+    }
+    let timer =
+        |cx: &mut Ctx, v: &str| crate::config::numbers::read_timer(cx, v, 0, 255 * TIMER_HZ, true);
+    let down = timer(cx, w.get(1)?)?;
+    let up = match w.get(2) {
+        Some(v) => timer(cx, v)?,
+        None => 0,
+    };
+    Some((name.clone(), down, up))
 }
 
 fn first(s: &Setting) -> Option<&str> {
@@ -425,7 +458,14 @@ fn instance(
                 }
             }
             "garp_master_delay" | "garp_lower_prio_delay" | "garp_master_refresh" => {
-                match cx.read_unsigned(v, 0, u64::from(u32::MAX)) {
+                // The delays are kept in µs in an unsigned int (UINT_MAX /
+                // TIMER_HZ = 4294 s); the refresh in whole seconds.
+                let max = if kw == "garp_master_refresh" {
+                    u64::from(u32::MAX)
+                } else {
+                    u64::from(u32::MAX) / TIMER_HZ
+                };
+                match cx.read_unsigned(v, 0, max) {
                     Some(n) => {
                         let us = n * TIMER_HZ;
                         match kw {
@@ -449,6 +489,9 @@ fn instance(
                     Some(n) => {
                         lower_rep_set |= kw == "garp_lower_prio_repeat";
                         set_repeat(&mut i.garp, kw, n as u32)
+                    }
+                    None if kw == "garp_lower_prio_repeat" => {
+                        cx.err(format!("({name}): Invalid {kw} '{v}'"))
                     }
                     None => cx.err(format!("({name}): {kw} '{v}' invalid - ignoring")),
                 }

@@ -40,6 +40,10 @@ pub struct VrrpConfig {
     /// Global `vrrp_startup_delay`, µs: instances' first timers count from
     /// the start plus this.
     pub startup_delay_us: u64,
+    /// `interface_up_down_delays { IF DOWN [UP] }`: how long (µs) a link
+    /// must stay down, or up, before the instances see it (UP 0 when not
+    /// given, as keepalived's code does).
+    pub up_down_delays: Vec<(String, u64, u64)>,
 }
 
 /// `state MASTER|BACKUP`: only the state wanted at start.

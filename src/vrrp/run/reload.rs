@@ -44,6 +44,7 @@ impl Runner {
             w.statics(&came, true);
         }
         self.statics = statics;
+        self.up_down_delays = cfg.up_down_delays.clone();
         let mut old: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
             .into_iter()
             .map(Some)

@@ -288,3 +288,51 @@ fn vrrp_startup_delay_holds_the_first_timers_and_the_owner() {
         );
     }
 }
+
+#[test]
+fn interface_up_down_delays_hide_a_short_flap_and_delay_a_real_loss() {
+    let text = "interface_up_down_delays {\n lo 2\n}\nvrrp_instance VI_1 {\n interface lo\n \
+                virtual_router_id 51\n priority 150\n advert_int 1\n virtual_ipaddress {\n  \
+                192.0.2.100/24\n }\n}\n";
+    let l = crate::config::load_str(text);
+    assert_eq!(
+        l.config.vrrp.up_down_delays,
+        vec![("lo".to_string(), 2_000_000, 0)]
+    );
+    let mut lan = lan();
+    lan.who = 0;
+    let mut r = [
+        Runner::new(&l.config.vrrp, &mut lan),
+        runner(&mut lan, 1, 1, "nopreempt"),
+    ];
+    lan.who = 0;
+    r[0].start(0, &mut lan);
+    play(&mut r, &mut lan, 5_000_000, None);
+    assert!(first(&lan, 0, "Master 150", 0).is_some());
+    // Down for one second only: never seen.
+    lan.who = 0;
+    r[0].on_link(5_000_000, "lo", false, &mut lan);
+    play(&mut r, &mut lan, 6_000_000, None);
+    lan.who = 0;
+    r[0].on_link(6_000_000, "lo", true, &mut lan);
+    play(&mut r, &mut lan, 8_000_000, None);
+    assert_eq!(first(&lan, 0, "Fault 150", 0), None, "{:?}", lan.log);
+    // Down for good: FAULT once the 2 s have passed; up again at once (UP 0).
+    lan.who = 0;
+    r[0].on_link(8_000_000, "lo", false, &mut lan);
+    play(&mut r, &mut lan, 11_000_000, None);
+    assert_eq!(
+        first(&lan, 0, "Fault 150", 0),
+        Some(10_000_000),
+        "{:?}",
+        lan.log
+    );
+    lan.who = 0;
+    r[0].on_link(11_000_000, "lo", true, &mut lan);
+    assert_eq!(
+        first(&lan, 0, "Backup 150", 10_000_000),
+        Some(11_000_000),
+        "{:?}",
+        lan.log
+    );
+}

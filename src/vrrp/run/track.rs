@@ -55,8 +55,45 @@ impl Runner {
         })
     }
 
-    /// An interface changed.
+    /// An interface changed; with `interface_up_down_delays` the change
+    /// counts only once it has lasted its delay (a flap shorter than that
+    /// is never seen by the instances).
     pub fn on_link(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
+        if let Some(p) = self.pending_links.iter().find(|p| p.0 == name) {
+            if p.1 == up {
+                // The same change again (netlink repeats itself).
+                return;
+            }
+        }
+        self.pending_links.retain(|p| p.0 != name);
+        let delay = self
+            .up_down_delays
+            .iter()
+            .find(|d| d.0 == name)
+            .map_or(0, |d| if up { d.2 } else { d.1 });
+        if delay > 0 {
+            self.pending_links.push((name.to_string(), up, now + delay));
+            return;
+        }
+        self.apply_link(now, name, up, w);
+    }
+
+    /// The link changes whose delay has run out at `now`.
+    pub(super) fn due_links(&mut self, now: u64, w: &mut impl World) {
+        let due: Vec<(String, bool, u64)> = self
+            .pending_links
+            .iter()
+            .filter(|p| p.2 <= now)
+            .cloned()
+            .collect();
+        self.pending_links.retain(|p| p.2 > now);
+        for (name, up, _) in due {
+            self.apply_link(now, &name, up, w);
+        }
+    }
+
+    /// A link change as the instances see it.
+    fn apply_link(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
         let mut logged = false;
         for k in 0..self.nodes.len() {
             let n = &mut self.nodes[k];

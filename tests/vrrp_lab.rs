@@ -873,3 +873,70 @@ fn ipv6_unicast_adverts_carry_unicast_ttl() {
         lab.stop_all();
     }
 }
+
+/// `vrrp_garp_interval` spaces gratuitous ARPs on an interface as
+/// keepalived 2.2.7 does: one address pending at a time however many
+/// repeats were asked (so 5 repeats of two addresses give three ARPs),
+/// the same addresses in the same order, `interval` apart.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vrrp_garp_interval_paces_announcements_as_keepalived() {
+    let mut seen = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvgio" } else { "kvgik" });
+        let dump = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lab.ns(2),
+                "timeout",
+                "4",
+                "tcpdump",
+                "-ttlni",
+                "eth0",
+                "arp",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        sleep(Duration::from_millis(500));
+        let cfg = conf(
+            255,
+            "  state MASTER\n  garp_master_delay 0\n",
+            "192.0.2.100/24\n    192.0.2.101/24",
+            "  vrrp_garp_interval 0.1\n",
+        );
+        lab.start(1, imp, &cfg);
+        let out = dump.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        // "<t> ARP, Request who-has A (ff:…) tell A, length 28": gratuitous.
+        let garps: Vec<(f64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let (t, who, tell) = (f.first()?, f.get(4)?, f.get(7)?);
+                if tell.trim_end_matches(',') != *who {
+                    return None;
+                }
+                Some((t.parse().ok()?, who.to_string()))
+            })
+            .collect();
+        lab.stop_all();
+        let gaps: Vec<f64> = garps.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(
+            gaps.iter().all(|g| (0.07..0.2).contains(g)),
+            "{imp:?}: gaps {gaps:?} in {text}"
+        );
+        seen.push(garps.into_iter().map(|g| g.1).collect::<Vec<_>>());
+    }
+    assert_eq!(
+        seen[0],
+        ["192.0.2.100", "192.0.2.100", "192.0.2.101"],
+        "keepalived's"
+    );
+    assert_eq!(seen[1], seen[0], "ours against keepalived's");
+}

@@ -42,6 +42,10 @@ enum Job {
         vips: Vec<Vip>,
         count: u32,
         name: String,
+        /// The least spacing (µs) of gratuitous ARPs and of NAs on this
+        /// interface (`vrrp_garp_interval`, `vrrp_gna_interval`,
+        /// `garp_group`).
+        spacing: (u64, u64),
     },
     Routes {
         add: bool,
@@ -363,11 +367,16 @@ impl World for RealWorld {
             .ok()
             .flatten()
             .unwrap_or(iface.clone());
+        let spacing = (
+            self.cfg.vrrp.announce_interval_us(&iface.name, false),
+            self.cfg.vrrp.announce_interval_us(&iface.name, true),
+        );
         let _ = self.jobs.send(Job::Announce {
             iface,
             vips: vips.to_vec(),
             count,
             name: io.name.clone(),
+            spacing,
         });
     }
 
@@ -462,12 +471,58 @@ impl World for RealWorld {
 
 /// The address worker: one job after the other, so addresses are there
 /// before the frames that announce them.
+/// Announcements held back on one interface by its spacing, as
+/// keepalived's `send_gratuitous_arp()` queues them: one pending frame per
+/// address (a second request for it while it waits adds nothing), sent one
+/// per interval, the first of the instance's address list first (its
+/// thread walks the list for the next pending address).
+struct Paced {
+    iface: Iface,
+    spacing: Duration,
+    next: tokio::time::Instant,
+    /// (position in the address list, address, frame).
+    queue: Vec<(usize, IpAddr, Vec<u8>)>,
+}
+
 async fn address_worker(
     rtnl: Rtnl,
     frames: Option<FrameSocket>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
 ) {
-    while let Some(job) = jobs.recv().await {
+    let mut paced: HashMap<(String, bool), Paced> = HashMap::new();
+    loop {
+        let wake = paced
+            .values()
+            .filter(|p| !p.queue.is_empty())
+            .map(|p| p.next)
+            .min();
+        let job = tokio::select! {
+            j = jobs.recv() => match j {
+                Some(j) => j,
+                None => return,
+            },
+            _ = async {
+                match wake {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let now = tokio::time::Instant::now();
+                for p in paced.values_mut() {
+                    let first = (0..p.queue.len()).min_by_key(|&i| p.queue[i].0);
+                    if p.next <= now {
+                        if let (Some(i), Some(fs)) = (first, &frames) {
+                            let (_, a, f) = p.queue.remove(i);
+                            if let Err(e) = fs.send(&p.iface, &f) {
+                                log::debug!("announcing {a} on {}: {e}", p.iface.name);
+                            }
+                            p.next = now + p.spacing;
+                        }
+                    }
+                }
+                continue;
+            }
+        };
         match job {
             Job::Addresses { add, index, vips } => {
                 for v in &vips {
@@ -490,16 +545,23 @@ async fn address_worker(
                 vips,
                 count,
                 name,
+                spacing,
             } => {
                 let (Some(frames), Some(mac)) = (&frames, iface.mac) else {
                     continue;
                 };
                 let router = ipv6_forwarding(&iface.name);
+                let built: Vec<(IpAddr, Vec<u8>)> = vips
+                    .iter()
+                    .map(|v| {
+                        let f = match v.addr {
+                            IpAddr::V4(a) => gratuitous_arp(mac, a),
+                            IpAddr::V6(a) => unsolicited_na(mac, a, router),
+                        };
+                        (v.addr, f)
+                    })
+                    .collect();
                 for v in &vips {
-                    let frame = match v.addr {
-                        IpAddr::V4(a) => gratuitous_arp(mac, a),
-                        IpAddr::V6(a) => unsolicited_na(mac, a, router),
-                    };
                     let what = if v.addr.is_ipv4() {
                         "gratuitous ARPs"
                     } else {
@@ -510,9 +572,33 @@ async fn address_worker(
                         iface.name,
                         v.addr
                     );
-                    for _ in 0..count {
-                        if let Err(e) = frames.send(&iface, &frame) {
-                            log::debug!("({name}) announcing {} on {}: {e}", v.addr, iface.name);
+                }
+                // keepalived's order: each repeat goes over every address.
+                for _ in 0..count {
+                    for (rank, (a, f)) in built.iter().enumerate() {
+                        let us = if a.is_ipv4() { spacing.0 } else { spacing.1 };
+                        if us > 0 {
+                            let now = tokio::time::Instant::now();
+                            let p = paced
+                                .entry((iface.name.clone(), a.is_ipv6()))
+                                .or_insert_with(|| Paced {
+                                    iface: iface.clone(),
+                                    spacing: Duration::from_micros(us),
+                                    next: now,
+                                    queue: Default::default(),
+                                });
+                            p.spacing = Duration::from_micros(us);
+                            p.iface = iface.clone();
+                            if now < p.next {
+                                if !p.queue.iter().any(|(_, q, _)| q == a) {
+                                    p.queue.push((rank, *a, f.clone()));
+                                }
+                                continue;
+                            }
+                            p.next = now + p.spacing;
+                        }
+                        if let Err(e) = frames.send(&iface, f) {
+                            log::debug!("({name}) announcing {a} on {}: {e}", iface.name);
                         }
                     }
                 }

@@ -123,7 +123,20 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
     out.scripts = super::track::scripts(cfg, cx, script_names);
     out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
     super::track::track_processes(cfg, cx);
-    super::track::garp_groups(cfg, cx);
+    out.garp_groups = super::track::garp_groups(cfg, cx);
+    let interval = |kw: &str| {
+        let v = cfg
+            .global_defs
+            .other
+            .iter()
+            .rev()
+            .find(|s| s.keyword == kw)?;
+        let t = v.args.first()?;
+        let secs: f64 = t.parse().ok()?;
+        (secs.is_finite() && secs >= 0.0).then(|| (secs * 1e6).round() as u64)
+    };
+    out.garp_interval_us = interval("vrrp_garp_interval").unwrap_or(0);
+    out.gna_interval_us = interval("vrrp_gna_interval").unwrap_or(0);
     super::track::track_groups(cfg, cx);
     // Two instances may not share a VRID on one interface and family.
     for (n, a) in out.instances.iter().enumerate() {

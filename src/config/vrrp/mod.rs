@@ -44,6 +44,43 @@ pub struct VrrpConfig {
     /// must stay down, or up, before the instances see it (UP 0 when not
     /// given, as keepalived's code does).
     pub up_down_delays: Vec<(String, u64, u64)>,
+    /// Global `vrrp_garp_interval`, µs: the least time between two
+    /// gratuitous ARPs on one interface (0: none).
+    pub garp_interval_us: u64,
+    /// Global `vrrp_gna_interval`, µs: the same for unsolicited NAs.
+    pub gna_interval_us: u64,
+    /// `garp_group` blocks: their interfaces' own intervals.
+    pub garp_groups: Vec<GarpGroup>,
+}
+
+/// `garp_group { garp_interval S ; gna_interval S ; interface IF |
+/// interfaces { … } }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GarpGroup {
+    /// The interfaces it paces.
+    pub interfaces: Vec<String>,
+    /// `garp_interval`, µs.
+    pub garp_interval_us: Option<u64>,
+    /// `gna_interval`, µs.
+    pub gna_interval_us: Option<u64>,
+}
+
+impl VrrpConfig {
+    /// The least time between two announcements (gratuitous ARP for
+    /// IPv4, unsolicited NA for IPv6) on interface `ifname`, µs: its
+    /// `garp_group`'s, else the global one.
+    pub fn announce_interval_us(&self, ifname: &str, ipv6: bool) -> u64 {
+        let g = self
+            .garp_groups
+            .iter()
+            .find(|g| g.interfaces.iter().any(|i| i == ifname));
+        match (g, ipv6) {
+            (Some(g), false) => g.garp_interval_us.unwrap_or(0),
+            (Some(g), true) => g.gna_interval_us.unwrap_or(0),
+            (None, false) => self.garp_interval_us,
+            (None, true) => self.gna_interval_us,
+        }
+    }
 }
 
 /// `state MASTER|BACKUP`: only the state wanted at start.

@@ -284,13 +284,15 @@ pub fn track_processes(cfg: &Config, cx: &mut Ctx) {
 
 /// `garp_group [NAME] { garp_interval S ; gna_interval S ; interface IF |
 /// interfaces { ... } }`, numbered from 0 as keepalived names them.
-pub fn garp_groups(cfg: &Config, cx: &mut Ctx) {
+pub fn garp_groups(cfg: &Config, cx: &mut Ctx) -> Vec<super::GarpGroup> {
     let groups = cfg
         .other_blocks
         .iter()
         .filter(|b| b.keyword == "garp_group");
+    let mut out = Vec::new();
     for (n, b) in groups.enumerate() {
         let mut delay = false;
+        let mut g = super::GarpGroup::default();
         for s in &b.settings {
             cx.line = s.line;
             if missing(cx, s, &["garp_interval", "gna_interval", "interface"]) {
@@ -300,10 +302,19 @@ pub fn garp_groups(cfg: &Config, cx: &mut Ctx) {
             match s.keyword.as_str() {
                 "garp_interval" | "gna_interval" => {
                     // keepalived counts the keyword, even with a bad value.
-                    cx.read_timer(v, 0, u64::from(u32::MAX));
+                    let us = cx.read_timer(v, 0, u64::from(u32::MAX));
+                    if s.keyword == "garp_interval" {
+                        g.garp_interval_us = us.or(g.garp_interval_us);
+                    } else {
+                        g.gna_interval_us = us.or(g.gna_interval_us);
+                    }
                     delay = true;
                 }
-                "interface" => garp_interface(cx, v),
+                "interface" => {
+                    if garp_interface(cx, v) {
+                        g.interfaces.push(v.to_string());
+                    }
+                }
                 _ => {}
             }
         }
@@ -315,7 +326,9 @@ pub fn garp_groups(cfg: &Config, cx: &mut Ctx) {
             for l in &c.values {
                 cx.line = l.line;
                 for w in &l.words {
-                    garp_interface(cx, w);
+                    if garp_interface(cx, w) {
+                        g.interfaces.push(w.to_string());
+                    }
                 }
             }
         }
@@ -324,16 +337,21 @@ pub fn garp_groups(cfg: &Config, cx: &mut Ctx) {
             cx.err(format!(
                 "garp group {n} does not have any delay set - removing"
             ));
+            continue;
         }
+        out.push(g);
     }
+    out
 }
 
-fn garp_interface(cx: &mut Ctx, ifn: &str) {
+fn garp_interface(cx: &mut Ctx, ifn: &str) -> bool {
     if !cx.host.interface_exists(ifn) {
         cx.bad_interface(format!(
             "WARNING - interface {ifn} specified for garp_group doesn't exist"
         ));
+        return false;
     }
+    true
 }
 
 /// `track_group NAME { group { ... } }`.

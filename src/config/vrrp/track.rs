@@ -310,11 +310,7 @@ pub fn garp_groups(cfg: &Config, cx: &mut Ctx) -> Vec<super::GarpGroup> {
                     }
                     delay = true;
                 }
-                "interface" => {
-                    if garp_interface(cx, v) {
-                        g.interfaces.push(v.to_string());
-                    }
-                }
+                "interface" if garp_interface(cx, v) => g.interfaces.push(v.to_string()),
                 _ => {}
             }
         }

@@ -1,7 +1,8 @@
 //! The VRRP subsystem as the shell hosts it: the real [`World`] of
 //! [`crate::vrrp::run`] — one raw socket per instance with a reader task,
-//! rtnetlink for the addresses, a packet socket for the announcements, the
-//! link watcher, and the scripts (run by the checker's script runner, so
+//! rtnetlink and a packet socket behind the address worker ([`worker`]),
+//! the link and address watcher, notifications (scripts, FIFOs, SMTP), and
+//! the scripts (run by the checker's script runner, so
 //! both sides start scripts the same way) — and the loop that turns the
 //! shell's [`Command`]s into runner events. It runs on a thread of its own,
 //! so no checker load can delay an advert.
@@ -12,8 +13,7 @@ use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::vrrp::{Instance, NotifyScript, Route, Rule, Vip, VrrpScript};
 use crate::config::Loaded;
-use crate::vrrp::announce::{gratuitous_arp, unsolicited_na};
-use crate::vrrp::net::{ipv6_forwarding, AdvertSocket, FrameSocket, Iface};
+use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
 use crate::vrrp::rtnl::{watch, NetEvent, Rtnl};
 use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, Statics, World};
 use crate::vrrp::script::Outcome;
@@ -24,40 +24,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use worker::{address_worker, Job};
+
+mod worker;
 
 /// How long a notify script may run before it is cut (keepalived never
 /// waits for them; we reap them).
 const NOTIFY_LIMIT: Duration = Duration::from_secs(86_400);
-
-/// One ordered job for the address worker: addresses, then the frames
-/// announcing them, in the order the runner asked.
-enum Job {
-    Addresses {
-        add: bool,
-        index: u32,
-        vips: Vec<Vip>,
-    },
-    Announce {
-        iface: Iface,
-        vips: Vec<Vip>,
-        count: u32,
-        name: String,
-        /// The least spacing (µs) of gratuitous ARPs and of NAs on this
-        /// interface (`vrrp_garp_interval`, `vrrp_gna_interval`,
-        /// `garp_group`).
-        spacing: (u64, u64),
-    },
-    Routes {
-        add: bool,
-        index: Option<u32>,
-        routes: Vec<Route>,
-    },
-    Rules {
-        add: bool,
-        rules: Vec<Rule>,
-    },
-    Done(tokio::sync::oneshot::Sender<()>),
-}
 
 /// What the world holds for one node.
 struct NodeIo {
@@ -466,168 +439,6 @@ impl World for RealWorld {
             };
             let _ = events.send(Event::Script(name, o));
         });
-    }
-}
-
-/// The address worker: one job after the other, so addresses are there
-/// before the frames that announce them.
-/// Announcements held back on one interface by its spacing, as
-/// keepalived's `send_gratuitous_arp()` queues them: one pending frame per
-/// address (a second request for it while it waits adds nothing), sent one
-/// per interval, the first of the instance's address list first (its
-/// thread walks the list for the next pending address).
-struct Paced {
-    iface: Iface,
-    spacing: Duration,
-    next: tokio::time::Instant,
-    /// (position in the address list, address, frame).
-    queue: Vec<(usize, IpAddr, Vec<u8>)>,
-}
-
-async fn address_worker(
-    rtnl: Rtnl,
-    frames: Option<FrameSocket>,
-    mut jobs: mpsc::UnboundedReceiver<Job>,
-) {
-    let mut paced: HashMap<(String, bool), Paced> = HashMap::new();
-    loop {
-        let wake = paced
-            .values()
-            .filter(|p| !p.queue.is_empty())
-            .map(|p| p.next)
-            .min();
-        let job = tokio::select! {
-            j = jobs.recv() => match j {
-                Some(j) => j,
-                None => return,
-            },
-            _ = async {
-                match wake {
-                    Some(t) => tokio::time::sleep_until(t).await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                let now = tokio::time::Instant::now();
-                for p in paced.values_mut() {
-                    let first = (0..p.queue.len()).min_by_key(|&i| p.queue[i].0);
-                    if p.next <= now {
-                        if let (Some(i), Some(fs)) = (first, &frames) {
-                            let (_, a, f) = p.queue.remove(i);
-                            if let Err(e) = fs.send(&p.iface, &f) {
-                                log::debug!("announcing {a} on {}: {e}", p.iface.name);
-                            }
-                            p.next = now + p.spacing;
-                        }
-                    }
-                }
-                continue;
-            }
-        };
-        match job {
-            Job::Addresses { add, index, vips } => {
-                for v in &vips {
-                    let index = match &v.dev {
-                        Some(d) => nix::net::if_::if_nametoindex(d.as_str()).unwrap_or(index),
-                        None => index,
-                    };
-                    let r = if add {
-                        rtnl.add(index, v).await
-                    } else {
-                        rtnl.del(index, v).await
-                    };
-                    if let Err(e) = r {
-                        log::error!("{e}");
-                    }
-                }
-            }
-            Job::Announce {
-                iface,
-                vips,
-                count,
-                name,
-                spacing,
-            } => {
-                let (Some(frames), Some(mac)) = (&frames, iface.mac) else {
-                    continue;
-                };
-                let router = ipv6_forwarding(&iface.name);
-                let built: Vec<(IpAddr, Vec<u8>)> = vips
-                    .iter()
-                    .map(|v| {
-                        let f = match v.addr {
-                            IpAddr::V4(a) => gratuitous_arp(mac, a),
-                            IpAddr::V6(a) => unsolicited_na(mac, a, router),
-                        };
-                        (v.addr, f)
-                    })
-                    .collect();
-                for v in &vips {
-                    let what = if v.addr.is_ipv4() {
-                        "gratuitous ARPs"
-                    } else {
-                        "Unsolicited Neighbour Adverts"
-                    };
-                    log::debug!(
-                        "({name}) Sending/queueing {what} on {} for {}",
-                        iface.name,
-                        v.addr
-                    );
-                }
-                // keepalived's order: each repeat goes over every address.
-                for _ in 0..count {
-                    for (rank, (a, f)) in built.iter().enumerate() {
-                        let us = if a.is_ipv4() { spacing.0 } else { spacing.1 };
-                        if us > 0 {
-                            let now = tokio::time::Instant::now();
-                            let p = paced
-                                .entry((iface.name.clone(), a.is_ipv6()))
-                                .or_insert_with(|| Paced {
-                                    iface: iface.clone(),
-                                    spacing: Duration::from_micros(us),
-                                    next: now,
-                                    queue: Default::default(),
-                                });
-                            p.spacing = Duration::from_micros(us);
-                            p.iface = iface.clone();
-                            if now < p.next {
-                                if !p.queue.iter().any(|(_, q, _)| q == a) {
-                                    p.queue.push((rank, *a, f.clone()));
-                                }
-                                continue;
-                            }
-                            p.next = now + p.spacing;
-                        }
-                        if let Err(e) = frames.send(&iface, f) {
-                            log::debug!("({name}) announcing {a} on {}: {e}", iface.name);
-                        }
-                    }
-                }
-            }
-            Job::Routes { add, index, routes } => {
-                for r in &routes {
-                    if r.encap && add {
-                        log::warn!(
-                            "route {}/{}: encap is not sent (keepalived-rs reads it only)",
-                            r.dst,
-                            r.prefix
-                        );
-                    }
-                    if let Err(e) = rtnl.route(r, index, add).await {
-                        log::error!("{e}");
-                    }
-                }
-            }
-            Job::Rules { add, rules } => {
-                for r in &rules {
-                    if let Err(e) = rtnl.rule(r, add).await {
-                        log::error!("{e}");
-                    }
-                }
-            }
-            Job::Done(tx) => {
-                let _ = tx.send(());
-            }
-        }
     }
 }
 

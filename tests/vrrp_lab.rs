@@ -843,24 +843,7 @@ fn ipv6_unicast_adverts_carry_unicast_ttl() {
                  unicast_peer {\n    2001:db8::2\n  }\n  state MASTER\n";
     for imp in [Impl::Keepalived, Impl::Ours] {
         let mut lab = Lab::up(if imp == Impl::Ours { "kvhlo" } else { "kvhlk" });
-        let dump = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.ns(2),
-                "timeout",
-                "6",
-                "tcpdump",
-                "-lni",
-                "eth0",
-                "-v",
-                "ip6 proto 112",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        sleep(Duration::from_millis(500));
+        let dump = lab.capture(2, "ip6 proto 112", 6);
         lab.start(1, imp, &conf(255, extra, "2001:db8::100/64", ""));
         let out = dump.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -887,23 +870,7 @@ fn vrrp_garp_interval_paces_announcements_as_keepalived() {
     let mut seen = Vec::new();
     for imp in [Impl::Keepalived, Impl::Ours] {
         let mut lab = Lab::up(if imp == Impl::Ours { "kvgio" } else { "kvgik" });
-        let dump = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.ns(2),
-                "timeout",
-                "4",
-                "tcpdump",
-                "-ttlni",
-                "eth0",
-                "arp",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        sleep(Duration::from_millis(500));
+        let dump = lab.capture(2, "arp", 4);
         let cfg = conf(
             255,
             "  state MASTER\n  garp_master_delay 0\n",
@@ -918,7 +885,8 @@ fn vrrp_garp_interval_paces_announcements_as_keepalived() {
             .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                let (t, who, tell) = (f.first()?, f.get(4)?, f.get(7)?);
+                let after = |k: &str| f.iter().position(|x| *x == k).and_then(|i| f.get(i + 1));
+                let (t, who, tell) = (f.first()?, after("who-has")?, after("tell")?);
                 if tell.trim_end_matches(',') != *who {
                     return None;
                 }

@@ -585,12 +585,7 @@ mod route_tests {
     use super::*;
     use crate::config::vrrp::iproute::parse_route;
 
-    struct Eth0;
-    impl crate::config::validate::Host for Eth0 {
-        fn interface_exists(&self, n: &str) -> bool {
-            n == "eth0"
-        }
-    }
+    use crate::config::vrrp::testing::Eth0;
 
     fn route(line: &str) -> Route {
         let host = Eth0;

@@ -631,6 +631,22 @@ impl Lab {
         })
     }
 
+    /// Starts `tcpdump -ttlni eth0 -v FILTER` inside director `n`'s
+    /// namespace for `secs` seconds (what the bridge cannot see: unicast
+    /// between two of its ports); its output comes with `wait_with_output`.
+    pub fn capture(&self, n: usize, filter: &str, secs: u32) -> Child {
+        let c = Command::new("ip")
+            .args(["netns", "exec", &self.ns(n), "timeout", &secs.to_string()])
+            .args(["tcpdump", "-ttlni", "eth0", "-v", filter])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tcpdump");
+        // tcpdump needs a moment before it sees anything.
+        std::thread::sleep(Duration::from_millis(500));
+        c
+    }
+
     /// The metrics text of ours on director `n`, asked over its status
     /// socket (the `metrics` line `metrics_listen` serves too).
     pub fn metrics(&self, n: usize) -> String {

@@ -67,6 +67,14 @@ pub fn parse_prefix(cx: &mut Ctx, text: &str) -> Option<(Option<IpAddr>, u8)> {
     if matches!(text, "default" | "all" | "any") {
         return Some((None, 0));
     }
+    let (a, p) = address_and_prefix(cx, text)?;
+    Some((Some(a), p))
+}
+
+/// `IP[/PREFIX]` as `parse_ipaddress()` reads it: an invalid address is
+/// reported and gives `None`, an invalid prefix is reported and replaced
+/// by the full length (/32, /128).
+fn address_and_prefix(cx: &mut Ctx, text: &str) -> Option<(IpAddr, u8)> {
     let (ip_text, prefix_text) = match text.split_once('/') {
         Some((a, p)) => (a, Some(p)),
         None => (text, None),
@@ -88,7 +96,7 @@ pub fn parse_prefix(cx: &mut Ctx, text: &str) -> Option<(Option<IpAddr>, u8)> {
             }
         },
     };
-    Some((Some(addr), prefix))
+    Some((addr, prefix))
 }
 
 /// Reads one address line; `None` when keepalived drops the address (the
@@ -96,27 +104,8 @@ pub fn parse_prefix(cx: &mut Ctx, text: &str) -> Option<(Option<IpAddr>, u8)> {
 pub fn parse_vip(cx: &mut Ctx, words: &[String], line: usize) -> Option<Vip> {
     cx.line = line;
     let first = words.first()?;
-    let (ip_text, prefix_text) = match first.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (first.as_str(), None),
-    };
-    let Some(addr) = parse_ip(ip_text) else {
-        cx.err(format!("VRRP parsed invalid IP {first}. skipping IP..."));
-        return None;
-    };
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match prefix_text {
-        None => max,
-        Some(p) => match cx.read_unsigned(p, 0, u64::from(max)) {
-            Some(v) => v as u8,
-            None => {
-                cx.err(format!(
-                    "Invalid address prefix len {p} for address {first} - using {max}"
-                ));
-                max
-            }
-        },
-    };
+    let ip_text = first.split('/').next().unwrap_or(first);
+    let (addr, prefix) = address_and_prefix(cx, first)?;
     let mut vip = Vip::new(addr, prefix, line);
     let mut i = 1;
     while i < words.len() {

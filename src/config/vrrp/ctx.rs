@@ -124,3 +124,21 @@ pub(super) fn bool_word(v: &str) -> Option<bool> {
         _ => None,
     }
 }
+
+/// What the VRRP readers' tests share: a host with one interface, `eth0`,
+/// and a line split in words.
+#[cfg(test)]
+pub mod testing {
+    /// A host whose only interface is `eth0`.
+    pub struct Eth0;
+    impl crate::config::validate::Host for Eth0 {
+        fn interface_exists(&self, n: &str) -> bool {
+            n == "eth0"
+        }
+    }
+
+    /// `s` split on whitespace.
+    pub fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+}

@@ -139,6 +139,16 @@ fn slot<'w>(cx: &mut Ctx, words: &'w [String], i: usize) -> Option<&'w str> {
     }
 }
 
+/// A name or number of `kind` (`/etc/iproute2`), or keepalived's message
+/// (`%s` the word).
+pub(super) fn named(cx: &mut Ctx, kind: Kind, s: &str, msg: &str) -> Option<u32> {
+    let v = rttables::find(kind, s);
+    if v.is_none() {
+        cx.err(msg.replace("%s", s));
+    }
+    v
+}
+
 /// `get_u32()`/`get_u8()`: `read_unsigned()` with keepalived's message.
 fn get_num(cx: &mut Ctx, s: &str, max: u64, msg: &str) -> Option<u32> {
     match cx.read_unsigned(s, 0, max) {
@@ -315,46 +325,24 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
             "tos" | "dsfield" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                match rttables::find(Kind::DsField, s) {
-                    Some(v) => r.tos = Some(v as u8),
-                    None => {
-                        cx.err(format!("TOS value {s} is invalid"));
-                        return None;
-                    }
-                }
+                r.tos = Some(named(cx, Kind::DsField, s, "TOS value %s is invalid")? as u8);
             }
             "table" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                match rttables::find(Kind::Table, s) {
-                    Some(v) => r.table = v,
-                    None => {
-                        cx.err(format!("Routing table {s} not found for route"));
-                        return None;
-                    }
-                }
+                r.table = named(cx, Kind::Table, s, "Routing table %s not found for route")?;
             }
             "protocol" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                match rttables::find(Kind::Proto, s) {
-                    Some(v) => r.protocol = Some(v as u8),
-                    None => {
-                        cx.err(format!("Protocol {s} not found or invalid for route"));
-                        return None;
-                    }
-                }
+                let msg = "Protocol %s not found or invalid for route";
+                r.protocol = Some(named(cx, Kind::Proto, s, msg)? as u8);
             }
             "scope" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                match rttables::find(Kind::Scope, s) {
-                    Some(v) => r.scope = Some(v as u8),
-                    None => {
-                        cx.err(format!("Scope {s} not found or invalid for route"));
-                        return None;
-                    }
-                }
+                let msg = "Scope %s not found or invalid for route";
+                r.scope = Some(named(cx, Kind::Scope, s, msg)? as u8);
             }
             "metric" | "priority" | "preference" => {
                 i += 1;
@@ -782,16 +770,7 @@ fn skip_encap(cx: &mut Ctx, words: &[String], i: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    struct Eth0;
-    impl crate::config::validate::Host for Eth0 {
-        fn interface_exists(&self, n: &str) -> bool {
-            n == "eth0"
-        }
-    }
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_string).collect()
-    }
+    use crate::config::vrrp::ctx::testing::{w, Eth0};
 
     #[test]
     fn route_lines_read_as_keepalived_reads_them() {

@@ -11,7 +11,7 @@
 
 use super::address::parse_prefix;
 use super::ctx::Ctx;
-use super::iproute::RTPROT_KEEPALIVED;
+use super::iproute::{named, RTPROT_KEEPALIVED};
 use super::rttables::{self, strtoul_whole, Kind};
 use serde::Serialize;
 use std::net::IpAddr;
@@ -221,10 +221,7 @@ pub fn parse_rule(
             "table" | "lookup" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                let Some(t) = rttables::find(Kind::Table, s) else {
-                    cx.err(format!("Routing table {s} not found for rule"));
-                    return None;
-                };
+                let t = named(cx, Kind::Table, s, "Routing table %s not found for rule")?;
                 if t == 0 {
                     cx.err("Table 0 is not valid");
                     return None;
@@ -258,13 +255,7 @@ pub fn parse_rule(
             "tos" | "dsfield" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                match rttables::find(Kind::DsField, s) {
-                    Some(v) => r.tos = Some(v as u8),
-                    None => {
-                        cx.err(format!("TOS value {s} is invalid"));
-                        return None;
-                    }
-                }
+                r.tos = Some(named(cx, Kind::DsField, s, "TOS value %s is invalid")? as u8);
             }
             "fwmark" => {
                 i += 1;
@@ -325,13 +316,8 @@ pub fn parse_rule(
             "suppress_ifgroup" | "sup_group" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                match rttables::find(Kind::Group, s) {
-                    Some(v) => r.suppress_ifgroup = Some(v),
-                    None => {
-                        cx.err(format!("suppress_group {s} is invalid"));
-                        return None;
-                    }
-                }
+                r.suppress_ifgroup =
+                    Some(named(cx, Kind::Group, s, "suppress_group %s is invalid")?);
                 table_option = true;
             }
             "dev" | "iif" | "oif" => {
@@ -509,16 +495,7 @@ pub fn parse_rule(
 mod tests {
     use super::*;
 
-    struct Eth0;
-    impl crate::config::validate::Host for Eth0 {
-        fn interface_exists(&self, n: &str) -> bool {
-            n == "eth0"
-        }
-    }
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_string).collect()
-    }
+    use crate::config::vrrp::ctx::testing::{w, Eth0};
 
     #[test]
     fn rule_lines_read_as_keepalived_reads_them() {

@@ -15,6 +15,8 @@ mod track;
 
 pub use address::{parse_vip, Vip};
 pub use build::build;
+#[cfg(test)]
+pub use ctx::testing;
 pub use iproute::{NextHop, Route};
 pub use iprule::{Rule, RuleAction};
 

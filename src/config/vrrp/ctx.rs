@@ -141,4 +141,19 @@ pub mod testing {
     pub fn w(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
     }
+
+    /// Each (line, message) was reported.
+    pub fn assert_reported(diags: &crate::config::diag::Diagnostics, want: &[(usize, &str)]) {
+        let lines: Vec<(usize, String)> = diags
+            .items()
+            .iter()
+            .map(|d| (d.line, d.message.clone()))
+            .collect();
+        for (line, msg) in want {
+            assert!(
+                lines.iter().any(|(l, m)| l == line && m == msg),
+                "{line}: {msg:?} in {lines:?}"
+            );
+        }
+    }
 }

@@ -770,7 +770,7 @@ fn skip_encap(cx: &mut Ctx, words: &[String], i: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    use crate::config::vrrp::ctx::testing::{w, Eth0};
+    use crate::config::vrrp::ctx::testing::{assert_reported, w, Eth0};
 
     #[test]
     fn route_lines_read_as_keepalived_reads_them() {
@@ -819,18 +819,14 @@ mod tests {
         assert!(parse_route(&mut cx, &w("metric 5 dev eth0"), 8).is_none());
         assert!(parse_route(&mut cx, &w("198.51.100.0/24 dev nosuch"), 9).is_none());
         assert!(cx.bad_if);
-        let lines: Vec<(usize, String)> = diags
-            .items()
-            .iter()
-            .map(|d| (d.line, d.message.clone()))
-            .collect();
-        for want in [
+        assert_reported(
+            &diags,
+            &[
             (4, "Warning - cannot track route 2001:db8:1::/48 with no interface specified, not tracking"),
             (7, "Cannot mix IPv4 and IPv6 addresses for route"),
             (8, "Route must have a destination"),
             (9, "WARNING - interface nosuch for VROUTE nexthop doesn't exist"),
-        ] {
-            assert!(lines.iter().any(|(l, m)| *l == want.0 && m == want.1), "{want:?} in {lines:?}");
-        }
+],
+        );
     }
 }

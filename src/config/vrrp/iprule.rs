@@ -495,7 +495,7 @@ pub fn parse_rule(
 mod tests {
     use super::*;
 
-    use crate::config::vrrp::ctx::testing::{w, Eth0};
+    use crate::config::vrrp::ctx::testing::{assert_reported, w, Eth0};
 
     #[test]
     fn rule_lines_read_as_keepalived_reads_them() {
@@ -528,18 +528,14 @@ mod tests {
         assert!(parse_rule(&mut cx, &w("from 192.0.2.0/24"), 7, &mut next).is_none());
         assert!(parse_rule(&mut cx, &w("goto 2 priority 3"), 8, &mut next).is_none());
         assert!(parse_rule(&mut cx, &w("sport 80 nop priority 3"), 9, &mut next).is_some());
-        let lines: Vec<(usize, String)> = diags
-            .items()
-            .iter()
-            .map(|d| (d.line, d.message.clone()))
-            .collect();
-        for want in [
+        assert_reported(
+            &diags,
+            &[
             (4, "Rule has no preference specified - setting to 16384. This is probably not what you want."),
             (7, "No action specified for rule - ignoring"),
             (8, "Invalid rule - preference 3 >= goto target 2"),
             (9, "invalid sport range 80"),
-        ] {
-            assert!(lines.iter().any(|(l, m)| *l == want.0 && m == want.1), "{want:?} in {lines:?}");
-        }
+],
+        );
     }
 }

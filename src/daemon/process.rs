@@ -314,6 +314,21 @@ pub fn init_logging(opts: &Options, ident: &str) {
 
 /// [`init_logging`] with the VRRP side's ident for its own lines.
 pub fn init_logging_with(opts: &Options, ident: &str, vrrp_ident: Option<&str>) {
+    let logger = build_logger(opts, ident, vrrp_ident, None);
+    let level = logger.level;
+    if log::set_boxed_logger(Box::new(logger)).is_ok() {
+        log::set_max_level(level);
+    }
+}
+
+/// The logger [`init_logging_with`] installs; syslog through `syslog_at`
+/// instead of the system's socket when given (tests).
+pub fn build_logger(
+    opts: &Options,
+    ident: &str,
+    vrrp_ident: Option<&str>,
+    syslog_at: Option<&Path>,
+) -> Logger {
     let level = if opts.log_detail > 0 {
         log::LevelFilter::Debug
     } else {
@@ -336,12 +351,16 @@ pub fn init_logging_with(opts: &Options, ident: &str, vrrp_ident: Option<&str>) 
             .as_deref()
             .and_then(facility)
             .unwrap_or(syslog::Facility::LOG_DAEMON);
-        syslog::unix(syslog::Formatter3164 {
+        let f = syslog::Formatter3164 {
             facility,
             hostname: None,
             process: ident.to_string(),
             pid: std::process::id(),
-        })
+        };
+        match syslog_at {
+            Some(p) => syslog::unix_custom(f, p),
+            None => syslog::unix(f),
+        }
         .ok()
         .map(Mutex::new)
     };
@@ -377,15 +396,12 @@ pub fn init_logging_with(opts: &Options, ident: &str, vrrp_ident: Option<&str>) 
             .ok()
             .map(Mutex::new)
     });
-    let logger = Logger {
+    Logger {
         console,
         syslog,
         vrrp_syslog,
         file,
         level,
-    };
-    if log::set_boxed_logger(Box::new(logger)).is_ok() {
-        log::set_max_level(level);
     }
 }
 
@@ -555,5 +571,57 @@ mod umask_tests {
         assert_eq!(parse_umask("IWGRP|IWOTH"), Some(0o022));
         assert_eq!(parse_umask("IWGRP|bad"), None);
         assert_eq!(parse_umask("01000"), None);
+    }
+}
+
+#[cfg(test)]
+mod ident_tests {
+    use super::*;
+    use log::Log;
+
+    /// Over a real datagram socket: the VRRP side's lines (its modules'
+    /// targets) go out as `Keepalived_vrrp`, the checker's as
+    /// `Keepalived_healthcheckers`, as keepalived's two children log.
+    #[test]
+    fn vrrp_lines_go_to_syslog_as_keepalived_vrrp() {
+        let dir = std::env::temp_dir().join(format!("kr-ident-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log.sock");
+        let sink = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+        sink.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let opts = Options::default();
+        let logger = build_logger(&opts, &ident(None), Some(&vrrp_ident(None)), Some(&path));
+        let line = |target: &str, msg: &str| {
+            logger.log(
+                &log::Record::builder()
+                    .args(format_args!("{msg}"))
+                    .level(log::Level::Info)
+                    .target(target)
+                    .build(),
+            );
+            let mut b = [0u8; 512];
+            let n = sink.recv(&mut b).unwrap();
+            String::from_utf8_lossy(&b[..n]).to_string()
+        };
+        let pid = std::process::id();
+        // The targets are module paths: this crate's are `keepalived::…`.
+        assert_eq!(module_path!(), "keepalived::daemon::process::ident_tests");
+        let v = line("keepalived::vrrp::run", "(VI_1) Entering MASTER STATE");
+        assert!(
+            v.contains(&format!(
+                "Keepalived_vrrp[{pid}]: (VI_1) Entering MASTER STATE"
+            )),
+            "{v}"
+        );
+        let d = line("keepalived::daemon::vrrp::worker", "x");
+        assert!(d.contains(&format!("Keepalived_vrrp[{pid}]: x")), "{d}");
+        let c = line("keepalived::check::engine", "Activating healthchecker");
+        assert!(
+            c.contains(&format!("Keepalived_healthcheckers[{pid}]: Activating")),
+            "{c}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

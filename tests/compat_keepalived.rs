@@ -1044,6 +1044,50 @@ fn generated_configs_match_keepalived() {
             continue;
         }
         let ours_at = our_lines(&us_err);
+        // DIFF_TEXT=FILE: the messages (not only their lines) that one side
+        // prints and the other does not, for configs without NUL bytes
+        // (whose line numbers keepalived's first parse shifts). A survey,
+        // not an assertion: wording is checked message by message in the
+        // fixtures.
+        if let (Ok(path), false) = (std::env::var("DIFF_TEXT"), conf.contains('\0')) {
+            let ka_msgs: BTreeSet<String> = ka_err
+                .lines()
+                .filter_map(|l| {
+                    let i = l.find("Line ")?;
+                    let rest = &l[i + 5..];
+                    let end = rest.find(')')?;
+                    Some(format!("{}: {}", &rest[..end], rest[end + 1..].trim()))
+                })
+                .collect();
+            let our_msgs: BTreeSet<String> = us_err
+                .lines()
+                .filter_map(|l| {
+                    let rest = l.strip_prefix("k.conf:")?;
+                    let (n, rest) = rest.split_once(':')?;
+                    let msg = ["error: ", "warning: ", "note: "]
+                        .iter()
+                        .find_map(|k| rest.split_once(k).map(|x| x.1))?;
+                    Some(format!("{n}: {}", msg.trim()))
+                })
+                .collect();
+            if ka_msgs != our_msgs {
+                let mut rep = format!("== seed {seed}\n");
+                for m in ka_msgs.difference(&our_msgs) {
+                    rep.push_str(&format!("ka-only   {m}\n"));
+                }
+                for m in our_msgs.difference(&ka_msgs) {
+                    rep.push_str(&format!("ours-only {m}\n"));
+                }
+                use std::io::Write;
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                {
+                    let _ = f.write_all(rep.as_bytes());
+                }
+            }
+        }
         if ka != 2 && ka_lines_real(&ka_err, &conf, &ours_at, &us_err) != ours_at {
             line_diffs += 1;
             // DIFF_REPORT=FILE: what each side reports on lines the other

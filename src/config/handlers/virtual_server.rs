@@ -33,13 +33,17 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
                 None => Some(0),
                 Some(s) => parse_port(s),
             };
+            if let (Some(s), None) = (&port_s, port) {
+                // inet_stosockaddr() reads the port first, with its message.
+                crate::config::numbers::read_unsigned(p, s, 1, 65535, false);
+            }
             match (ip, port) {
                 (Some(ip), Some(port)) => VsAddress::Addr { ip, port },
                 _ => {
                     p.err_hint(
                         ErrClass::GeneralError,
                         format!(
-                            "Invalid virtual server ip address/port {}/{} - skipping",
+                            "Invalid virtual server IP address/port {}/{} - skipping",
                             a1,
                             port_s.unwrap_or_default()
                         ),
@@ -431,6 +435,9 @@ pub fn vs_sorry_server(p: P, w: &[Word]) -> HandlerResult {
         None => Some(0),
         Some(s) => parse_port(s),
     };
+    if let (Some(s), None) = (&ps, port) {
+        crate::config::numbers::read_unsigned(p, s, 1, 65535, false);
+    }
     match (ip, port) {
         (Some(ip), Some(port)) => {
             if let Some(v) = vs(p) {
@@ -448,11 +455,7 @@ pub fn vs_sorry_server(p: P, w: &[Word]) -> HandlerResult {
         }
         _ => p.err(
             ErrClass::GeneralError,
-            format!(
-                "Invalid sorry server ip address/port {}/{} - skipping",
-                a,
-                ps.unwrap_or_default()
-            ),
+            format!("Invalid sorry server IP address {a} - skipping"),
         ),
     }
     Ok(())

@@ -11,6 +11,8 @@
 
 use super::address::parse_prefix;
 use super::ctx::Ctx;
+pub use super::nexthop::NextHop;
+use super::nexthop::{parse_nexthops, skip_encap};
 use super::rttables::{self, Kind};
 use crate::config::parser::parse_ip;
 use serde::Serialize;
@@ -56,21 +58,6 @@ pub mod rtax {
     pub const CC_ALGO: u16 = 16;
     /// `RTAX_FASTOPEN_NO_COOKIE`.
     pub const FASTOPEN_NO_COOKIE: u16 = 17;
-}
-
-/// One next hop of a multipath route (`nexthop …`, or `via A or B`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NextHop {
-    /// `via`.
-    pub via: Option<IpAddr>,
-    /// `dev`.
-    pub dev: Option<String>,
-    /// `weight` (1..256, as given).
-    pub weight: Option<u16>,
-    /// `onlink`.
-    pub onlink: bool,
-    /// `realms`.
-    pub realms: Option<u32>,
 }
 
 /// A virtual or static route.
@@ -129,7 +116,7 @@ pub struct Route {
 }
 
 /// The word at `i`, or keepalived's missing-parameter stop.
-fn slot<'w>(cx: &mut Ctx, words: &'w [String], i: usize) -> Option<&'w str> {
+pub(super) fn slot<'w>(cx: &mut Ctx, words: &'w [String], i: usize) -> Option<&'w str> {
     match words.get(i) {
         Some(w) => Some(w.as_str()),
         None => {
@@ -150,7 +137,7 @@ pub(super) fn named(cx: &mut Ctx, kind: Kind, s: &str, msg: &str) -> Option<u32>
 }
 
 /// `get_u32()`/`get_u8()`: `read_unsigned()` with keepalived's message.
-fn get_num(cx: &mut Ctx, s: &str, max: u64, msg: &str) -> Option<u32> {
+pub(super) fn get_num(cx: &mut Ctx, s: &str, max: u64, msg: &str) -> Option<u32> {
     match cx.read_unsigned(s, 0, max) {
         Some(v) => Some(v as u32),
         None => {
@@ -188,8 +175,29 @@ fn time_rtt(cx: &mut Ctx, s: &str) -> Option<(u32, bool)> {
     (v <= u64::from(u32::MAX)).then_some((v as u32, raw))
 }
 
+/// A single address as `parse_ipaddress()` reads one: an invalid one is
+/// keepalived's two lines, the second `what` (`%s` the word).
+pub(super) fn address(cx: &mut Ctx, s: &str, what: &str) -> Option<IpAddr> {
+    let a = parse_ip(s);
+    if a.is_none() {
+        cx.err(format!("VRRP parsed invalid IP {s}. skipping IP..."));
+        cx.err(what.replace("%s", s));
+    }
+    a
+}
+
+/// One address of the route's own (`src`, `via`): family checked.
+fn family_address(cx: &mut Ctx, family: &mut Option<bool>, s: &str, what: &str) -> Option<IpAddr> {
+    let a = address(cx, s, what)?;
+    if !set_family(family, a.is_ipv6()) {
+        cx.err(MIX);
+        return None;
+    }
+    Some(a)
+}
+
 /// Family bookkeeping as `alloc_route()` keeps it.
-fn set_family(family: &mut Option<bool>, v6: bool) -> bool {
+pub(super) fn set_family(family: &mut Option<bool>, v6: bool) -> bool {
     match *family {
         None => {
             *family = Some(v6);
@@ -255,16 +263,12 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
             "src" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                let Some(a) = parse_ip(s) else {
-                    cx.err(format!("VRRP parsed invalid IP {s}. skipping IP..."));
-                    cx.err(format!("invalid route src address {s}"));
-                    return None;
-                };
-                if !set_family(&mut family, a.is_ipv6()) {
-                    cx.err(MIX);
-                    return None;
-                }
-                r.src = Some(a);
+                r.src = Some(family_address(
+                    cx,
+                    &mut family,
+                    s,
+                    "invalid route src address %s",
+                )?);
             }
             "as" => {
                 i += 1;
@@ -294,16 +298,12 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
                         return None;
                     }
                 }
-                let Some(a) = parse_ip(s) else {
-                    cx.err(format!("VRRP parsed invalid IP {s}. skipping IP..."));
-                    cx.err(format!("invalid route via address {s}"));
-                    return None;
-                };
-                if !set_family(&mut family, a.is_ipv6()) {
-                    cx.err(MIX);
-                    return None;
-                }
-                r.via = Some(a);
+                r.via = Some(family_address(
+                    cx,
+                    &mut family,
+                    s,
+                    "invalid route via address %s",
+                )?);
             }
             "from" => {
                 i += 1;
@@ -554,11 +554,7 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
                 };
                 i += 1;
                 let s = slot(cx, words, i)?;
-                let Some(a) = parse_ip(s) else {
-                    cx.err(format!("VRRP parsed invalid IP {s}. skipping IP..."));
-                    cx.err(format!("Invalid \"or\" address {s}"));
-                    return None;
-                };
+                let a = address(cx, s, "Invalid \"or\" address %s")?;
                 r.nexthops.push(first);
                 r.nexthops.push(NextHop {
                     via: Some(a),
@@ -634,136 +630,6 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
     });
     r.prefix = prefix;
     Some(r)
-}
-
-/// `parse_nexthops()`: the `nexthop …` groups ending a route line.
-fn parse_nexthops(
-    cx: &mut Ctx,
-    words: &[String],
-    mut i: usize,
-    r: &mut Route,
-    family: &mut Option<bool>,
-) -> Option<()> {
-    while i < words.len() && words[i] == "nexthop" {
-        i += 1;
-        let mut nh = NextHop {
-            via: None,
-            dev: None,
-            weight: None,
-            onlink: false,
-            realms: None,
-        };
-        while i < words.len() {
-            match words[i].as_str() {
-                "via" => {
-                    i += 1;
-                    let mut s = slot(cx, words, i)?;
-                    if s == "inet" || s == "inet6" {
-                        if !set_family(family, s == "inet6") {
-                            cx.err("IPv4/6 mismatch for nexthop");
-                            return None;
-                        }
-                        i += 1;
-                        s = slot(cx, words, i)?;
-                    }
-                    let Some(a) = parse_ip(s) else {
-                        cx.err(format!("VRRP parsed invalid IP {s}. skipping IP..."));
-                        cx.err(format!("invalid nexthop address {s}"));
-                        return None;
-                    };
-                    if !set_family(family, a.is_ipv6()) {
-                        cx.err("Address family mismatch for next hop");
-                        return None;
-                    }
-                    nh.via = Some(a);
-                }
-                "dev" => {
-                    i += 1;
-                    let s = slot(cx, words, i)?;
-                    if !cx.host.interface_exists(s) {
-                        cx.bad_interface(format!(
-                            "WARNING - interface {s} for VROUTE nexthop doesn't exist"
-                        ));
-                        return None;
-                    }
-                    nh.dev = Some(s.to_string());
-                }
-                "weight" => {
-                    i += 1;
-                    let s = slot(cx, words, i)?;
-                    let v = get_num(cx, s, 256, "Invalid weight %s specified for route")?;
-                    if v == 0 {
-                        cx.err("Invalid weight 0 specified for route");
-                        return None;
-                    }
-                    nh.weight = Some(v as u16);
-                }
-                "onlink" => nh.onlink = true,
-                "encap" => {
-                    r.encap = true;
-                    i = skip_encap(cx, words, i)?;
-                    continue;
-                }
-                "realms" => {
-                    i += 1;
-                    let s = slot(cx, words, i)?;
-                    let Some(v) = rttables::realms(s) else {
-                        cx.err(format!("Invalid realms {s} for route"));
-                        return None;
-                    };
-                    if !set_family(family, false) {
-                        cx.err("realms are only supported for IPv4");
-                        return None;
-                    }
-                    nh.realms = Some(v);
-                }
-                "as" => {
-                    // `as [to]` is read (a missing word stops as anywhere).
-                    slot(cx, words, i + 1)?;
-                    cx.err("'as [to]' (nat) not supported");
-                    return None;
-                }
-                _ => break,
-            }
-            i += 1;
-        }
-        r.nexthops.push(nh);
-    }
-    if i < words.len() {
-        cx.err(format!(
-            "Route has trailing nonsense after nexthops - {}",
-            words[i]
-        ));
-        return None;
-    }
-    Some(())
-}
-
-/// `parse_encap()`: the type and its option pairs are read past (the
-/// encapsulation itself is not sent); returns the index after them.
-fn skip_encap(cx: &mut Ctx, words: &[String], i: usize) -> Option<usize> {
-    let mut i = i + 1;
-    let t = slot(cx, words, i)?;
-    i += 1;
-    let opts: &[&str] = match t {
-        "ip" => &["id", "dst", "src", "tos", "ttl", "flags"],
-        "ip6" => &["id", "dst", "src", "tc", "hoplimit", "flags"],
-        "mpls" => {
-            // One label stack word.
-            return Some(i + 1);
-        }
-        "ila" => {
-            return Some(i + 1);
-        }
-        other => {
-            cx.err(format!("Unknown encap type - {other}"));
-            return Some(i);
-        }
-    };
-    while i < words.len() && opts.contains(&words[i].as_str()) {
-        i += 2;
-    }
-    Some(i)
 }
 
 #[cfg(test)]

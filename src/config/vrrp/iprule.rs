@@ -11,7 +11,7 @@
 
 use super::address::parse_prefix;
 use super::ctx::Ctx;
-use super::iproute::{named, RTPROT_KEEPALIVED};
+use super::iproute::{named, slot, RTPROT_KEEPALIVED};
 use super::rttables::{self, strtoul_whole, Kind};
 use serde::Serialize;
 use std::net::IpAddr;
@@ -98,16 +98,6 @@ impl Default for NextPriority {
         NextPriority {
             v4: 16384,
             v6: 16384,
-        }
-    }
-}
-
-fn slot<'w>(cx: &mut Ctx, words: &'w [String], i: usize) -> Option<&'w str> {
-    match words.get(i) {
-        Some(w) => Some(w.as_str()),
-        None => {
-            cx.missing_word(words, i);
-            None
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod build;
 mod ctx;
 pub mod iproute;
 pub mod iprule;
+mod nexthop;
 mod parts;
 pub mod rttables;
 mod track;

@@ -1,0 +1,150 @@
+//! The `nexthop via IP [dev IF] [weight N] [onlink] [realms R] …` groups
+//! that may end a route line (keepalived's `parse_nexthops()`) and the
+//! `encap` options it reads past. Part of [`super::iproute`].
+
+use super::ctx::Ctx;
+use super::iproute::{address, get_num, set_family, slot, Route};
+use super::rttables;
+use serde::Serialize;
+use std::net::IpAddr;
+
+/// One next hop of a multipath route (`nexthop …`, or `via A or B`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextHop {
+    /// `via`.
+    pub via: Option<IpAddr>,
+    /// `dev`.
+    pub dev: Option<String>,
+    /// `weight` (1..256, as given).
+    pub weight: Option<u16>,
+    /// `onlink`.
+    pub onlink: bool,
+    /// `realms`.
+    pub realms: Option<u32>,
+}
+
+/// `parse_nexthops()`: the `nexthop …` groups ending a route line.
+pub(super) fn parse_nexthops(
+    cx: &mut Ctx,
+    words: &[String],
+    mut i: usize,
+    r: &mut Route,
+    family: &mut Option<bool>,
+) -> Option<()> {
+    while i < words.len() && words[i] == "nexthop" {
+        i += 1;
+        let mut nh = NextHop {
+            via: None,
+            dev: None,
+            weight: None,
+            onlink: false,
+            realms: None,
+        };
+        while i < words.len() {
+            match words[i].as_str() {
+                "via" => {
+                    i += 1;
+                    let mut s = slot(cx, words, i)?;
+                    if s == "inet" || s == "inet6" {
+                        if !set_family(family, s == "inet6") {
+                            cx.err("IPv4/6 mismatch for nexthop");
+                            return None;
+                        }
+                        i += 1;
+                        s = slot(cx, words, i)?;
+                    }
+                    let a = address(cx, s, "invalid nexthop address %s")?;
+                    if !set_family(family, a.is_ipv6()) {
+                        cx.err("Address family mismatch for next hop");
+                        return None;
+                    }
+                    nh.via = Some(a);
+                }
+                "dev" => {
+                    i += 1;
+                    let s = slot(cx, words, i)?;
+                    if !cx.host.interface_exists(s) {
+                        cx.bad_interface(format!(
+                            "WARNING - interface {s} for VROUTE nexthop doesn't exist"
+                        ));
+                        return None;
+                    }
+                    nh.dev = Some(s.to_string());
+                }
+                "weight" => {
+                    i += 1;
+                    let s = slot(cx, words, i)?;
+                    let v = get_num(cx, s, 256, "Invalid weight %s specified for route")?;
+                    if v == 0 {
+                        cx.err("Invalid weight 0 specified for route");
+                        return None;
+                    }
+                    nh.weight = Some(v as u16);
+                }
+                "onlink" => nh.onlink = true,
+                "encap" => {
+                    r.encap = true;
+                    i = skip_encap(cx, words, i)?;
+                    continue;
+                }
+                "realms" => {
+                    i += 1;
+                    let s = slot(cx, words, i)?;
+                    let Some(v) = rttables::realms(s) else {
+                        cx.err(format!("Invalid realms {s} for route"));
+                        return None;
+                    };
+                    if !set_family(family, false) {
+                        cx.err("realms are only supported for IPv4");
+                        return None;
+                    }
+                    nh.realms = Some(v);
+                }
+                "as" => {
+                    // `as [to]` is read (a missing word stops as anywhere).
+                    slot(cx, words, i + 1)?;
+                    cx.err("'as [to]' (nat) not supported");
+                    return None;
+                }
+                _ => break,
+            }
+            i += 1;
+        }
+        r.nexthops.push(nh);
+    }
+    if i < words.len() {
+        cx.err(format!(
+            "Route has trailing nonsense after nexthops - {}",
+            words[i]
+        ));
+        return None;
+    }
+    Some(())
+}
+
+/// `parse_encap()`: the type and its option pairs are read past (the
+/// encapsulation itself is not sent); returns the index after them.
+pub(super) fn skip_encap(cx: &mut Ctx, words: &[String], i: usize) -> Option<usize> {
+    let mut i = i + 1;
+    let t = slot(cx, words, i)?;
+    i += 1;
+    let opts: &[&str] = match t {
+        "ip" => &["id", "dst", "src", "tos", "ttl", "flags"],
+        "ip6" => &["id", "dst", "src", "tc", "hoplimit", "flags"],
+        "mpls" => {
+            // One label stack word.
+            return Some(i + 1);
+        }
+        "ila" => {
+            return Some(i + 1);
+        }
+        other => {
+            cx.err(format!("Unknown encap type - {other}"));
+            return Some(i);
+        }
+    };
+    while i < words.len() && opts.contains(&words[i].as_str()) {
+        i += 2;
+    }
+    Some(i)
+}

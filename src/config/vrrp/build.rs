@@ -135,6 +135,7 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         let secs: f64 = t.parse().ok()?;
         (secs.is_finite() && secs >= 0.0).then(|| (secs * 1e6).round() as u64)
     };
+    out.no_email_faults = global_flag(cfg, "no_email_faults") == Some(true);
     out.garp_interval_us = interval("vrrp_garp_interval").unwrap_or(0);
     out.gna_interval_us = interval("vrrp_gna_interval").unwrap_or(0);
     super::track::track_groups(cfg, cx);
@@ -182,6 +183,21 @@ fn up_down_delay(cx: &mut Ctx, w: &[String]) -> Option<(String, u64, u64)> {
         None => 0,
     };
     Some((name.clone(), down, up))
+}
+
+/// A boolean global keyword as written: bare = true, else keepalived's
+/// true/false words (checked where it was read); the last one wins.
+pub fn global_flag(cfg: &Config, kw: &str) -> Option<bool> {
+    let s = cfg
+        .global_defs
+        .other
+        .iter()
+        .rev()
+        .find(|s| s.keyword == kw)?;
+    match s.args.first() {
+        None => Some(true),
+        Some(v) => bool_word(v),
+    }
 }
 
 fn first(s: &Setting) -> Option<&str> {
@@ -623,6 +639,19 @@ fn instance(
 
     // vrrp_complete_instance().
     cx.line = 0;
+    // The alerts and the FIFO's priority events: the instance's own word,
+    // else the global one (smtp_alert_vrrp, then smtp_alert).
+    i.smtp_alert = Some(
+        i.smtp_alert
+            .or_else(|| global_flag(cfg, "smtp_alert_vrrp"))
+            .or(cfg.global_defs.smtp_alert)
+            .unwrap_or(false),
+    );
+    i.notify_priority_changes = Some(
+        i.notify_priority_changes
+            .or_else(|| global_flag(cfg, "vrrp_notify_priority_changes"))
+            .unwrap_or(false),
+    );
     let Some(vrid) = vrid else {
         cx.err_nolines(format!("({name}) the virtual router id must be set"));
         return None;

@@ -54,6 +54,8 @@ pub struct VrrpConfig {
     pub gna_interval_us: u64,
     /// `garp_group` blocks: their interfaces' own intervals.
     pub garp_groups: Vec<GarpGroup>,
+    /// Global `no_email_faults`: no SMTP alert on entering FAULT.
+    pub no_email_faults: bool,
 }
 
 /// `garp_group { garp_interval S ; gna_interval S ; interface IF |
@@ -274,9 +276,11 @@ pub struct Instance {
     pub skip_check_adv_addr: bool,
     /// Notify scripts.
     pub notify: Notify,
-    /// `smtp_alert`.
+    /// `smtp_alert`, else global `smtp_alert_vrrp`, else `smtp_alert`
+    /// (always `Some` once built).
     pub smtp_alert: Option<bool>,
-    /// `notify_priority_changes`.
+    /// `notify_priority_changes`, else global
+    /// `vrrp_notify_priority_changes` (always `Some` once built).
     pub notify_priority_changes: Option<bool>,
     /// `use_vmac [NAME]`: the macvlan's name.
     pub vmac: Option<String>,

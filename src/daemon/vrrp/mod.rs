@@ -87,23 +87,6 @@ fn default_interface(cfg: &Config) -> String {
         .unwrap_or_else(|| "eth0".to_string())
 }
 
-/// A boolean global keyword kept as written: bare = true, else keepalived's
-/// true/false words; the last one wins.
-fn global_flag(cfg: &Config, kw: &str) -> Option<bool> {
-    let s = cfg
-        .global_defs
-        .other
-        .iter()
-        .rev()
-        .find(|s| s.keyword == kw)?;
-    match s.args.first().map(String::as_str) {
-        None => Some(true),
-        Some("true" | "on" | "yes") => Some(true),
-        Some("false" | "off" | "no") => Some(false),
-        Some(_) => None,
-    }
-}
-
 impl RealWorld {
     /// One line to each VRRP FIFO: `INSTANCE "VI_1" MASTER 150\n`.
     fn fifo_line(&mut self, name: &str, word: &str, priority: u8) {
@@ -123,13 +106,9 @@ impl RealWorld {
         let Some(alerter) = &self.alerter else {
             return;
         };
-        let on = inst
-            .smtp_alert
-            .or_else(|| global_flag(&self.cfg, "smtp_alert_vrrp"))
-            .or(self.cfg.global_defs.smtp_alert)
-            .unwrap_or(false);
+        let on = inst.smtp_alert == Some(true);
         if !on
-            || (state == Notified::Fault && global_flag(&self.cfg, "no_email_faults") == Some(true))
+            || (state == Notified::Fault && self.cfg.vrrp.no_email_faults)
             || self.last_email.get(&inst.name) == Some(&state)
         {
             return;
@@ -374,10 +353,7 @@ impl World for RealWorld {
                 return;
             }
             Notified::Priority(_) => {
-                let on = inst
-                    .notify_priority_changes
-                    .or_else(|| global_flag(&self.cfg, "vrrp_notify_priority_changes"))
-                    .unwrap_or(false);
+                let on = inst.notify_priority_changes == Some(true);
                 if on {
                     self.fifo_line(&inst.name, word, priority);
                 }

@@ -101,8 +101,27 @@ pub fn find(kind: Kind, name: &str) -> Option<u32> {
     if let Some(v) = strtoul_whole(name) {
         return (v <= kind.max()).then_some(v as u32);
     }
+    // Each file is read once, as keepalived's initialise_list() reads it,
+    // and again only when it changed (a reload after an edit sees it, as
+    // keepalived's reload, which clears its lists, does).
+    type Cached = Option<(Option<std::time::SystemTime>, Vec<(u32, String)>)>;
+    static LISTS: std::sync::Mutex<[Cached; 6]> = std::sync::Mutex::new([const { None }; 6]);
+    let path = format!("/etc/iproute2/{}", kind.file());
+    let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
+    let slot = &mut lists[kind as usize];
+    if slot.as_ref().is_none_or(|(t, _)| *t != mtime) {
+        *slot = Some((mtime, read_entries(kind, &path)));
+    }
+    let (_, entries) = slot.as_ref()?;
+    entries.iter().find(|(_, n)| n == name).map(|(id, _)| *id)
+}
+
+/// `kind`'s names: its file's, then keepalived's built-in ones for ids the
+/// file does not name.
+fn read_entries(kind: Kind, path: &str) -> Vec<(u32, String)> {
     let mut entries: Vec<(u32, String)> = Vec::new();
-    if let Ok(text) = std::fs::read_to_string(format!("/etc/iproute2/{}", kind.file())) {
+    if let Ok(text) = std::fs::read_to_string(path) {
         for line in text.lines() {
             // keepalived's alloc_strvec ends a line at `#` or `!`.
             let line = line.split(['#', '!']).next().unwrap_or("");
@@ -121,7 +140,7 @@ pub fn find(kind: Kind, name: &str) -> Option<u32> {
             entries.push((*id, n.to_string()));
         }
     }
-    entries.iter().find(|(_, n)| n == name).map(|(id, _)| *id)
+    entries
 }
 
 /// `find_rttables_rtntype()`: a route type's name or number.

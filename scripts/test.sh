@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 # What the gated tests need: keepalived/ipvsadm (the side-by-side
 # reference), qemu with Debian's cloud kernel, busybox and cpio (the IPVS
 # guest), debhelper, lintian, debootstrap (the package test), tcpdump and
-# iproute2 (the VRRP namespace lab).
-need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump)
+# iproute2 (the VRRP namespace lab), nftables (its no_accept test reads
+# the ruleset with nft).
+need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump nft)
 need_pkgs=(keepalived ipvsadm qemu-system-x86 cpio debhelper lintian debootstrap
-    busybox-static linux-image-cloud-amd64 tcpdump iproute2)
+    busybox-static linux-image-cloud-amd64 tcpdump iproute2 nftables)
 
 install_deps() {
     local missing=0

@@ -15,6 +15,17 @@ pub trait Report {
     fn config_test(&self) -> bool;
 }
 
+/// A reader for values already checked (and reported) where they were
+/// read: says nothing, reads as the daemon does.
+pub struct Quiet;
+
+impl Report for Quiet {
+    fn report(&mut self, _class: ErrClass, _msg: String) {}
+    fn config_test(&self) -> bool {
+        false
+    }
+}
+
 fn warn_prefix(r: &impl Report, ignore_error: bool) -> &'static str {
     if ignore_error && !r.config_test() {
         "WARNING - "

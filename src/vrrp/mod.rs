@@ -8,6 +8,8 @@ pub mod ah;
 pub mod announce;
 pub mod fsm;
 pub mod net;
+pub mod nfnl;
+pub mod nftables;
 pub mod node;
 pub mod packet;
 pub mod priority;

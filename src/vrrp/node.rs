@@ -271,6 +271,22 @@ impl Node {
             .collect()
     }
 
+    /// Whether its addresses are firewalled while it is MASTER: no accept
+    /// mode and not their owner (keepalived's `vrrp_handle_accept_mode()`
+    /// looks at the configured priority).
+    pub fn drops(&self) -> bool {
+        !self.cfg.accept && self.cfg.priority != 255
+    }
+
+    /// The addresses firewalled while it is MASTER (none if it accepts).
+    pub fn dropped_vips(&self) -> Vec<Vip> {
+        if self.drops() {
+            self.all_vips()
+        } else {
+            Vec::new()
+        }
+    }
+
     fn advert(&self, priority: u8) -> Advert {
         let (auth, auth_data) = auth_fields(&self.cfg);
         Advert {

@@ -14,7 +14,7 @@ pub use super::node::{Node, Placement, Stats, Transition};
 use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
 use super::receive::{self, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
-use crate::config::vrrp::{Auth, Instance, Route, Rule, Vip, VrrpConfig, VrrpScript};
+use crate::config::vrrp::{Auth, Instance, NftTable, Route, Rule, Vip, VrrpConfig, VrrpScript};
 use tokio::sync::mpsc;
 
 /// What notifications report (keepalived's notify states).
@@ -58,6 +58,10 @@ pub trait World {
     fn addresses(&mut self, id: usize, vips: &[Vip], add: bool);
     /// One burst of `count` gratuitous ARPs / NAs for these addresses.
     fn announce(&mut self, id: usize, vips: &[Vip], count: u32);
+    /// Sets (`true`) or removes the drop rules for these addresses of
+    /// node `id`, an instance without accept mode that does not own them:
+    /// set before its addresses are added, removed after they are.
+    fn firewall(&mut self, _id: usize, _table: &NftTable, _vips: &[Vip], _add: bool) {}
     /// Adds (`true`) or removes these routes of node `id` (after its
     /// addresses are added, before they are removed).
     fn routes(&mut self, _id: usize, _routes: &[Route], _add: bool) {}
@@ -211,6 +215,9 @@ pub struct Runner {
     pending_links: Vec<(String, bool, u64)>,
     /// The scripts some instance tracks, with their state and next run.
     pub scripts: Vec<(VrrpScript, ScriptState, u64)>,
+    /// The nftables table of the drop rules (instances without accept
+    /// mode).
+    nftables: Option<NftTable>,
     next_id: usize,
 }
 
@@ -240,13 +247,26 @@ impl Runner {
             up_down_delays: cfg.up_down_delays.clone(),
             pending_links: Vec::new(),
             scripts: tracked_scripts(cfg),
+            nftables: cfg.nftables.clone(),
             next_id: 0,
         };
+        r.log_firewall(cfg, w);
         r.nodes = cfg.instances.iter().map(|i| r.node(i, w)).collect();
         for n in &r.nodes {
             w.attach(n);
         }
         r
+    }
+
+    /// keepalived's line at each load when an instance needs a firewall
+    /// and none is configured.
+    fn log_firewall(&self, cfg: &VrrpConfig, w: &mut impl World) {
+        if cfg.nftables_defaulted {
+            w.log(
+                "use_vmac or no_accept/strict specified, but no firewall configured - using nftables"
+                    .to_string(),
+            );
+        }
     }
 
     fn node(&mut self, i: &Instance, w: &mut impl World) -> Node {
@@ -543,6 +563,10 @@ impl Runner {
             match a {
                 Action::SendAdvert(_) => {}
                 Action::AddVips => {
+                    if let (true, Some(t)) = (n.drops(), &self.nftables) {
+                        log::debug!("({}) setting firewall drop rule", n.cfg.name);
+                        w.firewall(n.id, t, &n.all_vips(), true);
+                    }
                     w.log(format!("({}) setting VIPs.", n.cfg.name));
                     w.addresses(n.id, &n.all_vips(), true);
                     if !n.cfg.virtual_routes.is_empty() {
@@ -561,6 +585,10 @@ impl Runner {
                     }
                     w.log(format!("({}) removing VIPs.", n.cfg.name));
                     w.addresses(n.id, &n.all_vips(), false);
+                    if let (true, Some(t)) = (n.drops(), &self.nftables) {
+                        log::debug!("({}) removing firewall drop rule", n.cfg.name);
+                        w.firewall(n.id, t, &n.all_vips(), false);
+                    }
                 }
                 Action::Announce => {
                     let g = &n.cfg.garp;

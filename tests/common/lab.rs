@@ -779,3 +779,13 @@ pub fn write(path: &Path, text: &str) {
     let mut f = std::fs::File::create(path).unwrap();
     f.write_all(text.as_bytes()).unwrap();
 }
+
+/// A director's config: `extra` goes inside the instance.
+pub fn conf(prio: u8, extra: &str, vip: &str, globals: &str) -> String {
+    format!(
+        "global_defs {{\n  router_id lab\n{globals}}}\n\
+         vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  \
+         priority {prio}\n  advert_int 1\n{extra}  virtual_ipaddress {{\n    {vip}\n  }}\n  \
+         notify @NOTIFY@\n}}\n"
+    )
+}

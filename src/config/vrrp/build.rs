@@ -136,6 +136,17 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         (secs.is_finite() && secs >= 0.0).then(|| (secs * 1e6).round() as u64)
     };
     out.no_email_faults = global_flag(cfg, "no_email_faults") == Some(true);
+    out.nftables = nftables(&cfg.global_defs.other);
+    // vrrp_complete_instance(): an instance without accept mode (or with a
+    // VMAC) needs a firewall; keepalived takes its default table then.
+    if out.nftables.is_none() && out.instances.iter().any(|i| !i.accept || i.vmac.is_some()) {
+        out.nftables = Some(NftTable {
+            name: DEFAULT_NFTABLES_TABLE.to_string(),
+            priority: -1,
+            ..nft_flags(&cfg.global_defs.other)
+        });
+        out.nftables_defaulted = true;
+    }
     out.garp_interval_us = interval("vrrp_garp_interval").unwrap_or(0);
     out.gna_interval_us = interval("vrrp_gna_interval").unwrap_or(0);
     super::track::track_groups(cfg, cx);
@@ -185,6 +196,69 @@ fn up_down_delay(cx: &mut Ctx, w: &[String]) -> Option<(String, u64, u64)> {
     Some((name.clone(), down, up))
 }
 
+/// keepalived's table name when none is configured.
+pub const DEFAULT_NFTABLES_TABLE: &str = "keepalived";
+
+/// The longest table name keepalived takes is one less than this.
+pub const NFT_TABLE_MAXNAMELEN: usize = 256;
+
+/// The table the `global_defs` settings so far configure, read in file
+/// order as keepalived's handlers read them: the first `nftables` wins
+/// (a later one is "already specified"), a name too long is ignored,
+/// `vrrp_iptables` means the default table; each resets the priority,
+/// which `nftables_priority` sets.
+pub fn nftables(settings: &[Setting]) -> Option<NftTable> {
+    let mut table: Option<NftTable> = None;
+    let mut priority = -1;
+    for s in settings {
+        match s.keyword.as_str() {
+            "vrrp_iptables" => {
+                table = Some(NftTable {
+                    name: DEFAULT_NFTABLES_TABLE.to_string(),
+                    ..nft_flags(settings)
+                });
+                priority = -1;
+            }
+            "nftables" if table.is_none() => {
+                let name = first(s).unwrap_or(DEFAULT_NFTABLES_TABLE);
+                if name.len() < NFT_TABLE_MAXNAMELEN {
+                    table = Some(NftTable {
+                        name: name.to_string(),
+                        ..nft_flags(settings)
+                    });
+                    priority = -1;
+                }
+            }
+            "nftables_priority" => {
+                let v = first(s).unwrap_or("");
+                if let Some(p) = crate::config::numbers::read_int(
+                    &mut crate::config::numbers::Quiet,
+                    v,
+                    i32::MIN.into(),
+                    i32::MAX.into(),
+                    false,
+                ) {
+                    priority = p as i32;
+                }
+            }
+            _ => {}
+        }
+    }
+    table.map(|t| NftTable { priority, ..t })
+}
+
+/// `nftables_counters` and `nftables_ifindex` (flags wherever they are),
+/// with the default name and priority.
+fn nft_flags(settings: &[Setting]) -> NftTable {
+    let has = |k: &str| settings.iter().any(|s| s.keyword == k);
+    NftTable {
+        name: DEFAULT_NFTABLES_TABLE.to_string(),
+        priority: -1,
+        counters: has("nftables_counters"),
+        ifindex: has("nftables_ifindex"),
+    }
+}
+
 /// A boolean global keyword as written: bare = true, else keepalived's
 /// true/false words (checked where it was read); the last one wins.
 pub fn global_flag(cfg: &Config, kw: &str) -> Option<bool> {
@@ -215,6 +289,7 @@ fn instance(
     let g = &cfg.global_defs;
     let global_bool = |k: &str| g.other.iter().any(|s| s.keyword == k);
     let (garp, mut lower_delay_set, mut lower_rep_set) = super::parts::global_garp(g);
+    let mut accept_given: Option<bool> = None;
     let mut i = Instance {
         name: name.clone(),
         line: b.line,
@@ -437,8 +512,8 @@ fn instance(
             "native_ipv6" => native_ipv6 = true,
             "dont_track_primary" => i.dont_track_primary = true,
             "track_src_ip" => i.track_src_ip = true,
-            "accept" => i.accept = true,
-            "no_accept" => i.accept = false,
+            "accept" => accept_given = Some(true),
+            "no_accept" => accept_given = Some(false),
             "skip_check_adv_addr" | "lower_prio_no_advert" | "higher_prio_send_advert"
             | "notify_priority_changes" => {
                 let b = match first(s) {
@@ -740,6 +815,15 @@ fn instance(
         ));
         i.preempt_delay_us = 0;
     }
+    // vrrp_complete_instance(): accept unless given, except a non-owner in
+    // strict mode; VRRPv2 has no accept mode in strict mode.
+    i.accept = accept_given.unwrap_or(i.priority == 255 || !i.strict);
+    if i.accept && i.priority != 255 && i.strict && i.version == 2 {
+        cx.err_nolines(format!(
+            "({name}) warning - accept mode for VRRP version 2 does not comply with RFC3768 - resetting"
+        ));
+        i.accept = false;
+    }
     if let Some(secs) = advert_text {
         if i.version == 2 && secs.fract() != 0.0 {
             cx.err_nolines(format!(
@@ -802,4 +886,72 @@ fn instance(
         true
     });
     Some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table_of(globals: &str) -> Option<NftTable> {
+        let l = crate::config::load_str(&format!("global_defs {{\n{globals}\n}}\n"));
+        nftables(&l.config.global_defs.other)
+    }
+
+    #[test]
+    fn the_nftables_table_is_read_as_keepalived_reads_it() {
+        assert_eq!(table_of("router_id x"), None);
+        let t = table_of("nftables").unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.priority, t.counters),
+            ("keepalived", -1, false)
+        );
+        // The first wins; each nftables resets the priority set before it.
+        let t = table_of("nftables_priority -5\nnftables kad\nnftables other\nnftables_counters")
+            .unwrap();
+        assert_eq!((t.name.as_str(), t.priority, t.counters), ("kad", -1, true));
+        let t = table_of("nftables kad\nnftables_priority -5").unwrap();
+        assert_eq!(t.priority, -5);
+        // A name too long is ignored; vrrp_iptables means the default table.
+        let long = "a".repeat(NFT_TABLE_MAXNAMELEN);
+        assert_eq!(table_of(&format!("nftables {long}")), None);
+        assert_eq!(table_of("vrrp_iptables").unwrap().name, "keepalived");
+    }
+
+    #[test]
+    fn accept_mode_defaults_as_keepalived_resolves_it() {
+        let inst = |globals: &str, extra: &str| {
+            let l = crate::config::load_str(&format!(
+                "global_defs {{\n{globals}\n}}\nvrrp_instance VI_1 {{\n interface lo\n \
+                 virtual_router_id 5\n priority 100\n{extra}\n virtual_ipaddress {{\n  192.0.2.1\n }}\n}}\n"
+            ));
+            let v = l.config.vrrp;
+            (
+                v.instances[0].accept,
+                v.nftables.map(|t| t.name),
+                v.nftables_defaulted,
+            )
+        };
+        assert_eq!(inst("", ""), (true, None, false));
+        assert_eq!(
+            inst("", "no_accept"),
+            (false, Some("keepalived".into()), true)
+        );
+        // Strict mode: no accept unless given, and never for VRRPv2.
+        assert_eq!(
+            inst("vrrp_strict", " version 3"),
+            (false, Some("keepalived".into()), true)
+        );
+        assert_eq!(
+            inst("vrrp_strict", " version 3\n accept"),
+            (true, None, false)
+        );
+        assert_eq!(
+            inst("vrrp_strict", " accept"),
+            (false, Some("keepalived".into()), true)
+        );
+        assert_eq!(
+            inst("nftables kad", "no_accept"),
+            (false, Some("kad".into()), false)
+        );
+    }
 }

@@ -56,6 +56,29 @@ pub struct VrrpConfig {
     pub garp_groups: Vec<GarpGroup>,
     /// Global `no_email_faults`: no SMTP alert on entering FAULT.
     pub no_email_faults: bool,
+    /// The nftables table holding the `no_accept` drop rules: the global
+    /// `nftables` (or `vrrp_iptables`) keyword's, or keepalived's default
+    /// one when an instance needs a firewall and none is configured.
+    pub nftables: Option<NftTable>,
+    /// The table is keepalived's default, taken because an instance needs
+    /// one ("use_vmac or no_accept/strict specified, but no firewall
+    /// configured - using nftables" at each load).
+    pub nftables_defaulted: bool,
+}
+
+/// keepalived's nftables settings (`nftables [NAME]`, `nftables_priority`,
+/// `nftables_counters`, `nftables_ifindex`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NftTable {
+    /// The table's name (`keepalived` by default), one per family.
+    pub name: String,
+    /// The input and output chains' hook priority (-1 by default).
+    pub priority: i32,
+    /// `nftables_counters`: a counter in every rule.
+    pub counters: bool,
+    /// `nftables_ifindex`: link-local addresses of `dont_track_primary`
+    /// instances matched by interface index rather than name.
+    pub ifindex: bool,
 }
 
 /// `garp_group { garp_interval S ; gna_interval S ; interface IF |
@@ -219,7 +242,10 @@ pub struct Instance {
     pub nopreempt: bool,
     /// `preempt_delay` in µs.
     pub preempt_delay_us: u64,
-    /// `accept` / `no_accept`.
+    /// `accept` / `no_accept`, resolved: unless given, accept for an
+    /// owner or out of strict mode (keepalived's default); never for a
+    /// VRRPv2 non-owner in strict mode. Without it a MASTER that does not
+    /// own its addresses drops traffic to them (nftables).
     pub accept: bool,
     /// `strict_mode` (or global `vrrp_strict`).
     pub strict: bool,

@@ -11,9 +11,10 @@ use super::shell::{Command, Progress, Reporter};
 use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;
-use crate::config::vrrp::{Instance, NotifyScript, Route, Rule, Vip, VrrpScript};
+use crate::config::vrrp::{Instance, NftTable, NotifyScript, Route, Rule, Vip, VrrpScript};
 use crate::config::Loaded;
 use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
+use crate::vrrp::nftables::Element;
 use crate::vrrp::rtnl::{watch, NetEvent, Rtnl};
 use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, Statics, World};
 use crate::vrrp::script::Outcome;
@@ -35,6 +36,8 @@ const NOTIFY_LIMIT: Duration = Duration::from_secs(86_400);
 /// What the world holds for one node.
 struct NodeIo {
     name: String,
+    /// `dont_track_primary` (link-local drop rules match the name).
+    dont_track_primary: bool,
     iface: Option<Iface>,
     socket: Option<Arc<AdvertSocket>>,
     reader: Option<JoinHandle<()>>,
@@ -213,6 +216,7 @@ impl World for RealWorld {
             n.id,
             NodeIo {
                 name: n.cfg.name.clone(),
+                dont_track_primary: n.cfg.dont_track_primary,
                 iface,
                 socket,
                 reader,
@@ -260,6 +264,34 @@ impl World for RealWorld {
             add,
             index: iface.index,
             vips: vips.to_vec(),
+        });
+    }
+
+    fn firewall(&mut self, id: usize, table: &NftTable, vips: &[Vip], add: bool) {
+        let Some(io) = self.nodes.get(&id) else {
+            return;
+        };
+        let (index, ifname) = io
+            .iface
+            .as_ref()
+            .map_or((0, String::new()), |f| (f.index, f.name.clone()));
+        // keepalived matches a link-local address by interface name for an
+        // instance with dont_track_primary, unless nftables_ifindex.
+        let by_name = io.dont_track_primary && !table.ifindex;
+        let elems = vips
+            .iter()
+            .map(|v| match &v.dev {
+                Some(d) => {
+                    let i = nix::net::if_::if_nametoindex(d.as_str()).unwrap_or(index);
+                    Element::of(v.addr, i, d, by_name)
+                }
+                None => Element::of(v.addr, index, &ifname, by_name),
+            })
+            .collect();
+        let _ = self.jobs.send(Job::Firewall {
+            table: table.clone(),
+            add,
+            elems,
         });
     }
 
@@ -606,7 +638,9 @@ pub async fn run(
     for mut c in std::mem::take(&mut world.fifo_scripts) {
         let _ = c.start_kill();
     }
-    // Wait for the address worker to finish the removals.
+    // Wait for the address worker to finish the removals (the drop rules'
+    // tables last, as keepalived's nft_end()).
+    let _ = jtx.send(Job::FirewallEnd);
     let (dtx, drx) = tokio::sync::oneshot::channel();
     let _ = jtx.send(Job::Done(dtx));
     let _ = tokio::time::timeout(Duration::from_secs(5), drx).await;

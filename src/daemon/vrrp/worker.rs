@@ -2,12 +2,16 @@
 //! for addresses, routes and rules, and the gratuitous ARPs / unsolicited
 //! NAs announcing them, one job after the other in the order the runner
 //! asked, so an address is there before the frame that announces it;
-//! announcements paced per interface as keepalived paces them. Part of
+//! announcements paced per interface as keepalived paces them, and the
+//! `no_accept` drop rules through nfnetlink ([`crate::vrrp::nftables`]). Part of
 //! [`super`].
 
+use crate::config::vrrp::NftTable;
 use crate::config::vrrp::{Route, Rule, Vip};
 use crate::vrrp::announce::{gratuitous_arp, unsolicited_na};
 use crate::vrrp::net::{ipv6_forwarding, FrameSocket, Iface};
+use crate::vrrp::nfnl::NfSocket;
+use crate::vrrp::nftables::{Element, Firewall, Request};
 use crate::vrrp::rtnl::Rtnl;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -41,7 +45,77 @@ pub(super) enum Job {
         add: bool,
         rules: Vec<Rule>,
     },
+    /// Drop rules for addresses of an instance without accept mode.
+    Firewall {
+        table: NftTable,
+        add: bool,
+        elems: Vec<Element>,
+    },
+    /// The drop rules' tables deleted (stop).
+    FirewallEnd,
     Done(tokio::sync::oneshot::Sender<()>),
+}
+
+/// The nftables side of the worker: the socket (opened at first use) and
+/// what the kernel holds.
+#[derive(Default)]
+struct Nft {
+    socket: Option<NfSocket>,
+    firewall: Option<Firewall>,
+}
+
+impl Nft {
+    fn send(&mut self, reqs: Vec<Request>, table: &str) {
+        if reqs.is_empty() {
+            return;
+        }
+        if self.socket.is_none() {
+            match NfSocket::open() {
+                Ok(s) => self.socket = Some(s),
+                Err(e) => {
+                    log::error!("nftables: cannot open a netfilter netlink socket, no drop rule set in table {table}: {e}");
+                    return;
+                }
+            }
+        }
+        let Some(sock) = &self.socket else { return };
+        for r in reqs {
+            match sock.send(&r) {
+                Ok(errs) if !errs.is_empty() && !r.may_fail => {
+                    let what: Vec<String> = errs
+                        .iter()
+                        .map(|e| nix::errno::Errno::from_raw(*e).desc().to_string())
+                        .collect();
+                    log::error!(
+                        "nftables: table {table}: the kernel refused the drop rules ({})",
+                        what.join(", ")
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => log::error!("nftables: table {table}: {e}"),
+            }
+        }
+    }
+
+    fn update(&mut self, table: NftTable, add: bool, elems: &[Element]) {
+        let fw = self.firewall.get_or_insert_with(|| {
+            let seq = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_secs() as u32);
+            Firewall::new(table, seq)
+        });
+        let reqs = if add { fw.add(elems) } else { fw.remove(elems) };
+        let name = fw.table().name.clone();
+        self.send(reqs, &name);
+    }
+
+    fn end(&mut self) {
+        let Some(fw) = &mut self.firewall else { return };
+        let name = fw.table().name.clone();
+        if let Some(r) = fw.cleanup() {
+            self.send(vec![r], &name);
+        }
+    }
 }
 
 /// Announcements held back on one interface by its spacing, as
@@ -65,6 +139,7 @@ pub(super) async fn address_worker(
     mut jobs: mpsc::UnboundedReceiver<Job>,
 ) {
     let mut paced: HashMap<(String, bool), Paced> = HashMap::new();
+    let mut nft = Nft::default();
     loop {
         let wake = paced
             .values()
@@ -199,6 +274,8 @@ pub(super) async fn address_worker(
                     }
                 }
             }
+            Job::Firewall { table, add, elems } => nft.update(table, add, &elems),
+            Job::FirewallEnd => nft.end(),
             Job::Done(tx) => {
                 let _ = tx.send(());
             }

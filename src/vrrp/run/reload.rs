@@ -22,6 +22,12 @@ impl Runner {
             }
         }
         w.log("Reloading".to_string());
+        self.log_firewall(cfg, w);
+        // Rules set stay in the table they were set in.
+        let table = self.nftables.clone().or_else(|| cfg.nftables.clone());
+        if self.nftables.is_none() {
+            self.nftables = cfg.nftables.clone();
+        }
         let mut scripts = tracked_scripts(cfg);
         for (s, st, next) in &mut scripts {
             if let Some((_, old, n)) = self.scripts.iter().find(|(o, ..)| o.name == s.name) {
@@ -58,6 +64,7 @@ impl Runner {
             match pair.and_then(|p| old[p].take()) {
                 Some(o) => {
                     let (was_master, old_vips) = (o.fsm.state == State::Master, o.all_vips());
+                    let old_drops = o.dropped_vips();
                     n.id = o.id;
                     n.carry(o);
                     self.nodes.push(n);
@@ -75,8 +82,31 @@ impl Runner {
                             .filter(|v| !old_vips.contains(v))
                             .cloned()
                             .collect();
+                        // The drop rules follow the addresses (and a change
+                        // of accept mode).
+                        let now_drops = n.dropped_vips();
+                        let fw_new: Vec<Vip> = now_drops
+                            .iter()
+                            .filter(|v| !old_drops.contains(v))
+                            .cloned()
+                            .collect();
+                        let fw_gone: Vec<Vip> = old_drops
+                            .iter()
+                            .filter(|v| !now_drops.contains(v))
+                            .cloned()
+                            .collect();
+                        if !fw_new.is_empty() {
+                            if let Some(t) = &table {
+                                w.firewall(n.id, t, &fw_new, true);
+                            }
+                        }
                         if !gone.is_empty() {
                             w.addresses(n.id, &gone, false);
+                        }
+                        if !fw_gone.is_empty() {
+                            if let Some(t) = &table {
+                                w.firewall(n.id, t, &fw_gone, false);
+                            }
                         }
                         if !added.is_empty() {
                             w.addresses(n.id, &added, true);
@@ -108,6 +138,9 @@ impl Runner {
                 w.log(format!("({}) sent 0 priority", o.cfg.name));
                 w.log(format!("({}) removing VIPs.", o.cfg.name));
                 w.addresses(o.id, &o.all_vips(), false);
+                if let (true, Some(t)) = (o.drops(), &table) {
+                    w.firewall(o.id, t, &o.all_vips(), false);
+                }
             }
             let what = if o.cfg.notify.deleted.is_some() {
                 Notified::Deleted

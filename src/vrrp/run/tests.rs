@@ -49,6 +49,14 @@ impl World for Lan {
         }
         self.addrs[self.who] = add;
     }
+    fn firewall(&mut self, _: usize, t: &NftTable, vips: &[Vip], add: bool) {
+        let sign = if add { '+' } else { '-' };
+        self.log.push((
+            self.now,
+            self.who,
+            format!("{sign}drop {} {}", t.name, vips.len()),
+        ));
+    }
     fn announce(&mut self, _: usize, _: &[Vip], count: u32) {
         self.log
             .push((self.now, self.who, format!("garp x{count}")));
@@ -332,6 +340,66 @@ fn interface_up_down_delays_hide_a_short_flap_and_delay_a_real_loss() {
     assert_eq!(
         first(&lan, 0, "Backup 150", 10_000_000),
         Some(11_000_000),
+        "{:?}",
+        lan.log
+    );
+}
+
+#[test]
+fn without_accept_mode_a_non_owner_master_drops_traffic_to_its_addresses() {
+    // (instance lines, global lines, whether it drops, the table).
+    for (extra, globals, drops, table) in [
+        ("no_accept", "", true, "keepalived"),
+        ("", "vrrp_strict", true, "keepalived"),
+        ("no_accept", "nftables kad", true, "kad"),
+        ("accept", "", false, ""),
+        ("", "", false, ""),
+    ] {
+        let mut lan = lan();
+        let mut r = [
+            runner_with(&mut lan, 0, 150, extra, globals),
+            runner(&mut lan, 1, 100, ""),
+        ];
+        start(&mut r, &mut lan);
+        play(&mut r, &mut lan, 5_000_000, Some((5_000_000, 0)));
+        let up = first(&lan, 0, "+vip", 0).expect("MASTER");
+        let set = format!("+drop {table} 1");
+        let unset = format!("-drop {table} 1");
+        if drops {
+            // Set before its addresses, removed after them.
+            let at = first(&lan, 0, &set, 0).unwrap_or_else(|| panic!("{extra}: {:?}", lan.log));
+            assert_eq!(at, up);
+            let pos = |what: &str| {
+                lan.log
+                    .iter()
+                    .position(|(t, w, x)| *w == 0 && x == what && *t >= up)
+            };
+            assert!(pos(&set) < pos("+vip"));
+            assert!(pos("-vip") < pos(&unset), "{:?}", lan.log);
+        } else {
+            assert!(
+                !lan.log.iter().any(|(_, _, x)| x.contains("drop")),
+                "{extra}: {:?}",
+                lan.log
+            );
+        }
+        // keepalived's line when it takes its default table.
+        let defaulted = lan.log.iter().any(|(_, _, x)| {
+            x == "log use_vmac or no_accept/strict specified, but no firewall configured - using nftables"
+        });
+        assert_eq!(defaulted, table == "keepalived", "{extra} {globals}");
+    }
+    // An owner never drops, even with no_accept.
+    let mut lan = lan();
+    let mut r = [
+        runner(&mut lan, 0, 255, "no_accept"),
+        runner(&mut lan, 1, 100, ""),
+    ];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 4_000_000, None);
+    assert!(first(&lan, 0, "+vip", 0).is_some(), "{:?}", lan.log);
+    assert!(
+        !lan.log.iter().any(|(_, _, x)| x.contains("drop")),
         "{:?}",
         lan.log
     );

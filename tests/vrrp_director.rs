@@ -1,0 +1,395 @@
+//! The VRRP side on one director of the namespace lab
+//! (`tests/common/lab.rs`), each test run with keepalived 2.2.7 and with
+//! ours and the results compared: routes, rules and static addresses, the
+//! SMTP alerts, IPv6 unicast hop limits, announcement pacing, the
+//! `no_accept` firewall — and both sides of the daemon in one process.
+//!
+//! Needs root (namespaces, raw sockets) and keepalived 2.2.7 installed:
+//! `--features root,reference` (`scripts/test.sh` turns them on); there it
+//! never skips.
+
+mod common;
+
+use common::lab::{conf, Impl, Lab};
+use std::process::Command;
+use std::thread::sleep;
+use std::time::Duration;
+
+/// A config with both sides runs both in one daemon, one process: VRRP
+/// takes the address while the checker (dry run here: no IPVS on this
+/// kernel) checks its real server, each on its own thread.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn one_process_runs_the_checker_and_vrrp() {
+    let mut lab = Lab::up("kvboth");
+    let conf = format!(
+        "{}virtual_server 192.0.2.100 80 {{\n  delay_loop 1\n  lb_kind DR\n  protocol TCP\n  \
+         real_server 192.0.2.1 9 {{\n    TCP_CHECK {{\n      connect_timeout 1\n    }}\n  }}\n}}\n",
+        conf(150, "", "192.0.2.100/24", "")
+    );
+    lab.start_with(1, Impl::Ours, &conf, &["--dry-run"]);
+    let up = lab.wait_for(6.0, |seen| {
+        seen.iter()
+            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+    });
+    let log = lab.log(1, Impl::Ours);
+    assert!(up, "the VIP never came: {log}");
+    let pids: Vec<_> = ["keepalived.pid", "checkers.pid", "vrrp.pid"]
+        .iter()
+        .map(|f| lab.pid_of(1, f))
+        .collect();
+    assert!(
+        pids.iter().all(|p| p.is_some() && *p == pids[0]),
+        "{pids:?}"
+    );
+    let pid = pids[0].unwrap();
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert!(threads.iter().any(|t| t == "checker"), "{threads:?}");
+    assert!(threads.iter().any(|t| t == "vrrp"), "{threads:?}");
+    // The checker did its work: its real server is down (nothing listens)
+    // and the dry run shows the table without it.
+    let checked = lab.wait_for(5.0, |_| {
+        let l = lab.log(1, Impl::Ours);
+        l.contains("Removing service [192.0.2.1]:tcp:80 from VS [192.0.2.100]:tcp:80")
+    });
+    assert!(
+        checked,
+        "no check result in the log: {}",
+        lab.log(1, Impl::Ours)
+    );
+    lab.stop_all();
+    assert!(
+        !lab.has_addr(1, "192.0.2.100"),
+        "the VIP stays after SIGTERM"
+    );
+}
+
+/// `virtual_routes` and `virtual_rules` follow the master, the static
+/// address, route and rule are there from start to stop: the same as
+/// keepalived's (as `ip route`, `ip rule` and `ip addr` show them) as
+/// BACKUP and as MASTER, none left after SIGTERM.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn routes_rules_and_statics_as_keepalived_sets_them() {
+    // virtual_* follow the master; static_* are there from start to stop.
+    let extra = "  virtual_routes {\n    192.0.2.192/26 via 192.0.2.10\n    blackhole 2001:db8:ff::/48\n    \
+                 198.51.100.0/24 dev eth0 metric 7 table 100\n  }\n  virtual_rules {\n    \
+                 from 192.0.2.100 table 100 priority 100\n    to 198.51.100.0/24 lookup 100\n  }\n";
+    let statics = "static_ipaddress {\n  192.0.2.60/24 dev eth0\n}\nstatic_routes {\n  \
+                   203.0.113.0/24 via 192.0.2.10 dev eth0\n}\nstatic_rules {\n  \
+                   fwmark 0x10 table 200 priority 200\n}\n";
+    let mut shown = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvrto" } else { "kvrtk" });
+        let cfg = conf(150, extra, "192.0.2.100/24", "") + statics;
+        let show = |lab: &Lab| {
+            let run = |args: &[&str]| {
+                let o = Command::new("ip")
+                    .args(["-n", &lab.ns(1)])
+                    .args(args)
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&o.stdout).to_string()
+            };
+            let keep = |text: String, pats: &[&str]| {
+                text.lines()
+                    .filter(|l| pats.iter().any(|p| l.contains(p)))
+                    .map(|l| format!("{}\n", l.trim_end()))
+                    .collect::<String>()
+            };
+            let ours = [
+                "192.0.2.192",
+                "198.51.100",
+                "203.0.113",
+                "2001:db8:ff",
+                "192.0.2.60",
+                "192.0.2.100",
+                "fwmark",
+            ];
+            [
+                keep(run(&["route", "show", "table", "all"]), &ours),
+                keep(run(&["-6", "route", "show", "table", "all"]), &ours),
+                keep(
+                    run(&["rule", "show"]),
+                    &["192.0.2.100", "198.51.100", "fwmark"],
+                ),
+                keep(run(&["addr", "show", "dev", "eth0"]), &ours),
+            ]
+            .concat()
+        };
+        lab.start(1, imp, &cfg);
+        let backup = lab.wait_for(2.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("BACKUP"))
+        });
+        assert!(backup, "{imp:?} never became BACKUP: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(300));
+        let while_backup = show(&lab);
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(300));
+        let while_master = show(&lab);
+        if imp == Impl::Ours {
+            // A VRRP-only daemon serves its metrics itself.
+            let m = lab.metrics(1);
+            assert!(
+                m.contains(
+                    "keepalived_vrrp_state{instance=\"VI_1\",vrid=\"51\",interface=\"eth0\"} 2"
+                ),
+                "{m}"
+            );
+            // ... and counts its reloads (an unchanged file: nothing moves).
+            lab.signal(1, "HUP");
+            sleep(Duration::from_millis(500));
+            let st = lab.status(1);
+            assert_eq!(st["daemon"]["reloads"], 1, "{st}");
+            assert_eq!(st["vrrp"][0]["state"], "MASTER", "{st}");
+        }
+        for want in [
+            "via 192.0.2.10",
+            "blackhole 2001:db8:ff::/48",
+            "table 100",
+            "fwmark 0x10",
+            "192.0.2.60/24",
+        ] {
+            assert!(
+                while_master.contains(want),
+                "{imp:?} lacks {want}: {while_master}"
+            );
+        }
+        assert!(
+            while_backup.contains("203.0.113.0/24") && !while_backup.contains("198.51.100"),
+            "{imp:?} as BACKUP: {while_backup}"
+        );
+        lab.stop_all();
+        assert_eq!(show(&lab), "", "{imp:?}: left after SIGTERM");
+        shown.push((while_backup, while_master));
+    }
+    assert_eq!(
+        shown[0], shown[1],
+        "keepalived's (left) against ours (right)"
+    );
+}
+
+/// `smtp_alert` on an instance: one mail per state entered, worded as
+/// keepalived words them (subjects compared with keepalived's, in order).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vrrp_smtp_alerts_as_keepalived_sends_them() {
+    let mut subjects = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvmlo" } else { "kvmlk" });
+        let mails = lab.smtp_sink(1, 2525);
+        let globals = "  notification_email {\n    ops@example.org\n  }\n  \
+                       notification_email_from lb@example.org\n  smtp_server 192.0.2.1 2525\n";
+        lab.start(
+            1,
+            imp,
+            &conf(150, "  smtp_alert\n", "192.0.2.100/24", globals),
+        );
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(500));
+        lab.stop_all();
+        sleep(Duration::from_millis(500));
+        let got: Vec<String> = mails.lock().unwrap().iter().map(|m| m.1.clone()).collect();
+        subjects.push(got);
+    }
+    assert_eq!(
+        subjects[1], subjects[0],
+        "ours (left) against keepalived's (right)"
+    );
+    assert_eq!(
+        subjects[0],
+        [
+            "[lab] VRRP Instance VI_1 - Entering BACKUP state",
+            "[lab] VRRP Instance VI_1 - Entering MASTER state"
+        ],
+        "keepalived's \"Stopping\" mail never leaves its process"
+    );
+}
+
+/// IPv6 unicast adverts leave with `unicast_ttl` as their hop limit, as
+/// keepalived sends them (seen on the peer's side of the link: the bridge
+/// does not see unicast between two of its ports).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn ipv6_unicast_adverts_carry_unicast_ttl() {
+    let extra = "  version 3\n  unicast_ttl 10\n  unicast_src_ip 2001:db8::1\n  \
+                 unicast_peer {\n    2001:db8::2\n  }\n  state MASTER\n";
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvhlo" } else { "kvhlk" });
+        let dump = lab.capture(2, "ip6 proto 112", 6);
+        lab.start(1, imp, &conf(255, extra, "2001:db8::100/64", ""));
+        let out = dump.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let hlims: Vec<&str> = text
+            .split(", ")
+            .filter_map(|f| f.strip_prefix("hlim "))
+            .collect();
+        assert!(!hlims.is_empty(), "{imp:?}: no advert seen: {text}");
+        assert!(hlims.iter().all(|h| *h == "10"), "{imp:?}: {hlims:?}");
+        lab.stop_all();
+    }
+}
+
+/// `vrrp_garp_interval` spaces gratuitous ARPs on an interface as
+/// keepalived 2.2.7 does: one address pending at a time however many
+/// repeats were asked (so 5 repeats of two addresses give three ARPs),
+/// the same addresses in the same order, `interval` apart.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vrrp_garp_interval_paces_announcements_as_keepalived() {
+    let mut seen = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvgio" } else { "kvgik" });
+        let dump = lab.capture(2, "arp", 4);
+        let cfg = conf(
+            255,
+            "  state MASTER\n  garp_master_delay 0\n",
+            "192.0.2.100/24\n    192.0.2.101/24",
+            "  vrrp_garp_interval 0.1\n",
+        );
+        lab.start(1, imp, &cfg);
+        let out = dump.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        // "<t> ARP, Request who-has A (ff:…) tell A, length 28": gratuitous.
+        let garps: Vec<(f64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let after = |k: &str| f.iter().position(|x| *x == k).and_then(|i| f.get(i + 1));
+                let (t, who, tell) = (f.first()?, after("who-has")?, after("tell")?);
+                if tell.trim_end_matches(',') != *who {
+                    return None;
+                }
+                Some((t.parse().ok()?, who.to_string()))
+            })
+            .collect();
+        lab.stop_all();
+        let gaps: Vec<f64> = garps.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(
+            gaps.iter().all(|g| (0.07..0.2).contains(g)),
+            "{imp:?}: gaps {gaps:?} in {text}"
+        );
+        seen.push(garps.into_iter().map(|g| g.1).collect::<Vec<_>>());
+    }
+    assert_eq!(
+        seen[0],
+        ["192.0.2.100", "192.0.2.100", "192.0.2.101"],
+        "keepalived's"
+    );
+    assert_eq!(seen[1], seen[0], "ours against keepalived's");
+}
+
+/// `no_accept`: while MASTER without owning its addresses, traffic to
+/// them is dropped by keepalived's nftables rules — the same ruleset as
+/// keepalived's (`nft list ruleset`, with an IPv6 eVIP for the `ip6`
+/// table), kept across a reload, none left after SIGTERM; the client's
+/// ping of the VIP goes unanswered while the director's own address
+/// answers.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn no_accept_drops_traffic_to_the_vips_as_keepalived() {
+    let extra = "  no_accept\n  virtual_ipaddress_excluded {\n    2001:db8::100/64\n  }\n";
+    let mut shown = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvnfo" } else { "kvnfk" });
+        let ruleset = |lab: &Lab| {
+            let o = Command::new("ip")
+                .args(["netns", "exec", &lab.ns(1), "nft", "list", "ruleset"])
+                .output()
+                .expect("nft (nftables) installed");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8_lossy(&o.stdout).to_string()
+        };
+        let ping = |lab: &Lab, to: &str| {
+            Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &lab.ns(3),
+                    "busybox",
+                    "ping",
+                    "-c",
+                    "1",
+                    "-W",
+                    "1",
+                    to,
+                ])
+                .output()
+                .unwrap()
+                .status
+                .success()
+        };
+        lab.start(1, imp, &conf(150, extra, "192.0.2.100/24", ""));
+        let up = lab.wait_for(8.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(300));
+        let master = ruleset(&lab);
+        assert!(lab.has_addr(1, "192.0.2.100"), "{imp:?}: no VIP");
+        assert!(
+            ping(&lab, "192.0.2.1"),
+            "{imp:?}: the director's own address"
+        );
+        assert!(
+            !ping(&lab, "192.0.2.100"),
+            "{imp:?}: the VIP answered: {master}"
+        );
+        lab.signal(1, "HUP");
+        sleep(Duration::from_millis(700));
+        let reloaded = ruleset(&lab);
+        assert_eq!(master, reloaded, "{imp:?}: a reload changed the rules");
+        lab.stop_all();
+        assert_eq!(ruleset(&lab), "", "{imp:?}: left after SIGTERM");
+        if imp == Impl::Ours {
+            let log = lab.log(1, imp);
+            assert!(
+                log.contains(
+                    "use_vmac or no_accept/strict specified, but no firewall configured - using nftables"
+                ),
+                "{log}"
+            );
+            assert!(!log.contains("nftables: "), "an nftables error: {log}");
+        }
+        shown.push(master);
+    }
+    assert!(shown[0].contains("ip daddr @vips drop"), "{}", shown[0]);
+    assert!(shown[0].contains("2001:db8::100"), "{}", shown[0]);
+    assert_eq!(
+        shown[0], shown[1],
+        "keepalived's (left) against ours (right)"
+    );
+}

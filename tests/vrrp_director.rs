@@ -143,6 +143,61 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
         assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
         sleep(Duration::from_millis(300));
         let while_master = show(&lab);
+        // Deleted by someone else: the static route, rule and address are
+        // put back (keepalived watches routes and rules here because the
+        // instance has virtual ones); a virtual route sends the master to
+        // BACKUP, and it takes over again and sets it back.
+        let ip = |args: &[&str]| {
+            let o = Command::new("ip")
+                .args(["-n", &lab.ns(1)])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        // Re-added addresses come after the others: compared as sets.
+        let sorted = |t: String| {
+            let mut l: Vec<String> = t.lines().map(str::to_string).collect();
+            l.sort();
+            l
+        };
+        ip(&["route", "del", "203.0.113.0/24"]);
+        ip(&["rule", "del", "priority", "200"]);
+        ip(&["addr", "del", "192.0.2.60/24", "dev", "eth0"]);
+        sleep(Duration::from_millis(800));
+        assert_eq!(
+            sorted(show(&lab)),
+            sorted(while_master.clone()),
+            "{imp:?}: statics not restored"
+        );
+        ip(&["route", "del", "198.51.100.0/24", "table", "100"]);
+        let again = lab.wait_for(4.0, |seen| {
+            seen.iter()
+                .filter(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+                .count()
+                >= 2
+        });
+        assert!(
+            again,
+            "{imp:?} did not take over again: {}",
+            lab.log(1, imp)
+        );
+        sleep(Duration::from_millis(300));
+        assert_eq!(
+            show(&lab),
+            while_master,
+            "{imp:?}: after a virtual route deleted"
+        );
+        let restored: Vec<String> = lab
+            .log(1, imp)
+            .lines()
+            .filter_map(|l| l.find("Restoring deleted").map(|i| l[i..].to_string()))
+            .collect();
+        assert_eq!(restored.len(), 3, "{imp:?}: {restored:?}");
         if imp == Impl::Ours {
             // A VRRP-only daemon serves its metrics itself.
             let m = lab.metrics(1);
@@ -177,7 +232,7 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
         );
         lab.stop_all();
         assert_eq!(show(&lab), "", "{imp:?}: left after SIGTERM");
-        shown.push((while_backup, while_master));
+        shown.push((while_backup, while_master, restored));
     }
     assert_eq!(
         shown[0], shown[1],

@@ -5,6 +5,7 @@
 
 use crate::config::vrrp::iproute::{RTN_UNICAST, RTPROT_KEEPALIVED};
 use crate::config::vrrp::{Route, Rule, RuleAction, Vip};
+use crate::vrrp::run::{GoneRoute, GoneRule};
 use futures_util::StreamExt;
 use netlink_packet_core::NetlinkPayload;
 use netlink_packet_route::address::{
@@ -460,6 +461,58 @@ pub enum NetEvent {
         /// The address.
         addr: IpAddr,
     },
+    /// A route of keepalived's protocol was deleted (`RTM_DELROUTE`).
+    RouteGone(GoneRoute),
+    /// A rule of keepalived's protocol was deleted (`RTM_DELRULE`).
+    RuleGone(GoneRule),
+}
+
+fn route_gone(m: &RouteMessage) -> Option<NetEvent> {
+    if m.header.protocol != RouteProtocol::from(RTPROT_KEEPALIVED) {
+        return None;
+    }
+    let ipv6 = m.header.address_family == AddressFamily::Inet6;
+    let mut dst = if ipv6 {
+        IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+    };
+    let mut table = u32::from(m.header.table);
+    let mut metric = None;
+    for a in &m.attributes {
+        match a {
+            RouteAttribute::Destination(RouteAddress::Inet(x)) => dst = IpAddr::V4(*x),
+            RouteAttribute::Destination(RouteAddress::Inet6(x)) => dst = IpAddr::V6(*x),
+            RouteAttribute::Table(t) => table = *t,
+            RouteAttribute::Priority(p) => metric = Some(*p),
+            _ => {}
+        }
+    }
+    Some(NetEvent::RouteGone(GoneRoute {
+        ipv6,
+        dst,
+        prefix: m.header.destination_prefix_length,
+        table,
+        metric,
+    }))
+}
+
+fn rule_gone(m: &RuleMessage) -> Option<NetEvent> {
+    let mut priority = 0;
+    let mut ours = false;
+    for a in &m.attributes {
+        match a {
+            RuleAttribute::Priority(p) => priority = *p,
+            RuleAttribute::Protocol(p) => ours = *p == RouteProtocol::from(RTPROT_KEEPALIVED),
+            _ => {}
+        }
+    }
+    ours.then(|| {
+        NetEvent::RuleGone(GoneRule {
+            ipv6: m.header.family == AddressFamily::Inet6,
+            priority,
+        })
+    })
 }
 
 fn link_event(link: &LinkMessage, deleted: bool) -> Option<NetEvent> {
@@ -503,6 +556,10 @@ pub fn watch(tx: mpsc::UnboundedSender<NetEvent>) -> io::Result<()> {
         rtnetlink::MulticastGroup::Link,
         rtnetlink::MulticastGroup::Ipv4Ifaddr,
         rtnetlink::MulticastGroup::Ipv6Ifaddr,
+        rtnetlink::MulticastGroup::Ipv4Route,
+        rtnetlink::MulticastGroup::Ipv6Route,
+        rtnetlink::MulticastGroup::Ipv4Rule,
+        rtnetlink::MulticastGroup::Ipv6Rule,
     ])?;
     tokio::spawn(conn);
     tokio::spawn(async move {
@@ -514,6 +571,8 @@ pub fn watch(tx: mpsc::UnboundedSender<NetEvent>) -> io::Result<()> {
                 RouteNetlinkMessage::NewLink(l) => link_event(&l, false),
                 RouteNetlinkMessage::DelLink(l) => link_event(&l, true),
                 RouteNetlinkMessage::DelAddress(a) => address_gone(&a),
+                RouteNetlinkMessage::DelRoute(r) => route_gone(&r),
+                RouteNetlinkMessage::DelRule(r) => rule_gone(&r),
                 _ => None,
             };
             if let Some(ev) = ev {

@@ -104,6 +104,10 @@ pub enum Event {
     Link(String, bool),
     /// An address was deleted from the named interface.
     AddressGone(String, std::net::IpAddr),
+    /// A route of keepalived's protocol was deleted.
+    RouteGone(GoneRoute),
+    /// A rule of keepalived's protocol was deleted.
+    RuleGone(GoneRule),
     /// A run of the named script ended.
     Script(String, Outcome),
     /// SIGHUP: the configuration read again.
@@ -646,7 +650,9 @@ impl Runner {
             }
             (Input::Fault, _) => "a tracked object failed".to_string(),
             (Input::FaultCleared, _) => "the fault cleared".to_string(),
-            (Input::VipDeleted, _) => "an address was deleted by someone else".to_string(),
+            (Input::VipDeleted, _) => {
+                "an address, route or rule it set was deleted by someone else".to_string()
+            }
             (Input::Stop, _) => "stop".to_string(),
             _ => String::new(),
         };
@@ -703,6 +709,8 @@ pub async fn drive(
                 Some(Event::Packet(id, rx)) => r.on_packet(id, now(base), &rx, w),
                 Some(Event::Link(name, up)) => r.on_link(now(base), &name, up, w),
                 Some(Event::AddressGone(name, a)) => r.on_address_gone(now(base), &name, a, w),
+                Some(Event::RouteGone(g)) => r.on_route_gone(now(base), &g, w),
+                Some(Event::RuleGone(g)) => r.on_rule_gone(now(base), &g, w),
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
                 Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
             },
@@ -716,3 +724,4 @@ mod reload;
 #[cfg(test)]
 mod tests;
 mod track;
+pub use track::{GoneRoute, GoneRule};

@@ -127,14 +127,27 @@ pub fn parse_vip(cx: &mut Ctx, words: &[String], line: usize) -> Option<Vip> {
             }
             "brd" | "broadcast" => {
                 let b = value.unwrap_or("");
+                if addr.is_ipv6() && value.is_some() {
+                    cx.err(format!(
+                        "VRRP is trying to assign a broadcast {} to the IPv6 address {first} !!?? WTF... skipping VIP...",
+                        words[i]
+                    ));
+                    return None;
+                }
                 match b {
-                    "+" | "-" => {
-                        if b == "+" && prefix >= 31 {
-                            cx.err(format!(
-                                "Address prefix length {prefix} too long for broadcast"
-                            ));
+                    // keepalived computes these from the address: all host
+                    // bits set ("+") or clear ("-"), up to a /30.
+                    "+" | "-" => match addr {
+                        IpAddr::V4(a) if prefix <= 30 => {
+                            let host = u32::MAX >> prefix;
+                            let v = u32::from(a);
+                            let brd = if b == "+" { v | host } else { v & !host };
+                            vip.broadcast = Some(IpAddr::V4(brd.into()));
                         }
-                    }
+                        _ => cx.err(format!(
+                            "Address prefix length {prefix} too long for broadcast"
+                        )),
+                    },
                     _ => match parse_ip(b).filter(|a| a.is_ipv4() && addr.is_ipv4()) {
                         Some(a) => vip.broadcast = Some(a),
                         None => {

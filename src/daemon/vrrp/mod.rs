@@ -536,6 +536,8 @@ pub async fn run(
                 let ev = match ev {
                     NetEvent::Link { name, up } => Event::Link(name, up),
                     NetEvent::AddressGone { name, addr } => Event::AddressGone(name, addr),
+                    NetEvent::RouteGone(g) => Event::RouteGone(g),
+                    NetEvent::RuleGone(g) => Event::RuleGone(g),
                 };
                 if tx.send(ev).is_err() {
                     return;

@@ -57,6 +57,12 @@ impl World for Lan {
             format!("{sign}drop {} {}", t.name, vips.len()),
         ));
     }
+    fn statics(&mut self, st: &Statics, add: bool) {
+        let sign = if add { '+' } else { '-' };
+        let n = st.addresses.len() + st.routes.len() + st.rules.len();
+        self.log
+            .push((self.now, self.who, format!("{sign}statics {n}")));
+    }
     fn announce(&mut self, _: usize, _: &[Vip], count: u32) {
         self.log
             .push((self.now, self.who, format!("garp x{count}")));
@@ -403,4 +409,55 @@ fn without_accept_mode_a_non_owner_master_drops_traffic_to_its_addresses() {
         "{:?}",
         lan.log
     );
+}
+
+#[test]
+fn deleted_routes_and_rules_are_taken_back_where_keepalived_watches_them() {
+    let gone_static = GoneRoute {
+        ipv6: false,
+        dst: "203.0.113.0".parse().unwrap(),
+        prefix: 24,
+        table: 254,
+        metric: None,
+    };
+    let statics = "static_routes {\n 203.0.113.0/24 via 192.0.2.10 dev lo\n}\n\
+                   static_rules {\n fwmark 0x10 table 200 priority 200\n}\n";
+    for (extra, watched) in [
+        (" virtual_routes {\n  198.51.100.0/24 dev lo\n }\n virtual_rules {\n  to 198.51.100.0/24 lookup 100 priority 90\n }", true),
+        ("", false),
+    ] {
+        let mut lan = lan();
+        let text = format!(
+            "{statics}vrrp_instance VI_1 {{\n interface lo\n virtual_router_id 51\n priority 150\n \
+             advert_int 1\n{extra}\n virtual_ipaddress {{\n  192.0.2.100/24\n }}\n}}\n"
+        );
+        let l = crate::config::load_str(&text);
+        let mut r = [Runner::new(&l.config.vrrp, &mut lan), runner(&mut lan, 1, 100, "")];
+        start(&mut r, &mut lan);
+        play(&mut r, &mut lan, 4_000_000, None);
+        assert!(first(&lan, 0, "Master 150", 0).is_some());
+        lan.who = 0;
+        r[0].on_route_gone(4_000_000, &gone_static, &mut lan);
+        r[0].on_rule_gone(4_000_000, &GoneRule { ipv6: false, priority: 200 }, &mut lan);
+        let restored = lan
+            .log
+            .iter()
+            .filter(|(t, w, x)| *t == 4_000_000 && *w == 0 && x == "+statics 1")
+            .count();
+        assert_eq!(restored, if watched { 2 } else { 0 }, "{extra}: {:?}", lan.log);
+        if watched {
+            assert!(lan.log.iter().any(|(_, _, x)| x
+                == "log Restoring deleted static route prepend 203.0.113.0/24 via inet 192.0.2.10 dev lo proto 18"));
+            // The master's own virtual route: BACKUP, priority 0, and back.
+            let v = GoneRoute {
+                dst: "198.51.100.0".parse().unwrap(),
+                ..gone_static.clone()
+            };
+            lan.now = 4_100_000;
+            r[0].on_route_gone(4_100_000, &v, &mut lan);
+            assert_eq!(first(&lan, 0, "advert 0", 4_100_000), Some(4_100_000));
+            play(&mut r, &mut lan, 6_000_000, None);
+            assert!(first(&lan, 0, "Master 150", 4_100_001).is_some(), "{:?}", lan.log);
+        }
+    }
 }

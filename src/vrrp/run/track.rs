@@ -2,6 +2,8 @@
 //! instance's effective priority and fault state. Part of [`super`].
 
 use super::{Runner, World};
+use crate::config::vrrp::{Route, Rule};
+use crate::vrrp::format::{format_iproute, format_iprule};
 use crate::vrrp::fsm::{Input, State};
 use crate::vrrp::priority::{self, Tracked};
 use crate::vrrp::script::Outcome;
@@ -150,11 +152,99 @@ impl Runner {
             .collect();
         for v in gone {
             let mut one = super::Statics::default();
+            let dev = v.dev.clone().unwrap_or_else(|| name.to_string());
             w.log(format!(
-                "Restoring deleted static address {}/{} dev {name}",
-                v.addr, v.prefix
+                "Restoring deleted static address {}",
+                crate::vrrp::format::format_ipaddress(&v, &dev, true)
             ));
             one.addresses.push(v);
+            w.statics(&one, true);
+        }
+    }
+
+    /// A route of keepalived's protocol was deleted (rtnetlink): a MASTER
+    /// whose tracked virtual route it was goes to BACKUP (as for an
+    /// address) and takes it back; a tracked static route is put back.
+    /// keepalived watches a family's routes only when some instance has a
+    /// virtual route of that family, and so only then restores its static
+    /// ones: this does the same.
+    pub fn on_route_gone(&mut self, now: u64, gone: &GoneRoute, w: &mut impl World) {
+        let watched = self
+            .nodes
+            .iter()
+            .any(|n| n.cfg.virtual_routes.iter().any(|r| r.ipv6 == gone.ipv6));
+        if !watched {
+            return;
+        }
+        for k in 0..self.nodes.len() {
+            let n = &self.nodes[k];
+            if n.fsm.state == State::Master
+                && n.cfg
+                    .virtual_routes
+                    .iter()
+                    .any(|r| !r.no_track && gone.is(r))
+            {
+                self.feed(k, now, Input::VipDeleted, w);
+            }
+        }
+        let back: Vec<Route> = self
+            .statics
+            .routes
+            .iter()
+            .filter(|r| !r.no_track && gone.is(r))
+            .cloned()
+            .collect();
+        for r in back {
+            w.log(format!(
+                "Restoring deleted static route {}",
+                format_iproute(&r)
+            ));
+            let one = super::Statics {
+                routes: vec![r],
+                ..Default::default()
+            };
+            w.statics(&one, true);
+        }
+    }
+
+    /// A rule of keepalived's protocol was deleted: as for a route, with
+    /// `virtual_rules` (keepalived watches a family's rules only when some
+    /// instance has a virtual rule of that family).
+    pub fn on_rule_gone(&mut self, now: u64, gone: &GoneRule, w: &mut impl World) {
+        let watched = self
+            .nodes
+            .iter()
+            .any(|n| n.cfg.virtual_rules.iter().any(|r| r.ipv6 == gone.ipv6));
+        if !watched {
+            return;
+        }
+        for k in 0..self.nodes.len() {
+            let n = &self.nodes[k];
+            if n.fsm.state == State::Master
+                && n.cfg
+                    .virtual_rules
+                    .iter()
+                    .any(|r| !r.no_track && gone.is(r))
+            {
+                self.feed(k, now, Input::VipDeleted, w);
+            }
+        }
+        let back: Vec<Rule> = self
+            .statics
+            .rules
+            .iter()
+            .filter(|r| !r.no_track && gone.is(r))
+            .cloned()
+            .collect();
+        for r in back {
+            w.log(format!(
+                "Restoring deleted static rule {}",
+                format_iprule(&r)
+            ));
+            let one = super::Statics {
+                rules: vec![r],
+                ..Default::default()
+            };
             w.statics(&one, true);
         }
     }
@@ -207,5 +297,47 @@ impl Runner {
             }
             self.feed(k, now, Input::FaultCleared, w);
         }
+    }
+}
+
+/// What identifies a deleted route (rtnetlink's `RTM_DELROUTE`): the kernel's key (table,
+/// destination, metric).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoneRoute {
+    pub ipv6: bool,
+    pub dst: IpAddr,
+    pub prefix: u8,
+    pub table: u32,
+    pub metric: Option<u32>,
+}
+
+/// What identifies a deleted rule: its family and preference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoneRule {
+    pub ipv6: bool,
+    pub priority: u32,
+}
+
+impl GoneRoute {
+    /// Whether `r` is the route deleted (a metric compared only when `r`
+    /// gives one: the kernel sets IPv6's default itself).
+    pub fn is(&self, r: &Route) -> bool {
+        let dst = if self.dst.is_unspecified() {
+            r.dst
+        } else {
+            self.dst
+        };
+        r.ipv6 == self.ipv6
+            && r.dst == dst
+            && r.prefix == self.prefix
+            && r.table == self.table
+            && r.metric.is_none_or(|m| Some(m) == self.metric)
+    }
+}
+
+impl GoneRule {
+    /// Whether `r` is the rule deleted.
+    pub fn is(&self, r: &Rule) -> bool {
+        r.ipv6 == self.ipv6 && r.priority == self.priority
     }
 }

@@ -72,7 +72,7 @@ fn one_process_runs_the_checker_and_vrrp() {
     );
 }
 
-/// `virtual_routes` and `virtual_rules` follow the master, the static
+/// `virtual_routes` (one with an `encap`) and `virtual_rules` follow the master, the static
 /// address, route and rule are there from start to stop: the same as
 /// keepalived's (as `ip route`, `ip rule` and `ip addr` show them) as
 /// BACKUP and as MASTER, none left after SIGTERM.
@@ -84,7 +84,8 @@ fn one_process_runs_the_checker_and_vrrp() {
 fn routes_rules_and_statics_as_keepalived_sets_them() {
     // virtual_* follow the master; static_* are there from start to stop.
     let extra = "  virtual_routes {\n    192.0.2.192/26 via 192.0.2.10\n    blackhole 2001:db8:ff::/48\n    \
-                 198.51.100.0/24 dev eth0 metric 7 table 100\n  }\n  virtual_rules {\n    \
+                 198.51.100.0/24 dev eth0 metric 7 table 100\n    \
+                 198.51.104.0/24 dev eth0 encap ip id 5 dst 192.0.2.1 ttl 30 flags 256\n  }\n  virtual_rules {\n    \
                  from 192.0.2.100 table 100 priority 100\n    to 198.51.100.0/24 lookup 100\n  }\n";
     let statics = "static_ipaddress {\n  192.0.2.60/24 dev eth0\n}\nstatic_routes {\n  \
                    203.0.113.0/24 via 192.0.2.10 dev eth0\n}\nstatic_rules {\n  \
@@ -111,6 +112,7 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
             let ours = [
                 "192.0.2.192",
                 "198.51.100",
+                "198.51.104",
                 "203.0.113",
                 "2001:db8:ff",
                 "192.0.2.60",
@@ -220,6 +222,7 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
             "table 100",
             "fwmark 0x10",
             "192.0.2.60/24",
+            "encap ip id 5 src 0.0.0.0 dst 192.0.2.1 ttl 30 tos 0 csum",
         ] {
             assert!(
                 while_master.contains(want),

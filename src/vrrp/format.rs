@@ -3,6 +3,7 @@
 //! `format_iproute()` and `format_iprule()` of `vrrp_ipaddress.c`,
 //! `vrrp_iproute.c` and `vrrp_iprule.c`, for the typed model. Pure.
 
+use crate::config::vrrp::encap::format_encap;
 use crate::config::vrrp::{Route, Rule, RuleAction, Vip};
 use std::fmt::Write;
 use std::net::IpAddr;
@@ -123,6 +124,9 @@ pub fn format_iproute(r: &Route) -> String {
     if let Some(t) = r.tos {
         let _ = write!(o, " tos {t}");
     }
+    if let Some(e) = &r.encap {
+        o.push_str(&format_encap(e));
+    }
     if let Some(v) = r.via {
         let fam = if v.is_ipv6() { "inet6" } else { "inet" };
         let _ = write!(o, " via {fam} {v}");
@@ -168,6 +172,9 @@ pub fn format_iproute(r: &Route) -> String {
         }
         if let Some(re) = nh.realms {
             realms(&mut o, re);
+        }
+        if let Some(e) = &nh.encap {
+            o.push_str(&format_encap(e));
         }
     }
     if r.no_track {
@@ -314,6 +321,16 @@ mod tests {
                 "198.51.101.0/24 dev eth0 metric 7 table 100 src 192.0.2.1 scope link"
             )),
             "prepend 198.51.101.0/24 src 192.0.2.1 dev eth0 table 100 proto 18 scope 253 metric 7"
+        );
+        assert_eq!(
+            format_iproute(&route(
+                "198.51.102.0/24 dev eth0 encap ip id 5 dst 192.0.2.1 ttl 30 tos 0x10 flags 1"
+            )),
+            "prepend 198.51.102.0/24 encap ip id 5 dst 192.0.2.1 tos 16 ttl 30 flags 0x1 dev eth0 proto 18"
+        );
+        assert_eq!(
+            format_iproute(&route("198.51.100.0/24 dev eth0 encap mpls 100/200")),
+            "prepend 198.51.100.0/24 encap mpls 64000/c8100 dev eth0 proto 18"
         );
         assert_eq!(
             format_iproute(&route("2001:db8:5::/48 via 2001:db8::10 dev eth0")),

@@ -3,15 +3,21 @@
 //! sends them, and the link events keepalived's netlink reader acts on
 //! (`keepalived_netlink.c`: an interface going down or up).
 
+use crate::config::vrrp::encap::{Encap, IpTunnel};
 use crate::config::vrrp::iproute::{RTN_UNICAST, RTPROT_KEEPALIVED};
 use crate::config::vrrp::{Route, Rule, RuleAction, Vip};
 use crate::vrrp::run::{GoneRoute, GoneRule};
 use futures_util::StreamExt;
+use netlink_packet_core::DefaultNla;
 use netlink_packet_core::NetlinkPayload;
 use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope, CacheInfo,
 };
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
+use netlink_packet_route::route::{
+    MplsLabel, RouteIp6Tunnel, RouteIp6TunnelFlags, RouteIpTunnel, RouteIpTunnelFlags,
+    RouteLwEnCapType, RouteLwTunnelEncap, RouteMplsIpTunnel,
+};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteMetric, RouteNextHop,
     RouteNextHopFlags, RoutePreference, RouteProtocol, RouteRealm, RouteScope, RouteType,
@@ -265,6 +271,9 @@ pub fn route_message(
         m.attributes
             .push(RouteAttribute::Preference(RoutePreference::from(p)));
     }
+    if let Some(e) = &r.encap {
+        m.attributes.extend(encap_attributes(e));
+    }
     if !r.nexthops.is_empty() {
         let mut hops = Vec::new();
         for nh in &r.nexthops {
@@ -287,11 +296,114 @@ pub fn route_message(
                     destination: rl as u16,
                 }));
             }
+            // keepalived 2.2.7 reads a next hop's encap and does not send
+            // it (the lab: its multipath route has none): neither does this.
             hops.push(h);
         }
         m.attributes.push(RouteAttribute::MultiPath(hops));
     }
     Ok(m)
+}
+
+/// keepalived writes the tunnel flags in host order where the kernel reads
+/// them big-endian (`flags 256` is `csum` on x86): the value whose
+/// big-endian bytes (as the crate writes them) are those host-order ones.
+fn host_order(v: u16) -> u16 {
+    u16::from_be_bytes(v.to_ne_bytes())
+}
+
+/// `RTA_ENCAP_TYPE` and `RTA_ENCAP` for an encapsulation, as
+/// keepalived's `add_encap()` writes them.
+fn encap_attributes(e: &Encap) -> [RouteAttribute; 2] {
+    fn ip_opts<A: Copy>(
+        t: &IpTunnel<A>,
+        addr: impl Fn(A, bool) -> RouteLwTunnelEncap,
+        tos: impl Fn(u8) -> RouteLwTunnelEncap,
+        ttl: impl Fn(u8) -> RouteLwTunnelEncap,
+        flags: impl Fn(u16) -> RouteLwTunnelEncap,
+        id: impl Fn(u64) -> RouteLwTunnelEncap,
+    ) -> Vec<RouteLwTunnelEncap> {
+        let mut v = Vec::new();
+        v.extend(t.id.map(id));
+        v.extend(t.dst.map(|a| addr(a, true)));
+        v.extend(t.src.map(|a| addr(a, false)));
+        v.extend(t.tos.map(tos));
+        v.extend(t.ttl.map(ttl));
+        v.extend(t.flags.map(flags));
+        v
+    }
+    let (kind, nlas) = match e {
+        Encap::Mpls(labels) => {
+            let n = labels.len();
+            let stack = labels
+                .iter()
+                .enumerate()
+                .map(|(k, l)| MplsLabel {
+                    label: *l,
+                    traffic_class: 0,
+                    bottom_of_stack: k + 1 == n,
+                    ttl: 0,
+                })
+                .collect();
+            (
+                RouteLwEnCapType::Mpls,
+                vec![RouteLwTunnelEncap::Mpls(RouteMplsIpTunnel::Destination(
+                    stack,
+                ))],
+            )
+        }
+        Encap::Ip(t) => (
+            RouteLwEnCapType::Ip,
+            ip_opts(
+                t,
+                |a, dst| {
+                    RouteLwTunnelEncap::Ip(if dst {
+                        RouteIpTunnel::Destination(a)
+                    } else {
+                        RouteIpTunnel::Source(a)
+                    })
+                },
+                |v| RouteLwTunnelEncap::Ip(RouteIpTunnel::Tos(v)),
+                |v| RouteLwTunnelEncap::Ip(RouteIpTunnel::Ttl(v)),
+                |v| {
+                    RouteLwTunnelEncap::Ip(RouteIpTunnel::Flags(
+                        RouteIpTunnelFlags::from_bits_retain(host_order(v)),
+                    ))
+                },
+                |v| RouteLwTunnelEncap::Ip(RouteIpTunnel::Id(v)),
+            ),
+        ),
+        Encap::Ip6(t) => (
+            RouteLwEnCapType::Ip6,
+            ip_opts(
+                t,
+                |a, dst| {
+                    RouteLwTunnelEncap::Ip6(if dst {
+                        RouteIp6Tunnel::Destination(a)
+                    } else {
+                        RouteIp6Tunnel::Source(a)
+                    })
+                },
+                |v| RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Tc(v)),
+                |v| RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Hoplimit(v)),
+                |v| {
+                    RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Flags(
+                        RouteIp6TunnelFlags::from_bits_retain(host_order(v)),
+                    ))
+                },
+                |v| RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(v)),
+            ),
+        ),
+        // ILA_ATTR_LOCATOR (1), a u64 in host order as iproute2 sends it.
+        Encap::Ila(l) => (
+            RouteLwEnCapType::Ila,
+            vec![RouteLwTunnelEncap::Other(DefaultNla::new(
+                1,
+                l.to_ne_bytes().to_vec(),
+            ))],
+        ),
+    };
+    [RouteAttribute::EncapType(kind), RouteAttribute::Encap(nlas)]
 }
 
 /// The `RTM_NEWRULE` / `RTM_DELRULE` body for `r`.

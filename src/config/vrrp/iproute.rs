@@ -11,8 +11,9 @@
 
 use super::address::parse_prefix;
 use super::ctx::Ctx;
+use super::encap::{parse_encap, Encap};
+use super::nexthop::parse_nexthops;
 pub use super::nexthop::NextHop;
-use super::nexthop::{parse_nexthops, skip_encap};
 use super::rttables::{self, Kind};
 use crate::config::parser::parse_ip;
 use serde::Serialize;
@@ -107,8 +108,8 @@ pub struct Route {
     pub ttl_propagate: Option<u8>,
     /// `nexthop`s (or the two of `via A or B`).
     pub nexthops: Vec<NextHop>,
-    /// `encap` was given (read, not sent: see docs/migration.md).
-    pub encap: bool,
+    /// `encap`: a lightweight tunnel encapsulation.
+    pub encap: Option<Encap>,
     /// `no_track`, or a route that cannot be tracked (no `dev`).
     pub no_track: bool,
     /// Line of the route.
@@ -235,7 +236,7 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
         pref: None,
         ttl_propagate: None,
         nexthops: Vec::new(),
-        encap: false,
+        encap: None,
         no_track: false,
         line,
     };
@@ -367,8 +368,9 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
             }
             "onlink" => r.onlink = true,
             "encap" => {
-                r.encap = true;
-                i = skip_encap(cx, words, i)?;
+                let (e, next) = parse_encap(cx, words, i);
+                r.encap = e.or(r.encap.take());
+                i = next;
                 continue;
             }
             "expires" => {
@@ -551,6 +553,7 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
                     weight: None,
                     onlink: false,
                     realms: None,
+                    encap: None,
                 };
                 i += 1;
                 let s = slot(cx, words, i)?;
@@ -562,6 +565,7 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
                     weight: None,
                     onlink: false,
                     realms: None,
+                    encap: None,
                 });
             }
             "nexthop" => {
@@ -679,7 +683,14 @@ mod tests {
             6,
         )
         .unwrap();
-        assert!(r.encap, "encap is read (and not sent)");
+        assert_eq!(
+            r.encap,
+            Some(Encap::Ip(super::super::encap::IpTunnel {
+                id: Some(5),
+                dst: Some("192.0.2.1".parse().unwrap()),
+                ..Default::default()
+            }))
+        );
         assert_eq!(r.metric, Some(3), "the words after the encap are read");
         assert!(parse_route(&mut cx, &w("192.0.2.0/24 via 2001:db8::1"), 7).is_none());
         assert!(parse_route(&mut cx, &w("metric 5 dev eth0"), 8).is_none());

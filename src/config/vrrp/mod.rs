@@ -7,6 +7,7 @@
 mod address;
 pub mod build;
 mod ctx;
+pub mod encap;
 pub mod iproute;
 pub mod iprule;
 mod nexthop;

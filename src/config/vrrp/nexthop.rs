@@ -1,6 +1,6 @@
 //! The `nexthop via IP [dev IF] [weight N] [onlink] [realms R] …` groups
-//! that may end a route line (keepalived's `parse_nexthops()`) and the
-//! `encap` options it reads past. Part of [`super::iproute`].
+//! that may end a route line (keepalived's `parse_nexthops()`), each with
+//! its own `encap` ([`super::encap`]). Part of [`super::iproute`].
 
 use super::ctx::Ctx;
 use super::iproute::{address, get_num, set_family, slot, Route};
@@ -21,6 +21,8 @@ pub struct NextHop {
     pub onlink: bool,
     /// `realms`.
     pub realms: Option<u32>,
+    /// `encap`.
+    pub encap: Option<super::encap::Encap>,
 }
 
 /// `parse_nexthops()`: the `nexthop …` groups ending a route line.
@@ -39,6 +41,7 @@ pub(super) fn parse_nexthops(
             weight: None,
             onlink: false,
             realms: None,
+            encap: None,
         };
         while i < words.len() {
             match words[i].as_str() {
@@ -83,8 +86,9 @@ pub(super) fn parse_nexthops(
                 }
                 "onlink" => nh.onlink = true,
                 "encap" => {
-                    r.encap = true;
-                    i = skip_encap(cx, words, i)?;
+                    let (e, next) = super::encap::parse_encap(cx, words, i);
+                    nh.encap = e.or(nh.encap.take());
+                    i = next;
                     continue;
                 }
                 "realms" => {
@@ -120,31 +124,4 @@ pub(super) fn parse_nexthops(
         return None;
     }
     Some(())
-}
-
-/// `parse_encap()`: the type and its option pairs are read past (the
-/// encapsulation itself is not sent); returns the index after them.
-pub(super) fn skip_encap(cx: &mut Ctx, words: &[String], i: usize) -> Option<usize> {
-    let mut i = i + 1;
-    let t = slot(cx, words, i)?;
-    i += 1;
-    let opts: &[&str] = match t {
-        "ip" => &["id", "dst", "src", "tos", "ttl", "flags"],
-        "ip6" => &["id", "dst", "src", "tc", "hoplimit", "flags"],
-        "mpls" => {
-            // One label stack word.
-            return Some(i + 1);
-        }
-        "ila" => {
-            return Some(i + 1);
-        }
-        other => {
-            cx.err(format!("Unknown encap type - {other}"));
-            return Some(i);
-        }
-    };
-    while i < words.len() && opts.contains(&words[i].as_str()) {
-        i += 2;
-    }
-    Some(i)
 }

@@ -255,13 +255,6 @@ pub(super) async fn address_worker(
             }
             Job::Routes { add, index, routes } => {
                 for r in &routes {
-                    if r.encap && add {
-                        log::warn!(
-                            "route {}/{}: encap is not sent (keepalived-rs reads it only)",
-                            r.dst,
-                            r.prefix
-                        );
-                    }
                     if let Err(e) = rtnl.route(r, index, add).await {
                         log::error!("{e}");
                     }

@@ -10,6 +10,7 @@ use super::parts::{
 };
 use super::*;
 use crate::config::model::{Block, Config, Setting, TIMER_HZ};
+use crate::config::numbers::Quiet;
 use crate::config::parser::parse_ip;
 
 /// Keywords whose handler reads its first value unchecked: without one,
@@ -106,34 +107,28 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
             out.instances.push(i);
         }
     }
-    out.startup_delay_us = cfg
-        .global_defs
-        .other
-        .iter()
-        .rev()
-        .find(|s| s.keyword == "vrrp_startup_delay")
-        .and_then(|s| s.args.first())
+    // The values were checked (and reported) where they were read; here
+    // the same readers take them.
+    let last = |kw: &str| {
+        cfg.global_defs
+            .other
+            .iter()
+            .rev()
+            .find(|s| s.keyword == kw)
+            .and_then(|s| s.args.first())
+            .map(String::as_str)
+    };
+    out.startup_delay_us = last("vrrp_startup_delay")
         .and_then(|v| {
-            let (int, frac) = v.split_once('.').unwrap_or((v, ""));
-            let frac = format!("{:0<6}", frac.get(..frac.len().min(6))?);
-            Some(int.parse::<u64>().ok()? * 1_000_000 + frac.parse::<u64>().ok()?)
+            crate::config::numbers::read_decimal(&mut Quiet, v, 1_000, u32::MAX.into(), 6).ok()
         })
-        .filter(|us| (1_000..=u64::from(u32::MAX)).contains(us))
         .unwrap_or(0);
     out.scripts = super::track::scripts(cfg, cx, script_names);
     out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
     super::track::track_processes(cfg, cx);
     out.garp_groups = super::track::garp_groups(cfg, cx);
     let interval = |kw: &str| {
-        let v = cfg
-            .global_defs
-            .other
-            .iter()
-            .rev()
-            .find(|s| s.keyword == kw)?;
-        let t = v.args.first()?;
-        let secs: f64 = t.parse().ok()?;
-        (secs.is_finite() && secs >= 0.0).then(|| (secs * 1e6).round() as u64)
+        crate::config::numbers::read_timer(&mut Quiet, last(kw)?, 1, u32::MAX.into(), false)
     };
     out.no_email_faults = global_flag(cfg, "no_email_faults") == Some(true);
     out.nftables = nftables(&cfg.global_defs.other);
@@ -232,7 +227,7 @@ pub fn nftables(settings: &[Setting]) -> Option<NftTable> {
             "nftables_priority" => {
                 let v = first(s).unwrap_or("");
                 if let Some(p) = crate::config::numbers::read_int(
-                    &mut crate::config::numbers::Quiet,
+                    &mut Quiet,
                     v,
                     i32::MIN.into(),
                     i32::MAX.into(),
@@ -953,5 +948,24 @@ mod tests {
             inst("nftables kad", "no_accept"),
             (false, Some("kad".into()), false)
         );
+    }
+}
+
+#[cfg(test)]
+mod timing_tests {
+    #[test]
+    fn startup_delay_and_announce_intervals_are_read_with_keepalived_s_readers() {
+        let v = |g: &str| {
+            crate::config::load_str(&format!("global_defs {{\n{g}\n}}\n"))
+                .config
+                .vrrp
+        };
+        let c = v("vrrp_startup_delay 2.5\nvrrp_garp_interval 0.001\nvrrp_gna_interval 1.25");
+        assert_eq!(c.startup_delay_us, 2_500_000);
+        assert_eq!((c.garp_interval_us, c.gna_interval_us), (1_000, 1_250_000));
+        // Refused where read (too many places, a sign, garbage): no effect.
+        let c = v("vrrp_startup_delay 2.1234567\nvrrp_garp_interval -1\nvrrp_gna_interval 1x");
+        assert_eq!(c.startup_delay_us, 0);
+        assert_eq!((c.garp_interval_us, c.gna_interval_us), (0, 0));
     }
 }

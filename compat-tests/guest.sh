@@ -9,6 +9,7 @@
 #   Exit status: 0 if the guest ran and printed @@EXIT 0, 3 if the guest
 #   could not be built or booted, otherwise the payload's status.
 # Environment: GUEST_TIMEOUT (seconds, default 900), GUEST_MEM (MiB, 1024),
+#   GUEST_SMP (vCPUs, 2),
 #   GUEST_EXTRA_BINS (more host binaries to copy in, with their libraries).
 set -euo pipefail
 
@@ -121,7 +122,7 @@ chmod +x "$ROOT/init"
 
 LOG=$WORK/console.log
 set +e
-timeout "$TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -cpu max \
+timeout "$TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -smp "${GUEST_SMP:-2}" -cpu max \
     -m "${GUEST_MEM:-1024}" -nographic -no-reboot \
     -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet" </dev/null >"$LOG" 2>&1

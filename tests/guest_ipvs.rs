@@ -1,6 +1,7 @@
 //! Real-kernel IPVS scenarios, side by side with keepalived 2.2.7.
 //!
-//! Boots the guest of `compat-tests/guest.sh` once, runs every scenario of
+//! Boots the guests of `compat-tests/guest.sh` (two side by side, each with
+//! half the scenarios: `GUEST_SHARDS`), runs every scenario of
 //! `compat-tests/scenarios/` with keepalived and then with our binary, and
 //! compares `ipvsadm -S -n` while each runs and after each stops. Our own
 //! netlink dump (`--ipvs-save`) must read the same table as ipvsadm. A
@@ -233,6 +234,29 @@ fn crash_property(dir: &Path, name: &str, snaps: &Snapshots) -> Vec<String> {
     problems
 }
 
+/// The scenario directories (those with a keepalived.conf).
+fn scenario_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("scenarios")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("keepalived.conf").exists())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect()
+}
+
+/// `cp -r from to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("shard dir");
+    for e in std::fs::read_dir(from).expect("scenario dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy a scenario file");
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "guest"),
@@ -245,32 +269,52 @@ fn ipvs_tables_match_keepalived_in_a_real_kernel() {
         nix::unistd::Uid::effective().is_root(),
         "the guest IPVS scenarios need root (apt-get, qemu)"
     );
-    let out = Command::new(root.join("compat-tests/guest.sh"))
-        .arg(env!("CARGO_BIN_EXE_keepalived"))
-        .arg(root.join("compat-tests/ipvs-scenarios.sh"))
-        .arg(&scen_dir)
-        .output()
-        .expect("run compat-tests/guest.sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(
-        out.status.code(),
-        Some(3),
-        "the guest did not start:\n{stderr}\n{stdout}"
-    );
-    assert!(
-        out.status.success(),
-        "guest payload failed:\n{stderr}\n{stdout}"
-    );
+    // The scenarios are split over guests booted side by side (one vCPU
+    // each; the machine's cores otherwise wait on TCG): GUEST_SHARDS, 2 by
+    // default (1: one guest, as before).
+    let shards: usize = std::env::var("GUEST_SHARDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or(2);
+    let mut all: Vec<String> = scenario_names(&scen_dir);
+    all.sort();
+    let work = std::env::temp_dir().join(format!("kr-guest-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let children: Vec<_> = (0..shards)
+        .map(|k| {
+            let ship = work.join(format!("shard{k}"));
+            for name in all.iter().skip(k).step_by(shards) {
+                copy_dir(&scen_dir.join(name), &ship.join(name));
+            }
+            Command::new(root.join("compat-tests/guest.sh"))
+                .arg(env!("CARGO_BIN_EXE_keepalived"))
+                .arg(root.join("compat-tests/ipvs-scenarios.sh"))
+                .arg(&ship)
+                .env("GUEST_SMP", if shards > 1 { "1" } else { "2" })
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run compat-tests/guest.sh")
+        })
+        .collect();
+    let mut stdout = String::new();
+    for c in children {
+        let out = c.wait_with_output().expect("guest.sh output");
+        let o = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(
+            out.status.code(),
+            Some(3),
+            "the guest did not start:\n{stderr}\n{o}"
+        );
+        assert!(out.status.success(), "guest payload failed:\n{stderr}\n{o}");
+        stdout.push_str(&o);
+    }
+    let _ = std::fs::remove_dir_all(&work);
     let snaps = parse(&stdout);
 
-    let mut names: Vec<String> = std::fs::read_dir(&scen_dir)
-        .expect("scenarios")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("keepalived.conf").exists())
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .collect();
-    names.sort();
+    let names = all;
     let mut failures = Vec::new();
     let get = |n: &str, i: &str, p: &str| snaps.get(&(n.into(), i.into(), p.into())).cloned();
     for name in &names {

@@ -374,3 +374,45 @@ impl Node {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vrrp::fixtures::frame;
+
+    /// keepalived's AH adverts (`auth_pass secret2`, the capture's first
+    /// advert and its fifth, the release) byte for byte, but for the IPv4
+    /// header checksum the kernel fills in.
+    #[test]
+    fn ah_adverts_are_keepalived_s_byte_for_byte() {
+        let l = crate::config::load_str(
+            "vrrp_instance VI_12 {\n interface lo\n virtual_router_id 12\n priority 202\n \
+             advert_int 1\n authentication {\n  auth_type AH\n  auth_pass secret2\n }\n \
+             virtual_ipaddress {\n  192.0.2.130\n }\n}\n",
+        );
+        let i = &l.config.vrrp.instances[0];
+        let p = Placement {
+            ifname: "lo".into(),
+            src: Some("192.0.2.1".parse().unwrap()),
+            up: true,
+        };
+        let mut n = Node::new(0, i, &p);
+        let group: IpAddr = "224.0.0.18".parse().unwrap();
+        let mut sent = Vec::new();
+        for prio in [202, 202, 202, 202, 0] {
+            sent.push(n.packet(prio, group));
+        }
+        for (file, ours) in [
+            ("vrrpv2-ipv4-ah-vrid12-advert.txt", &sent[0]),
+            ("vrrpv2-ipv4-ah-vrid12-prio0.txt", &sent[4]),
+        ] {
+            let f = frame(file);
+            // keepalived's own adverts open with the key.
+            let seq = ah::open("VI_12", &key8(b"secret2"), &f[14..34], &f[34..], false);
+            assert_eq!(seq, Ok(if ours == &sent[0] { 1 } else { 5 }), "{file}");
+            let mut theirs = f[14..].to_vec();
+            theirs[10..12].fill(0);
+            assert_eq!(ours, &theirs, "{file}");
+        }
+    }
+}

@@ -328,11 +328,11 @@ pub(super) fn check_global_value(p: P, w: &[Word]) {
             }
         }
         "nftables" => {
-            if crate::config::vrrp::build::nftables(&p.cfg.global_defs.other).is_some() {
+            if crate::config::vrrp::firewall::nftables(&p.cfg.global_defs.other).is_some() {
                 p.err(ErrClass::GeneralError, "nftables already specified - ignoring");
             } else if v
                 .as_ref()
-                .is_some_and(|v| v.len() >= crate::config::vrrp::build::NFT_TABLE_MAXNAMELEN)
+                .is_some_and(|v| v.len() >= crate::config::vrrp::firewall::NFT_TABLE_MAXNAMELEN)
             {
                 p.err(ErrClass::GeneralError, "nftables table name too long - ignoring");
             }

@@ -3,6 +3,7 @@
 //! (`vrrp_parser.c`) and those of `vrrp_complete_instance()` once a block
 //! is read. Pure but for the host's interfaces, passed in.
 
+use super::complete::Written;
 use super::ctx::bool_word;
 pub use super::ctx::Ctx;
 use super::parts::{
@@ -131,14 +132,14 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         crate::config::numbers::read_timer(&mut Quiet, last(kw)?, 1, u32::MAX.into(), false)
     };
     out.no_email_faults = global_flag(cfg, "no_email_faults") == Some(true);
-    out.nftables = nftables(&cfg.global_defs.other);
+    out.nftables = super::firewall::nftables(&cfg.global_defs.other);
     // vrrp_complete_instance(): an instance without accept mode (or with a
     // VMAC) needs a firewall; keepalived takes its default table then.
     if out.nftables.is_none() && out.instances.iter().any(|i| !i.accept || i.vmac.is_some()) {
         out.nftables = Some(NftTable {
-            name: DEFAULT_NFTABLES_TABLE.to_string(),
+            name: super::firewall::DEFAULT_NFTABLES_TABLE.to_string(),
             priority: -1,
-            ..nft_flags(&cfg.global_defs.other)
+            ..super::firewall::nft_flags(&cfg.global_defs.other)
         });
         out.nftables_defaulted = true;
     }
@@ -189,69 +190,6 @@ fn up_down_delay(cx: &mut Ctx, w: &[String]) -> Option<(String, u64, u64)> {
         None => 0,
     };
     Some((name.clone(), down, up))
-}
-
-/// keepalived's table name when none is configured.
-pub const DEFAULT_NFTABLES_TABLE: &str = "keepalived";
-
-/// The longest table name keepalived takes is one less than this.
-pub const NFT_TABLE_MAXNAMELEN: usize = 256;
-
-/// The table the `global_defs` settings so far configure, read in file
-/// order as keepalived's handlers read them: the first `nftables` wins
-/// (a later one is "already specified"), a name too long is ignored,
-/// `vrrp_iptables` means the default table; each resets the priority,
-/// which `nftables_priority` sets.
-pub fn nftables(settings: &[Setting]) -> Option<NftTable> {
-    let mut table: Option<NftTable> = None;
-    let mut priority = -1;
-    for s in settings {
-        match s.keyword.as_str() {
-            "vrrp_iptables" => {
-                table = Some(NftTable {
-                    name: DEFAULT_NFTABLES_TABLE.to_string(),
-                    ..nft_flags(settings)
-                });
-                priority = -1;
-            }
-            "nftables" if table.is_none() => {
-                let name = first(s).unwrap_or(DEFAULT_NFTABLES_TABLE);
-                if name.len() < NFT_TABLE_MAXNAMELEN {
-                    table = Some(NftTable {
-                        name: name.to_string(),
-                        ..nft_flags(settings)
-                    });
-                    priority = -1;
-                }
-            }
-            "nftables_priority" => {
-                let v = first(s).unwrap_or("");
-                if let Some(p) = crate::config::numbers::read_int(
-                    &mut Quiet,
-                    v,
-                    i32::MIN.into(),
-                    i32::MAX.into(),
-                    false,
-                ) {
-                    priority = p as i32;
-                }
-            }
-            _ => {}
-        }
-    }
-    table.map(|t| NftTable { priority, ..t })
-}
-
-/// `nftables_counters` and `nftables_ifindex` (flags wherever they are),
-/// with the default name and priority.
-fn nft_flags(settings: &[Setting]) -> NftTable {
-    let has = |k: &str| settings.iter().any(|s| s.keyword == k);
-    NftTable {
-        name: DEFAULT_NFTABLES_TABLE.to_string(),
-        priority: -1,
-        counters: has("nftables_counters"),
-        ifindex: has("nftables_ifindex"),
-    }
 }
 
 /// A boolean global keyword as written: bare = true, else keepalived's
@@ -707,248 +645,20 @@ fn instance(
         }
     }
 
-    // vrrp_complete_instance().
-    cx.line = 0;
-    // The alerts and the FIFO's priority events: the instance's own word,
-    // else the global one (smtp_alert_vrrp, then smtp_alert).
-    i.smtp_alert = Some(
-        i.smtp_alert
-            .or_else(|| global_flag(cfg, "smtp_alert_vrrp"))
-            .or(cfg.global_defs.smtp_alert)
-            .unwrap_or(false),
-    );
-    i.notify_priority_changes = Some(
-        i.notify_priority_changes
-            .or_else(|| global_flag(cfg, "vrrp_notify_priority_changes"))
-            .unwrap_or(false),
-    );
-    let Some(vrid) = vrid else {
-        cx.err_nolines(format!("({name}) the virtual router id must be set"));
-        return None;
+    let written = Written {
+        priority,
+        vrid,
+        state_master,
+        advert_text,
+        unicast_keyword,
+        ipvlan,
+        native_ipv6,
+        accept: accept_given,
+        lower_delay_set,
+        lower_rep_set,
+        end_line: b.end_line,
     };
-    i.vrid = vrid;
-    i.ipv6 = native_ipv6
-        || i.vips.first().is_some_and(|v| v.addr.is_ipv6())
-        || (i.vips.is_empty() && i.src_ip.is_some_and(|a| a.is_ipv6()))
-        || (i.vips.is_empty()
-            && i.src_ip.is_none()
-            && i.unicast_peers.first().is_some_and(|p| p.addr.is_ipv6()));
-    if i.ipv6 {
-        i.version = 3;
-    }
-    let family_v6 = i.ipv6;
-    let mut kept = Vec::new();
-    for v in std::mem::take(&mut i.vips) {
-        if v.addr.is_ipv6() != family_v6 {
-            cx.line = v.line;
-            cx.err(format!(
-                "({name}): address family must match VRRP instance [{}] - ignoring",
-                v.addr
-            ));
-            cx.line = 0;
-        } else {
-            kept.push(v);
-        }
-    }
-    i.vips = kept;
-    match &i.interface {
-        None => cx.err_nolines(format!("({name}) Unknown interface!")),
-        Some(ifn)
-            if i.unicast_peers.is_empty()
-                && cx.host.interface_exists(ifn)
-                && !cx.host.interface_multicast(ifn) =>
-        {
-            cx.err_nolines(format!(
-                "({name}) interface {ifn} does not support multicast, specify unicast peers - disabling"
-            ));
-            return None;
-        }
-        Some(_) => {}
-    }
-    if i.vips.is_empty() {
-        let need = if i.version == 3 || i.strict {
-            "required"
-        } else {
-            "sensible"
-        };
-        cx.err_nolines(format!("({name}) No VIP specified; at least one is {need}"));
-    }
-    i.priority = priority.unwrap_or(if state_master { 255 } else { 100 });
-    if i.priority == 255 && i.nopreempt {
-        cx.err_nolines(format!(
-            "({name}) nopreempt is incompatible with priority 255. resetting nopreempt"
-        ));
-        i.nopreempt = false;
-    }
-    if !i.unicast_peers.is_empty() {
-        if i.mcast_dst.take().is_some() {
-            cx.err_nolines(format!(
-                "({name}) multicast destination specified with unicast - ignoring"
-            ));
-        }
-    } else if unicast_keyword && !i.unicast_fault_no_peer {
-        cx.err_nolines(format!(
-            "({name}) A unicast keyword has been specified without any unicast peers. Defaulting to multicast. This usage is deprecated - please update your configuration."
-        ));
-    }
-    if i.auth.is_some() {
-        if i.version == 3 {
-            cx.err_nolines(format!(
-                "({name}) VRRP version 3 does not support authentication. Ignoring."
-            ));
-            i.auth = None;
-        } else if i.strict {
-            cx.err_nolines(format!(
-                "({name}) Strict mode does not support authentication. Ignoring."
-            ));
-            i.auth = None;
-        }
-    }
-    if i.strict && i.preempt_delay_us > 0 {
-        cx.err_nolines(format!(
-            "({name}) preempt_delay is incompatible with strict mode - resetting"
-        ));
-        i.preempt_delay_us = 0;
-    }
-    // vrrp_complete_instance(): accept unless given, except a non-owner in
-    // strict mode; VRRPv2 has no accept mode in strict mode.
-    i.accept = accept_given.unwrap_or(i.priority == 255 || !i.strict);
-    if i.accept && i.priority != 255 && i.strict && i.version == 2 {
-        cx.err_nolines(format!(
-            "({name}) warning - accept mode for VRRP version 2 does not comply with RFC3768 - resetting"
-        ));
-        i.accept = false;
-    }
-    if let Some(secs) = advert_text {
-        if i.version == 2 && secs.fract() != 0.0 {
-            cx.err_nolines(format!(
-                "({name}) VRRPv2 advertisement interval {secs:.6}s must be an integer. rounding"
-            ));
-            i.advert_int_us = (secs.round().max(1.0) as u64) * TIMER_HZ;
-        } else if i.version == 3 && secs >= 40.96 {
-            cx.err_nolines(format!(
-                "({name}) VRRPv3 advertisement interval {secs:.2}s is out of range. Must be less than 40.96s. Setting to 40.95s"
-            ));
-            i.advert_int_us = 40_950_000;
-        } else if i.version == 3 {
-            // v3 carries centiseconds.
-            i.advert_int_us = i.advert_int_us / 10_000 * 10_000;
-        }
-    }
-    if i.vmac.is_some() && (unicast_keyword || !i.unicast_peers.is_empty()) && !i.vmac_xmit_base {
-        // Reported at the instance's `}` (its end handler).
-        cx.line = b.end_line;
-        cx.err(format!(
-            "({name}) unicast with use_vmac requires vmac_xmit_base - setting"
-        ));
-        cx.line = 0;
-        i.vmac_xmit_base = true;
-    }
-    if i.vmac_xmit_base && i.vmac.is_none() {
-        cx.err_nolines(format!("({name}) vmac_xmit_base is only valid with a vmac"));
-        i.vmac_xmit_base = false;
-    }
-    if ipvlan && i.src_ip.is_none() && !i.ipv6 {
-        cx.err_nolines(format!(
-            "({name}) IPv4 ipvlan requires a source ip address to be configured. setting instance to fault state"
-        ));
-    }
-    // vrrp_complete_instance(): the lower-priority GARPs follow the master's
-    // unless given (none at all in strict mode).
-    if !lower_rep_set {
-        i.garp.lower_prio_repeat = if i.strict { 0 } else { i.garp.master_repeat };
-    }
-    if !lower_delay_set {
-        i.garp.lower_prio_delay_us = if i.strict { 0 } else { i.garp.master_delay_us };
-    }
-    let own = i.interface.clone();
-    let owner = i.priority == 255;
-    i.track_interfaces.retain(|t| {
-        if own.as_deref() == Some(t.name.as_str()) {
-            cx.err_nolines(format!(
-                "({name}) Ignoring track_interface {} since own interface",
-                t.name
-            ));
-            return false;
-        }
-        if owner && t.weight.is_some_and(|w| w != 0) {
-            cx.err_nolines(format!(
-                "({name}) ignoring {} tracked interface due to address owner",
-                t.name
-            ));
-            return false;
-        }
-        true
-    });
-    Some(i)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table_of(globals: &str) -> Option<NftTable> {
-        let l = crate::config::load_str(&format!("global_defs {{\n{globals}\n}}\n"));
-        nftables(&l.config.global_defs.other)
-    }
-
-    #[test]
-    fn the_nftables_table_is_read_as_keepalived_reads_it() {
-        assert_eq!(table_of("router_id x"), None);
-        let t = table_of("nftables").unwrap();
-        assert_eq!(
-            (t.name.as_str(), t.priority, t.counters),
-            ("keepalived", -1, false)
-        );
-        // The first wins; each nftables resets the priority set before it.
-        let t = table_of("nftables_priority -5\nnftables kad\nnftables other\nnftables_counters")
-            .unwrap();
-        assert_eq!((t.name.as_str(), t.priority, t.counters), ("kad", -1, true));
-        let t = table_of("nftables kad\nnftables_priority -5").unwrap();
-        assert_eq!(t.priority, -5);
-        // A name too long is ignored; vrrp_iptables means the default table.
-        let long = "a".repeat(NFT_TABLE_MAXNAMELEN);
-        assert_eq!(table_of(&format!("nftables {long}")), None);
-        assert_eq!(table_of("vrrp_iptables").unwrap().name, "keepalived");
-    }
-
-    #[test]
-    fn accept_mode_defaults_as_keepalived_resolves_it() {
-        let inst = |globals: &str, extra: &str| {
-            let l = crate::config::load_str(&format!(
-                "global_defs {{\n{globals}\n}}\nvrrp_instance VI_1 {{\n interface lo\n \
-                 virtual_router_id 5\n priority 100\n{extra}\n virtual_ipaddress {{\n  192.0.2.1\n }}\n}}\n"
-            ));
-            let v = l.config.vrrp;
-            (
-                v.instances[0].accept,
-                v.nftables.map(|t| t.name),
-                v.nftables_defaulted,
-            )
-        };
-        assert_eq!(inst("", ""), (true, None, false));
-        assert_eq!(
-            inst("", "no_accept"),
-            (false, Some("keepalived".into()), true)
-        );
-        // Strict mode: no accept unless given, and never for VRRPv2.
-        assert_eq!(
-            inst("vrrp_strict", " version 3"),
-            (false, Some("keepalived".into()), true)
-        );
-        assert_eq!(
-            inst("vrrp_strict", " version 3\n accept"),
-            (true, None, false)
-        );
-        assert_eq!(
-            inst("vrrp_strict", " accept"),
-            (false, Some("keepalived".into()), true)
-        );
-        assert_eq!(
-            inst("nftables kad", "no_accept"),
-            (false, Some("kad".into()), false)
-        );
-    }
+    super::complete::complete(cfg, cx, i, written)
 }
 
 #[cfg(test)]

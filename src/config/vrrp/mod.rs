@@ -6,8 +6,10 @@
 
 mod address;
 pub mod build;
+mod complete;
 mod ctx;
 pub mod encap;
+pub mod firewall;
 pub mod iproute;
 pub mod iprule;
 mod nexthop;

@@ -220,9 +220,14 @@ fn instance(
     script_names: &[String],
 ) -> Option<Instance> {
     let g = &cfg.global_defs;
+    let (garp, lower_delay_set, lower_rep_set) = super::parts::global_garp(g);
+    let mut w = Written {
+        lower_delay_set,
+        lower_rep_set,
+        end_line: b.end_line,
+        ..Written::default()
+    };
     let global_bool = |k: &str| g.other.iter().any(|s| s.keyword == k);
-    let (garp, mut lower_delay_set, mut lower_rep_set) = super::parts::global_garp(g);
-    let mut accept_given: Option<bool> = None;
     let mut i = Instance {
         name: name.clone(),
         line: b.line,
@@ -280,13 +285,6 @@ fn instance(
         promote_secondaries: false,
         sync_group: None,
     };
-    let mut priority: Option<u8> = None;
-    let mut vrid: Option<u8> = None;
-    let mut state_master = false;
-    let mut advert_text: Option<f64> = None;
-    let mut unicast_keyword = false;
-    let mut ipvlan = false;
-    let mut native_ipv6 = false;
     let mut explicit_version: Option<u8> = None;
     for s in &b.settings {
         cx.line = s.line;
@@ -303,16 +301,16 @@ fn instance(
             "state" => match v {
                 "MASTER" => {
                     i.init_state = InitState::Master;
-                    state_master = true;
+                    w.state_master = true;
                 }
-                "BACKUP" if state_master => {
+                "BACKUP" if w.state_master => {
                     cx.err(format!("({name}) state previously set as MASTER - ignoring BACKUP"));
                 }
                 "BACKUP" => i.init_state = InitState::Backup,
                 other => {
                     cx.err(format!("({name}) unknown state '{other}', defaulting to BACKUP"));
                     i.init_state = InitState::Backup;
-                    state_master = false;
+                    w.state_master = false;
                 }
             },
             "interface" => {
@@ -332,24 +330,24 @@ fn instance(
                 }
             }
             "virtual_router_id" => match cx.read_unsigned(v, 1, 255) {
-                Some(n) => vrid = Some(n as u8),
+                Some(n) => w.vrid = Some(n as u8),
                 None => cx.err(format!(
                     "({name}): VRID '{v}' not valid - must be between 1 & 255"
                 )),
             },
             "priority" => match cx.read_unsigned(v, 1, 255) {
-                Some(n) => priority = Some(n as u8),
+                Some(n) => w.priority = Some(n as u8),
                 None => {
                     cx.err(format!(
                         "({name}) Priority not valid! must be between 1 & 255. Using default 100"
                     ));
-                    priority = Some(100);
+                    w.priority = Some(100);
                 }
             },
             "advert_int" => match cx.read_timer(v, 10_000, 255 * TIMER_HZ) {
                 Some(us) => {
                     i.advert_int_us = us;
-                    advert_text = Some(us as f64 / TIMER_HZ as f64);
+                    w.advert_text = Some(us as f64 / TIMER_HZ as f64);
                 }
                 None => cx.err(format!(
                     "({name}) Advert interval ({v}) not valid! Must be > 0 - ignoring"
@@ -397,7 +395,7 @@ fn instance(
             }
             "mcast_src_ip" | "unicast_src_ip" => {
                 if kw == "unicast_src_ip" {
-                    unicast_keyword = true;
+                    w.unicast_keyword = true;
                 }
                 match parse_ip(v) {
                     Some(a) => i.src_ip = Some(a),
@@ -418,11 +416,11 @@ fn instance(
             },
             "unicast_fault_no_peer" => i.unicast_fault_no_peer = true,
             "check_unicast_src" => {
-                unicast_keyword = true;
+                w.unicast_keyword = true;
                 i.check_unicast_src = true;
             }
             "old_unicast_checksum" => {
-                unicast_keyword = true;
+                w.unicast_keyword = true;
                 match first(s) {
                     None => i.old_unicast_checksum = Some(true),
                     Some("never") => i.old_unicast_checksum = Some(false),
@@ -441,12 +439,12 @@ fn instance(
                 i.vmac = Some(first(s).map(str::to_string).unwrap_or_default());
             }
             "vmac_xmit_base" => i.vmac_xmit_base = true,
-            "use_ipvlan" => ipvlan = true,
-            "native_ipv6" => native_ipv6 = true,
+            "use_ipvlan" => w.ipvlan = true,
+            "native_ipv6" => w.native_ipv6 = true,
             "dont_track_primary" => i.dont_track_primary = true,
             "track_src_ip" => i.track_src_ip = true,
-            "accept" => accept_given = Some(true),
-            "no_accept" => accept_given = Some(false),
+            "accept" => w.accept = Some(true),
+            "no_accept" => w.accept = Some(false),
             "skip_check_adv_addr" | "lower_prio_no_advert" | "higher_prio_send_advert"
             | "notify_priority_changes" => {
                 let b = match first(s) {
@@ -509,7 +507,7 @@ fn instance(
                             "garp_master_delay" => i.garp.master_delay_us = us,
                             "garp_lower_prio_delay" => {
                                 i.garp.lower_prio_delay_us = us;
-                                lower_delay_set = true;
+                                w.lower_delay_set = true;
                             }
                             _ => i.garp.master_refresh_us = us,
                         }
@@ -524,7 +522,7 @@ fn instance(
                         set_repeat(&mut i.garp, kw, 1);
                     }
                     Some(n) => {
-                        lower_rep_set |= kw == "garp_lower_prio_repeat";
+                        w.lower_rep_set |= kw == "garp_lower_prio_repeat";
                         set_repeat(&mut i.garp, kw, n as u32)
                     }
                     None if kw == "garp_lower_prio_repeat" => {
@@ -630,7 +628,7 @@ fn instance(
                 }
             }
             "unicast_peer" => {
-                unicast_keyword = true;
+                w.unicast_keyword = true;
                 for l in &c.values {
                     cx.line = l.line;
                     if let Some(p) = unicast_peer(cx, &l.words, &name) {
@@ -639,26 +637,13 @@ fn instance(
                 }
             }
             "authentication" => {
-                i.auth = authentication(cx, c, &name, state_master);
+                i.auth = authentication(cx, c, &name, w.state_master);
             }
             _ => {}
         }
     }
 
-    let written = Written {
-        priority,
-        vrid,
-        state_master,
-        advert_text,
-        unicast_keyword,
-        ipvlan,
-        native_ipv6,
-        accept: accept_given,
-        lower_delay_set,
-        lower_rep_set,
-        end_line: b.end_line,
-    };
-    super::complete::complete(cfg, cx, i, written)
+    super::complete::complete(cfg, cx, i, w)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::*;
 use crate::config::model::{Config, TIMER_HZ};
 
 /// What the block said that is settled only once it is all read.
+#[derive(Default)]
 pub(super) struct Written {
     pub priority: Option<u8>,
     pub vrid: Option<u8>,

@@ -437,8 +437,8 @@ fn deleted_routes_and_rules_are_taken_back_where_keepalived_watches_them() {
         play(&mut r, &mut lan, 4_000_000, None);
         assert!(first(&lan, 0, "Master 150", 0).is_some());
         lan.who = 0;
-        r[0].on_route_gone(4_000_000, &gone_static, &mut lan);
-        r[0].on_rule_gone(4_000_000, &GoneRule { ipv6: false, priority: 200 }, &mut lan);
+        r[0].on_gone(4_000_000, &gone_static, &mut lan);
+        r[0].on_gone(4_000_000, &GoneRule { ipv6: false, priority: 200 }, &mut lan);
         let restored = lan
             .log
             .iter()
@@ -454,7 +454,7 @@ fn deleted_routes_and_rules_are_taken_back_where_keepalived_watches_them() {
                 ..gone_static.clone()
             };
             lan.now = 4_100_000;
-            r[0].on_route_gone(4_100_000, &v, &mut lan);
+            r[0].on_gone(4_100_000, &v, &mut lan);
             assert_eq!(first(&lan, 0, "advert 0", 4_100_000), Some(4_100_000));
             play(&mut r, &mut lan, 6_000_000, None);
             assert!(first(&lan, 0, "Master 150", 4_100_001).is_some(), "{:?}", lan.log);

@@ -1,8 +1,8 @@
 //! The runner's trackers: interfaces and `vrrp_script`s feeding each
 //! instance's effective priority and fault state. Part of [`super`].
 
-use super::{Runner, World};
-use crate::config::vrrp::{Route, Rule};
+use super::{Runner, Statics, World};
+use crate::config::vrrp::{Instance, Route, Rule};
 use crate::vrrp::format::{format_iproute, format_iprule};
 use crate::vrrp::fsm::{Input, State};
 use crate::vrrp::priority::{self, Tracked};
@@ -162,90 +162,39 @@ impl Runner {
         }
     }
 
-    /// A route of keepalived's protocol was deleted (rtnetlink): a MASTER
-    /// whose tracked virtual route it was goes to BACKUP (as for an
-    /// address) and takes it back; a tracked static route is put back.
-    /// keepalived watches a family's routes only when some instance has a
-    /// virtual route of that family, and so only then restores its static
-    /// ones: this does the same.
-    pub fn on_route_gone(&mut self, now: u64, gone: &GoneRoute, w: &mut impl World) {
-        let watched = self
-            .nodes
-            .iter()
-            .any(|n| n.cfg.virtual_routes.iter().any(|r| r.ipv6 == gone.ipv6));
+    /// A route or rule of keepalived's protocol was deleted (rtnetlink):
+    /// a MASTER whose tracked virtual one it was goes to BACKUP (as for an
+    /// address) and takes it back; a tracked static one is put back.
+    /// keepalived watches a family's routes (rules) only when some instance
+    /// has a virtual route (rule) of that family, and so only then restores
+    /// its static ones: this does the same.
+    pub fn on_gone<G: Gone>(&mut self, now: u64, gone: &G, w: &mut impl World) {
+        let watched = self.nodes.iter().any(|n| {
+            G::virtuals(&n.cfg)
+                .iter()
+                .any(|r| G::ipv6(r) == gone.family())
+        });
         if !watched {
             return;
         }
         for k in 0..self.nodes.len() {
             let n = &self.nodes[k];
             if n.fsm.state == State::Master
-                && n.cfg
-                    .virtual_routes
+                && G::virtuals(&n.cfg)
                     .iter()
-                    .any(|r| !r.no_track && gone.is(r))
+                    .any(|r| !G::no_track(r) && gone.is(r))
             {
                 self.feed(k, now, Input::VipDeleted, w);
             }
         }
-        let back: Vec<Route> = self
-            .statics
-            .routes
+        let back: Vec<G::Item> = G::statics(&self.statics)
             .iter()
-            .filter(|r| !r.no_track && gone.is(r))
+            .filter(|r| !G::no_track(r) && gone.is(r))
             .cloned()
             .collect();
         for r in back {
-            w.log(format!(
-                "Restoring deleted static route {}",
-                format_iproute(&r)
-            ));
-            let one = super::Statics {
-                routes: vec![r],
-                ..Default::default()
-            };
-            w.statics(&one, true);
-        }
-    }
-
-    /// A rule of keepalived's protocol was deleted: as for a route, with
-    /// `virtual_rules` (keepalived watches a family's rules only when some
-    /// instance has a virtual rule of that family).
-    pub fn on_rule_gone(&mut self, now: u64, gone: &GoneRule, w: &mut impl World) {
-        let watched = self
-            .nodes
-            .iter()
-            .any(|n| n.cfg.virtual_rules.iter().any(|r| r.ipv6 == gone.ipv6));
-        if !watched {
-            return;
-        }
-        for k in 0..self.nodes.len() {
-            let n = &self.nodes[k];
-            if n.fsm.state == State::Master
-                && n.cfg
-                    .virtual_rules
-                    .iter()
-                    .any(|r| !r.no_track && gone.is(r))
-            {
-                self.feed(k, now, Input::VipDeleted, w);
-            }
-        }
-        let back: Vec<Rule> = self
-            .statics
-            .rules
-            .iter()
-            .filter(|r| !r.no_track && gone.is(r))
-            .cloned()
-            .collect();
-        for r in back {
-            w.log(format!(
-                "Restoring deleted static rule {}",
-                format_iprule(&r)
-            ));
-            let one = super::Statics {
-                rules: vec![r],
-                ..Default::default()
-            };
-            w.statics(&one, true);
+            w.log(G::restoring(&r));
+            w.statics(&G::alone(r), true);
         }
     }
 
@@ -339,5 +288,86 @@ impl GoneRule {
     /// Whether `r` is the rule deleted.
     pub fn is(&self, r: &Rule) -> bool {
         r.ipv6 == self.ipv6 && r.priority == self.priority
+    }
+}
+
+/// A deleted route or rule, and the kind of thing it is ([`Runner::on_gone`]).
+pub trait Gone {
+    type Item: Clone;
+    /// IPv6.
+    fn family(&self) -> bool;
+    /// Whether `item` is the one deleted.
+    fn is(&self, item: &Self::Item) -> bool;
+    fn ipv6(item: &Self::Item) -> bool;
+    fn no_track(item: &Self::Item) -> bool;
+    /// An instance's virtual ones.
+    fn virtuals(i: &Instance) -> &[Self::Item];
+    /// The static ones.
+    fn statics(s: &Statics) -> &[Self::Item];
+    /// keepalived's line when it puts a static one back.
+    fn restoring(item: &Self::Item) -> String;
+    /// The statics holding just `item`.
+    fn alone(item: Self::Item) -> Statics;
+}
+
+impl Gone for GoneRoute {
+    type Item = Route;
+    fn family(&self) -> bool {
+        self.ipv6
+    }
+    fn is(&self, r: &Route) -> bool {
+        GoneRoute::is(self, r)
+    }
+    fn ipv6(r: &Route) -> bool {
+        r.ipv6
+    }
+    fn no_track(r: &Route) -> bool {
+        r.no_track
+    }
+    fn virtuals(i: &Instance) -> &[Route] {
+        &i.virtual_routes
+    }
+    fn statics(s: &Statics) -> &[Route] {
+        &s.routes
+    }
+    fn restoring(r: &Route) -> String {
+        format!("Restoring deleted static route {}", format_iproute(r))
+    }
+    fn alone(r: Route) -> Statics {
+        Statics {
+            routes: vec![r],
+            ..Default::default()
+        }
+    }
+}
+
+impl Gone for GoneRule {
+    type Item = Rule;
+    fn family(&self) -> bool {
+        self.ipv6
+    }
+    fn is(&self, r: &Rule) -> bool {
+        GoneRule::is(self, r)
+    }
+    fn ipv6(r: &Rule) -> bool {
+        r.ipv6
+    }
+    fn no_track(r: &Rule) -> bool {
+        r.no_track
+    }
+    fn virtuals(i: &Instance) -> &[Rule] {
+        &i.virtual_rules
+    }
+    fn statics(s: &Statics) -> &[Rule] {
+        &s.rules
+    }
+    fn restoring(r: &Rule) -> String {
+        format!("Restoring deleted static rule {}", format_iprule(r))
+    }
+    fn alone(r: Rule) -> Statics {
+        Statics {
+            rules: vec![r],
+            ..Default::default()
+        }
     }
 }

@@ -99,6 +99,9 @@ fn cable_d2_in(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
 fn flag_on(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     std::fs::write(lab.path("flag"), "down").unwrap();
 }
+fn file_one(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
+    std::fs::write(lab.path("flag"), "1\n").unwrap();
+}
 fn flag_off(lab: &mut Lab, _: &Scenario, _: [Impl; 2]) {
     let _ = std::fs::remove_file(lab.path("flag"));
 }
@@ -230,6 +233,23 @@ fn scenarios() -> Vec<Scenario> {
                 start_step(),
                 step("SIGTERM of the master", term_d1, 2.0),
                 synced("restart with preempt_delay", restart_d1, 8.5, 2),
+            ],
+        ),
+        sc(
+            // A track_file's number times its weight: 1 × -60 takes d1 below
+            // d2; the file deleted (0) gives it back.
+            "track-file",
+            [
+                format!(
+                    "track_file tf {{\n  file @FLAG@\n  weight -60\n}}\n{}",
+                    conf(150, "  track_file {\n    tf\n  }\n", v4, "")
+                ),
+                plain(100),
+            ],
+            vec![
+                start_step(),
+                synced("the file says 1: weight -60", file_one, 6.0, 1),
+                synced("the file is deleted (0)", flag_off, 6.0, 2),
             ],
         ),
         sc(
@@ -599,6 +619,7 @@ lab_test!(restart_and_preemption, "preempt");
 lab_test!(nopreempt_keeps_the_new_master, "nopreempt");
 lab_test!(preempt_delay_postpones_the_takeover, "preempt_delay");
 lab_test!(a_vrrp_script_weight_moves_the_master, "script");
+lab_test!(a_track_file_weight_moves_the_master, "track-file");
 lab_test!(unicast_peers, "unicast");
 lab_test!(
     a_unicast_backup_leaving_fault_announces_itself,

@@ -28,6 +28,12 @@ pub enum FileState {
 /// neither block the daemon nor make it read without end. Anything but a
 /// regular file reads as 0.
 pub fn read_value(path: &Path) -> Option<i64> {
+    read_status(path).ok()
+}
+
+/// [`read_value`], with the number refused (out of the int range) as the
+/// error, for keepalived's "Invalid number N read from PATH - ignoring".
+pub fn read_status(path: &Path) -> Result<i64, i64> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let Ok(mut f) = std::fs::OpenOptions::new()
@@ -35,18 +41,20 @@ pub fn read_value(path: &Path) -> Option<i64> {
         .custom_flags(nix::libc::O_NONBLOCK)
         .open(path)
     else {
-        return Some(0);
+        return Ok(0);
     };
     if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return Some(0);
+        return Ok(0);
     }
     let mut buf = [0u8; 127];
     let n = f.read(&mut buf).unwrap_or(0);
     let text = String::from_utf8_lossy(&buf[..n]).to_string();
     let v = crate::config::reader::strtol0(&text);
-    (i64::from(i32::MIN)..=i64::from(i32::MAX))
-        .contains(&v)
-        .then_some(v)
+    if (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&v) {
+        Ok(v)
+    } else {
+        Err(v)
+    }
 }
 
 /// The checker's state for a value.

@@ -82,6 +82,8 @@ pub struct Trackers {
     pub ifs: Vec<(String, i32, bool, bool)>,
     /// `track_script`: script name, weight, reverse.
     pub scripts: Vec<(String, i32, bool)>,
+    /// `track_file`: file name, weight, reverse.
+    pub files: Vec<(String, i32, bool)>,
 }
 
 /// One running instance.
@@ -197,6 +199,7 @@ impl Node {
                 })
                 .collect(),
             scripts: Vec::new(),
+            files: Vec::new(),
         };
         let params = fsm::Params {
             name: i.name.clone(),

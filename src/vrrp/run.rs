@@ -14,7 +14,9 @@ pub use super::node::{Node, Placement, Stats, Transition};
 use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
 use super::receive::{self, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
-use crate::config::vrrp::{Auth, Instance, NftTable, Route, Rule, Vip, VrrpConfig, VrrpScript};
+use crate::config::vrrp::{
+    Auth, Instance, NftTable, Route, Rule, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
+};
 use tokio::sync::mpsc;
 
 /// What notifications report (keepalived's notify states).
@@ -82,6 +84,12 @@ pub trait World {
     fn removed_by_us(&mut self, _addr: std::net::IpAddr) -> bool {
         false
     }
+    /// The number in a tracked file now (`strtol(content, 0)`; 0 when the
+    /// file is missing), `None` when it cannot count (keepalived ignores
+    /// it: out of the int range).
+    fn track_file_value(&mut self, _path: &str) -> Option<i64> {
+        Some(0)
+    }
     /// A log line (keepalived's wording).
     fn log(&mut self, line: String) {
         log::info!("{line}");
@@ -110,6 +118,8 @@ pub enum Event {
     RuleGone(GoneRule),
     /// A run of the named script ended.
     Script(String, Outcome),
+    /// A tracked file (by `track_file` name) now holds this number.
+    TrackFile(String, i64),
     /// SIGHUP: the configuration read again.
     Reload(Box<VrrpConfig>),
     /// Stop: release and return.
@@ -222,7 +232,26 @@ pub struct Runner {
     /// The nftables table of the drop rules (instances without accept
     /// mode).
     nftables: Option<NftTable>,
+    /// The tracked files and the number each holds.
+    pub files: Vec<(VrrpTrackFile, i64)>,
     next_id: usize,
+}
+
+/// The tracked files of `cfg` with the number each holds: read now, or
+/// kept from `old` when the file cannot be read as a number.
+fn tracked_files(
+    cfg: &VrrpConfig,
+    old: &[(VrrpTrackFile, i64)],
+    w: &mut impl World,
+) -> Vec<(VrrpTrackFile, i64)> {
+    cfg.track_files
+        .iter()
+        .map(|f| {
+            let kept = old.iter().find(|(o, _)| o.name == f.name).map(|o| o.1);
+            let v = w.track_file_value(&f.path).or(kept).unwrap_or(0);
+            (f.clone(), v)
+        })
+        .collect()
 }
 
 /// The scripts of `cfg` that some instance tracks, fresh.
@@ -252,8 +281,10 @@ impl Runner {
             pending_links: Vec::new(),
             scripts: tracked_scripts(cfg),
             nftables: cfg.nftables.clone(),
+            files: Vec::new(),
             next_id: 0,
         };
+        r.files = tracked_files(cfg, &[], w);
         r.log_firewall(cfg, w);
         r.nodes = cfg.instances.iter().map(|i| r.node(i, w)).collect();
         for n in &r.nodes {
@@ -286,6 +317,18 @@ impl Runner {
                     s.name.clone(),
                     t.weight.unwrap_or(s.weight),
                     t.reverse.unwrap_or(s.reverse),
+                ))
+            })
+            .collect();
+        n.trackers.files = i
+            .track_files
+            .iter()
+            .filter_map(|t| {
+                let f = &self.files.iter().find(|(f, _)| f.name == t.name)?.0;
+                Some((
+                    f.name.clone(),
+                    t.weight.unwrap_or(f.weight),
+                    t.reverse.unwrap_or(f.reverse),
                 ))
             })
             .collect();
@@ -329,6 +372,13 @@ impl Runner {
     fn start_node(&mut self, k: usize, now: u64, w: &mut impl World) {
         let e = self.effective(k);
         let n = &mut self.nodes[k];
+        if e.priority != n.base_priority && !e.fault {
+            // keepalived's first look at the tracked files.
+            w.log(format!(
+                "({}) Changing effective priority from {} to {}",
+                n.cfg.name, n.base_priority, e.priority
+            ));
+        }
         n.fsm.params.priority = e.priority;
         let input = if e.fault {
             if n.src.is_unspecified() {
@@ -712,6 +762,7 @@ pub async fn drive(
                 Some(Event::RouteGone(g)) => r.on_gone(now(base), &g, w),
                 Some(Event::RuleGone(g)) => r.on_gone(now(base), &g, w),
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
+                Some(Event::TrackFile(name, v)) => r.on_track_file(now(base), &name, v, w),
                 Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
             },
             _ = sleep => r.on_timer(now(base), w),

@@ -102,6 +102,24 @@ pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
                     weight: *w,
                 });
             }
+            for (name, w, rev) in &n.trackers.files {
+                let v = r.files.iter().find(|(f, _)| &f.name == name).map(|f| f.1);
+                // Up: the file does not put the instance in FAULT.
+                let up = v.map(|v| {
+                    let t = crate::vrrp::priority::Tracked::File {
+                        value: v,
+                        weight: *w,
+                        reverse: *rev,
+                    };
+                    !crate::vrrp::priority::effective(100, &[t]).fault
+                });
+                trackers.push(TrackerStatus {
+                    kind: "file",
+                    name: name.clone(),
+                    up,
+                    weight: *w,
+                });
+            }
             InstanceStatus {
                 name: n.cfg.name.clone(),
                 vrid: n.cfg.vrid,

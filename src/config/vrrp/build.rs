@@ -125,6 +125,24 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         })
         .unwrap_or(0);
     out.scripts = super::track::scripts(cfg, cx, script_names);
+    // keepalived forgets a track_file nothing tracks.
+    out.track_files = cfg
+        .track_files
+        .iter()
+        .filter(|f| {
+            out.instances
+                .iter()
+                .any(|i| i.track_files.iter().any(|t| t.name == f.name))
+        })
+        .filter_map(|f| {
+            Some(VrrpTrackFile {
+                name: f.name.clone(),
+                path: f.file.clone()?,
+                weight: f.weight,
+                reverse: f.reverse,
+            })
+        })
+        .collect();
     out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
     super::track::track_processes(cfg, cx);
     out.garp_groups = super::track::garp_groups(cfg, cx);

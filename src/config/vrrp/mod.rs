@@ -34,6 +34,8 @@ pub struct VrrpConfig {
     pub instances: Vec<Instance>,
     /// `vrrp_script` blocks with a script.
     pub scripts: Vec<VrrpScript>,
+    /// The `track_file` blocks some instance tracks.
+    pub track_files: Vec<VrrpTrackFile>,
     /// `vrrp_sync_group` blocks with at least one member.
     pub sync_groups: Vec<SyncGroup>,
     /// `static_ipaddress`: set at start, removed at stop, whatever the
@@ -67,6 +69,19 @@ pub struct VrrpConfig {
     /// one ("use_vmac or no_accept/strict specified, but no firewall
     /// configured - using nftables" at each load).
     pub nftables_defaulted: bool,
+}
+
+/// A `track_file` an instance tracks: the number in the file, times the
+/// weight, shifts the priority (keepalived's `trackers/track_file.c`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VrrpTrackFile {
+    pub name: String,
+    /// The file's path.
+    pub path: String,
+    /// `weight` (default 1): 0 = any non-zero value means FAULT.
+    pub weight: i32,
+    /// `reverse`.
+    pub reverse: bool,
 }
 
 /// keepalived's nftables settings (`nftables [NAME]`, `nftables_priority`,

@@ -160,6 +160,16 @@ impl World for RealWorld {
         !self.dont_release
     }
 
+    fn track_file_value(&mut self, path: &str) -> Option<i64> {
+        match crate::check::file::read_status(std::path::Path::new(path)) {
+            Ok(v) => Some(v),
+            Err(v) => {
+                log::info!("Invalid number {v} read from {path} - ignoring");
+                None
+            }
+        }
+    }
+
     fn publish(&mut self, r: &Runner) {
         if let Ok(mut b) = self.board.lock() {
             *b = crate::vrrp::status::snapshot(r);
@@ -487,6 +497,44 @@ async fn answer_queries(
     }
 }
 
+/// Watches the tracked files' directories; each change of one becomes an
+/// [`Event::TrackFile`] with the number it now holds (a file deleted or
+/// moved away reads as 0, as keepalived treats it).
+fn watch_track_files(
+    files: &[crate::config::vrrp::VrrpTrackFile],
+    tx: mpsc::UnboundedSender<Event>,
+) -> Option<JoinHandle<()>> {
+    if files.is_empty() {
+        return None;
+    }
+    let paths: Vec<std::path::PathBuf> = files.iter().map(|f| f.path.clone().into()).collect();
+    let mut watch = match crate::check::file::Watch::new(&paths) {
+        Ok(w) => w,
+        Err(e) => {
+            log::error!("Unable to monitor track files: {e}");
+            return None;
+        }
+    };
+    let files = files.to_vec();
+    Some(tokio::spawn(async move {
+        while let Ok(changed) = watch.changed().await {
+            for f in &files {
+                if !changed.iter().any(|c| *c == std::path::Path::new(&f.path)) {
+                    continue;
+                }
+                match crate::check::file::read_status(std::path::Path::new(&f.path)) {
+                    Ok(v) => {
+                        if tx.send(Event::TrackFile(f.name.clone(), v)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(v) => log::info!("Invalid number {v} read from {} - ignoring", f.path),
+                }
+            }
+        }
+    }))
+}
+
 /// The VRRP subsystem's loop; with `serve_status` (no checker in this
 /// daemon) it serves the status socket and metrics itself.
 pub async fn run(
@@ -609,6 +657,13 @@ pub async fn run(
         last_email: HashMap::new(),
         fifo_scripts,
     };
+    // init_file: a tracked file is written before it is first read.
+    for tf in &cfg.track_files {
+        if cfg.vrrp.track_files.iter().any(|f| f.name == tf.name) {
+            crate::check::file::init_file(tf);
+        }
+    }
+    let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
     // The shell's commands become runner events.
     let ctx = etx.clone();
@@ -625,6 +680,11 @@ pub async fn run(
                     // keepalived's VRRP side takes whatever parsed: a
                     // missing parameter stops only the reload.
                     if !l.diagnostics.missing_parameter {
+                        // The watch follows the files the new file tracks.
+                        if let Some(h) = watcher.take() {
+                            h.abort();
+                        }
+                        watcher = watch_track_files(&l.config.vrrp.track_files, ctx.clone());
                         let _ = ctx.send(Event::Reload(Box::new(l.config.vrrp.clone())));
                         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }

@@ -38,6 +38,9 @@ impl Runner {
             }
         }
         self.scripts = scripts;
+        // Tracked files are read again (keepalived's init_track_files()).
+        let old_files = std::mem::take(&mut self.files);
+        self.files = super::tracked_files(cfg, &old_files, w);
         // keepalived's clear_diff_static_*(): what went is removed, what
         // came is set; what stayed is left alone.
         let statics = super::Statics::of(cfg);

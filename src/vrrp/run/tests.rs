@@ -461,3 +461,52 @@ fn deleted_routes_and_rules_are_taken_back_where_keepalived_watches_them() {
         }
     }
 }
+
+#[test]
+fn a_track_file_shifts_the_priority_and_can_put_the_instance_in_fault() {
+    let mut lan = lan();
+    let text = "track_file tf {\n file /nonexistent/tf\n weight -60\n}\n\
+                vrrp_instance VI_1 {\n interface lo\n virtual_router_id 51\n priority 150\n \
+                advert_int 1\n track_file {\n  tf\n }\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n";
+    let l = crate::config::load_str(text);
+    assert_eq!(l.config.vrrp.track_files.len(), 1, "{:?}", l.diagnostics);
+    let mut r = [
+        Runner::new(&l.config.vrrp, &mut lan),
+        runner(&mut lan, 1, 100, ""),
+    ];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 4_000_000, None);
+    assert!(first(&lan, 0, "Master 150", 0).is_some());
+    lan.who = 0;
+    r[0].on_track_file(4_000_000, "tf", 1, &mut lan);
+    assert!(first(
+        &lan,
+        0,
+        "log (VI_1) Changing effective priority from 150 to 90",
+        0
+    )
+    .is_some());
+    // Its next advert says 90: router 1 (100) preempts.
+    play(&mut r, &mut lan, 9_000_000, None);
+    assert!(
+        first(&lan, 1, "Master 100", 4_000_000).is_some(),
+        "{:?}",
+        lan.log
+    );
+    // -5 × -60 = 300, clamped to 253: the priority stays within 1..254;
+    // 5 × -60 = -300 is -254: FAULT.
+    lan.who = 0;
+    lan.now = 9_000_000;
+    r[0].on_track_file(9_000_000, "tf", 5, &mut lan);
+    assert!(
+        first(&lan, 0, "Fault 150", 9_000_000).is_some(),
+        "{:?}",
+        lan.log
+    );
+    r[0].on_track_file(9_000_000, "tf", 0, &mut lan);
+    assert!(
+        first(&lan, 0, "Backup 150", 9_000_000).is_some(),
+        "{:?}",
+        lan.log
+    );
+}

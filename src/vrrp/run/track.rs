@@ -43,7 +43,42 @@ impl Runner {
                 reverse: *rev,
             });
         }
+        for (name, w, rev) in &n.trackers.files {
+            if let Some((_, v)) = self.files.iter().find(|(f, _)| &f.name == name) {
+                t.push(Tracked::File {
+                    value: *v,
+                    weight: *w,
+                    reverse: *rev,
+                });
+            }
+        }
         priority::effective(n.base_priority, &t)
+    }
+
+    /// A tracked file now holds `value`: the instances tracking it are
+    /// reassessed (keepalived's `update_track_file_status()`).
+    pub fn on_track_file(&mut self, now: u64, name: &str, value: i64, w: &mut impl World) {
+        let Some(f) = self.files.iter_mut().find(|(f, _)| f.name == name) else {
+            return;
+        };
+        if f.1 == value {
+            return;
+        }
+        f.1 = value;
+        for k in 0..self.nodes.len() {
+            if !self.nodes[k].trackers.files.iter().any(|t| t.0 == name) {
+                continue;
+            }
+            let was = self.nodes[k].fsm.state == State::Fault;
+            let e = self.effective(k);
+            let n = &self.nodes[k];
+            if e.fault && !was {
+                log::debug!("({}): tracked file {name} now FAULT state", n.cfg.name);
+            } else if !e.fault && was {
+                log::debug!("({}): tracked file {name} leaving FAULT state", n.cfg.name);
+            }
+            self.reassess(k, now, w);
+        }
     }
 
     /// Node `k` tracks an unweighted script with no result yet.
@@ -223,10 +258,19 @@ impl Runner {
         let n = &mut self.nodes[k];
         let old = n.fsm.params.priority;
         if e.priority != old {
-            w.log(format!(
-                "({}) Changing effective priority from {old} to {}",
-                n.cfg.name, e.priority
-            ));
+            if n.fsm.state == State::Fault && !e.fault {
+                // Leaving FAULT, keepalived sets the priority (a -D line).
+                log::debug!(
+                    "({}) Setting effective priority to {}",
+                    n.cfg.name,
+                    e.priority
+                );
+            } else {
+                w.log(format!(
+                    "({}) Changing effective priority from {old} to {}",
+                    n.cfg.name, e.priority
+                ));
+            }
             n.fsm.set_priority(e.priority);
             let master = n.fsm.state == State::Master;
             w.notify(&n.cfg, super::Notified::Priority(master), e.priority);

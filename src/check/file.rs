@@ -89,6 +89,13 @@ pub fn init_file(tf: &TrackFile) {
     }
 }
 
+/// [`init_file`] for every `track_file` of `cfg`.
+pub fn init_files(cfg: &crate::config::model::Config) {
+    for tf in &cfg.track_files {
+        init_file(tf);
+    }
+}
+
 /// Writes `data` as the new file at `path` the way keepalived's
 /// `fopen_safe(path, "w")` does: into a new file beside it, renamed over
 /// it. A symlink another user planted at `path` is replaced, never written

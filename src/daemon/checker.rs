@@ -218,10 +218,6 @@ impl Checking {
         prober: &dyn Fn(Scripts) -> Arc<dyn Prober>,
         jitter: Jitter,
     ) -> Checking {
-        // init_file: tracked files are written before they are first read.
-        for tf in &cfg.track_files {
-            crate::check::file::init_file(tf);
-        }
         let (plan, tracker, health) = plan_start(cfg, opts, carry, HashMap::new());
         let ping = plan
             .checks
@@ -605,6 +601,9 @@ pub async fn serve<B: Backend>(
                         .await;
                     log::debug!("reload: checkers stopped in {:.3} s", reload_started.elapsed().as_secs_f64());
                     let cfg = &cur.config;
+                    // init_file again, before the files are read (at start
+                    // the shell wrote them, before either side ran).
+                    crate::check::file::init_files(cfg);
                     checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter());
                     checking.quorum_after_reload(&carry, cfg);
                     log::debug!("reload: checkers started in {:.3} s", reload_started.elapsed().as_secs_f64());

@@ -4,41 +4,10 @@
 //! `vrrp_iproute.c` and `vrrp_iprule.c`, for the typed model. Pure.
 
 use crate::config::vrrp::encap::format_encap;
+use crate::config::vrrp::rttables::{self, Kind};
 use crate::config::vrrp::{Route, Rule, RuleAction, Vip};
 use std::fmt::Write;
 use std::net::IpAddr;
-
-/// `get_rttables_scope()` for the built-in scopes, else the number.
-fn scope_name(s: u8) -> String {
-    match s {
-        0 => "global".into(),
-        200 => "site".into(),
-        253 => "link".into(),
-        254 => "host".into(),
-        255 => "nowhere".into(),
-        n => n.to_string(),
-    }
-}
-
-/// `get_rttables_rtntype()`.
-fn rtntype_name(t: u8) -> String {
-    match t {
-        0 => "none",
-        1 => "unicast",
-        2 => "local",
-        3 => "broadcast",
-        4 => "anycast",
-        5 => "multicast",
-        6 => "blackhole",
-        7 => "unreachable",
-        8 => "prohibit",
-        9 => "throw",
-        10 => "nat",
-        11 => "xresolve",
-        _ => return t.to_string(),
-    }
-    .to_string()
-}
 
 /// `ipaddresstos()`: the address and its prefix length.
 fn prefixed(a: IpAddr, prefix: u8) -> String {
@@ -55,7 +24,7 @@ pub fn format_ipaddress(v: &Vip, ifname: &str, set: bool) -> String {
     let _ = write!(
         o,
         " dev {ifname} scope {}",
-        scope_name(v.scope.unwrap_or(0))
+        rttables::name(Kind::Scope, u32::from(v.scope.unwrap_or(0)))
     );
     if let Some(l) = &v.label {
         let _ = write!(o, " label {l}");
@@ -103,7 +72,7 @@ pub fn format_ipaddress(v: &Vip, ifname: &str, set: bool) -> String {
 pub fn format_iproute(r: &Route) -> String {
     let mut o = String::from("prepend ");
     if r.rtype != 1 {
-        let _ = write!(o, "{} ", rtntype_name(r.rtype));
+        let _ = write!(o, "{} ", rttables::rtntype_name(r.rtype));
     }
     if r.dst.is_unspecified() && r.prefix == 0 {
         o.push_str("default");

@@ -90,7 +90,7 @@ impl Element {
     pub fn of(addr: IpAddr, ifindex: u32, ifname: &str, by_name: bool) -> Element {
         match addr {
             IpAddr::V4(a) => Element::V4(a),
-            IpAddr::V6(a) if (a.segments()[0] & 0xffc0) == 0xfe80 => {
+            IpAddr::V6(a) if a.is_unicast_link_local() => {
                 if by_name {
                     Element::LinkLocalName(a, ifname.to_string())
                 } else {

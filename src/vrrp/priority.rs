@@ -36,6 +36,18 @@ pub struct Effective {
     pub fault: bool,
 }
 
+impl Tracked {
+    /// Whether this object alone puts the instance in FAULT.
+    pub fn faults(&self) -> bool {
+        contribution(self).is_none()
+    }
+
+    /// What it adds to the base priority (0 when it faults).
+    pub fn contribution(&self) -> i64 {
+        contribution(self).unwrap_or(0)
+    }
+}
+
 /// One object's contribution, or `None` when it means FAULT.
 fn contribution(t: &Tracked) -> Option<i64> {
     match *t {

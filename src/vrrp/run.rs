@@ -118,8 +118,9 @@ pub enum Event {
     RuleGone(GoneRule),
     /// A run of the named script ended.
     Script(String, Outcome),
-    /// A tracked file (by `track_file` name) now holds this number.
-    TrackFile(String, i64),
+    /// A tracked file (by `track_file` name) was written, moved or
+    /// deleted.
+    TrackFile(String),
     /// SIGHUP: the configuration read again.
     Reload(Box<VrrpConfig>),
     /// Stop: release and return.
@@ -762,7 +763,7 @@ pub async fn drive(
                 Some(Event::RouteGone(g)) => r.on_gone(now(base), &g, w),
                 Some(Event::RuleGone(g)) => r.on_gone(now(base), &g, w),
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
-                Some(Event::TrackFile(name, v)) => r.on_track_file(now(base), &name, v, w),
+                Some(Event::TrackFile(name)) => r.on_track_file(now(base), &name, w),
                 Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
             },
             _ = sleep => r.on_timer(now(base), w),

@@ -103,15 +103,14 @@ pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
                 });
             }
             for (name, w, rev) in &n.trackers.files {
-                let v = r.files.iter().find(|(f, _)| &f.name == name).map(|f| f.1);
                 // Up: the file does not put the instance in FAULT.
-                let up = v.map(|v| {
+                let up = r.files.iter().find(|(f, _)| &f.name == name).map(|f| {
                     let t = crate::vrrp::priority::Tracked::File {
-                        value: v,
+                        value: f.1,
                         weight: *w,
                         reverse: *rev,
                     };
-                    !crate::vrrp::priority::effective(100, &[t]).fault
+                    !t.faults()
                 });
                 trackers.push(TrackerStatus {
                     kind: "file",

@@ -150,17 +150,12 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         crate::config::numbers::read_timer(&mut Quiet, last(kw)?, 1, u32::MAX.into(), false)
     };
     out.no_email_faults = global_flag(cfg, "no_email_faults") == Some(true);
-    out.nftables = super::firewall::nftables(&cfg.global_defs.other);
     // vrrp_complete_instance(): an instance without accept mode (or with a
     // VMAC) needs a firewall; keepalived takes its default table then.
-    if out.nftables.is_none() && out.instances.iter().any(|i| !i.accept || i.vmac.is_some()) {
-        out.nftables = Some(NftTable {
-            name: super::firewall::DEFAULT_NFTABLES_TABLE.to_string(),
-            priority: -1,
-            ..super::firewall::nft_flags(&cfg.global_defs.other)
-        });
-        out.nftables_defaulted = true;
-    }
+    let (table, configured) = super::firewall::nftables_settings(&cfg.global_defs.other);
+    let needed = out.instances.iter().any(|i| !i.accept || i.vmac.is_some());
+    out.nftables_defaulted = needed && !configured;
+    out.nftables = (configured || needed).then_some(table);
     out.garp_interval_us = interval("vrrp_garp_interval").unwrap_or(0);
     out.gna_interval_us = interval("vrrp_gna_interval").unwrap_or(0);
     super::track::track_groups(cfg, cx);

@@ -14,64 +14,55 @@ pub const DEFAULT_NFTABLES_TABLE: &str = "keepalived";
 /// The longest table name keepalived takes is one less than this.
 pub const NFT_TABLE_MAXNAMELEN: usize = 256;
 
-/// The table the `global_defs` settings so far configure, read in file
-/// order as keepalived's handlers read them: the first `nftables` wins
-/// (a later one is "already specified"), a name too long is ignored,
-/// `vrrp_iptables` means the default table; each resets the priority,
-/// which `nftables_priority` sets.
-pub fn nftables(settings: &[Setting]) -> Option<NftTable> {
-    let mut table: Option<NftTable> = None;
-    let mut priority = -1;
+/// The nftables settings of `global_defs`, read in file order as
+/// keepalived's handlers read them, and whether a table was configured:
+/// the first `nftables` names it (a later one is "already specified"), a
+/// name too long is ignored, `vrrp_iptables` means the default table;
+/// each of those resets the chain priority, which `nftables_priority` sets
+/// whether or not a table is configured (keepalived keeps it in its
+/// globals, and a table taken by default uses it too).
+pub fn nftables_settings(settings: &[Setting]) -> (NftTable, bool) {
+    let has = |k: &str| settings.iter().any(|s| s.keyword == k);
+    let mut t = NftTable {
+        name: DEFAULT_NFTABLES_TABLE.to_string(),
+        priority: -1,
+        counters: has("nftables_counters"),
+        ifindex: has("nftables_ifindex"),
+    };
+    let mut configured = false;
     for s in settings {
+        let first = s.args.first().map(String::as_str);
         match s.keyword.as_str() {
             "vrrp_iptables" => {
-                table = Some(NftTable {
-                    name: DEFAULT_NFTABLES_TABLE.to_string(),
-                    ..nft_flags(settings)
-                });
-                priority = -1;
+                (t.name, t.priority) = (DEFAULT_NFTABLES_TABLE.to_string(), -1);
+                configured = true;
             }
-            "nftables" if table.is_none() => {
-                let name = s
-                    .args
-                    .first()
-                    .map_or(DEFAULT_NFTABLES_TABLE, String::as_str);
+            "nftables" if !configured => {
+                let name = first.unwrap_or(DEFAULT_NFTABLES_TABLE);
                 if name.len() < NFT_TABLE_MAXNAMELEN {
-                    table = Some(NftTable {
-                        name: name.to_string(),
-                        ..nft_flags(settings)
-                    });
-                    priority = -1;
+                    (t.name, t.priority) = (name.to_string(), -1);
+                    configured = true;
                 }
             }
             "nftables_priority" => {
-                let v = s.args.first().map_or("", String::as_str);
-                if let Some(p) = crate::config::numbers::read_int(
-                    &mut Quiet,
-                    v,
-                    i32::MIN.into(),
-                    i32::MAX.into(),
-                    false,
-                ) {
-                    priority = p as i32;
+                let range = (i32::MIN.into(), i32::MAX.into());
+                let v = first.unwrap_or("");
+                if let Some(p) =
+                    crate::config::numbers::read_int(&mut Quiet, v, range.0, range.1, false)
+                {
+                    t.priority = p as i32;
                 }
             }
             _ => {}
         }
     }
-    table.map(|t| NftTable { priority, ..t })
+    (t, configured)
 }
 
-/// `nftables_counters` and `nftables_ifindex` (flags wherever they are),
-/// with the default name and priority.
-pub(super) fn nft_flags(settings: &[Setting]) -> NftTable {
-    let has = |k: &str| settings.iter().any(|s| s.keyword == k);
-    NftTable {
-        name: DEFAULT_NFTABLES_TABLE.to_string(),
-        priority: -1,
-        counters: has("nftables_counters"),
-        ifindex: has("nftables_ifindex"),
-    }
+/// The table the settings configure, if they configure one.
+pub fn nftables(settings: &[Setting]) -> Option<NftTable> {
+    let (t, configured) = nftables_settings(settings);
+    configured.then_some(t)
 }
 
 #[cfg(test)]
@@ -101,6 +92,13 @@ mod tests {
         let long = "a".repeat(NFT_TABLE_MAXNAMELEN);
         assert_eq!(table_of(&format!("nftables {long}")), None);
         assert_eq!(table_of("vrrp_iptables").unwrap().name, "keepalived");
+        // No table configured: the priority is kept for a default one.
+        let l = crate::config::load_str("global_defs {\nnftables_priority -7\n}\n");
+        let (t, configured) = nftables_settings(&l.config.global_defs.other);
+        assert_eq!(
+            (t.name.as_str(), t.priority, configured),
+            ("keepalived", -7, false)
+        );
     }
 
     #[test]
@@ -139,5 +137,11 @@ mod tests {
             inst("nftables kad", "no_accept"),
             (false, Some("kad".into()), false)
         );
+        // A default table takes nftables_priority (keepalived: "filter - 7").
+        let l = crate::config::load_str(
+            "global_defs {\nnftables_priority -7\n}\nvrrp_instance VI_1 {\n interface lo\n \
+             virtual_router_id 5\n no_accept\n virtual_ipaddress {\n  192.0.2.1\n }\n}\n",
+        );
+        assert_eq!(l.config.vrrp.nftables.map(|t| t.priority), Some(-7));
     }
 }

@@ -137,6 +137,19 @@ pub(super) fn named(cx: &mut Ctx, kind: Kind, s: &str, msg: &str) -> Option<u32>
     v
 }
 
+/// The interface word at `i` of a route or next hop, or keepalived's
+/// message (the same for both) when it does not exist.
+pub(super) fn dev(cx: &mut Ctx, words: &[String], i: usize) -> Option<String> {
+    let s = slot(cx, words, i)?;
+    if !cx.host.interface_exists(s) {
+        cx.bad_interface(format!(
+            "WARNING - interface {s} for VROUTE nexthop doesn't exist"
+        ));
+        return None;
+    }
+    Some(s.to_string())
+}
+
 /// `get_u32()`/`get_u8()`: `read_unsigned()` with keepalived's message.
 pub(super) fn get_num(cx: &mut Ctx, s: &str, max: u64, msg: &str) -> Option<u32> {
     match cx.read_unsigned(s, 0, max) {
@@ -357,14 +370,7 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
             }
             "dev" | "oif" => {
                 i += 1;
-                let s = slot(cx, words, i)?;
-                if !cx.host.interface_exists(s) {
-                    cx.bad_interface(format!(
-                        "WARNING - interface {s} for VROUTE nexthop doesn't exist"
-                    ));
-                    return None;
-                }
-                r.dev = Some(s.to_string());
+                r.dev = Some(dev(cx, words, i)?);
             }
             "onlink" => r.onlink = true,
             "encap" => {

@@ -65,14 +65,7 @@ pub(super) fn parse_nexthops(
                 }
                 "dev" => {
                     i += 1;
-                    let s = slot(cx, words, i)?;
-                    if !cx.host.interface_exists(s) {
-                        cx.bad_interface(format!(
-                            "WARNING - interface {s} for VROUTE nexthop doesn't exist"
-                        ));
-                        return None;
-                    }
-                    nh.dev = Some(s.to_string());
+                    nh.dev = Some(super::iproute::dev(cx, words, i)?);
                 }
                 "weight" => {
                     i += 1;

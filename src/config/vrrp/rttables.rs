@@ -101,9 +101,26 @@ pub fn find(kind: Kind, name: &str) -> Option<u32> {
     if let Some(v) = strtoul_whole(name) {
         return (v <= kind.max()).then_some(v as u32);
     }
-    // Each file is read once, as keepalived's initialise_list() reads it,
-    // and again only when it changed (a reload after an edit sees it, as
-    // keepalived's reload, which clears its lists, does).
+    with_entries(kind, |e| {
+        e.iter().find(|(_, n)| n == name).map(|(id, _)| *id)
+    })
+}
+
+/// The name of `id` in `kind`'s name space as keepalived's
+/// `get_rttables_*()` print it: its file's, else the built-in one, else
+/// the number.
+pub fn name(kind: Kind, id: u32) -> String {
+    with_entries(kind, |e| {
+        e.iter().find(|(i, _)| *i == id).map(|(_, n)| n.clone())
+    })
+    .unwrap_or_else(|| id.to_string())
+}
+
+/// `f` over `kind`'s names. Each file is read once, as keepalived's
+/// initialise_list() reads it, and again only when it changed (a reload
+/// after an edit sees it, as keepalived's reload, which clears its lists,
+/// does).
+fn with_entries<R>(kind: Kind, f: impl FnOnce(&[(u32, String)]) -> R) -> R {
     type Cached = Option<(Option<std::time::SystemTime>, Vec<(u32, String)>)>;
     static LISTS: std::sync::Mutex<[Cached; 6]> = std::sync::Mutex::new([const { None }; 6]);
     let path = format!("/etc/iproute2/{}", kind.file());
@@ -113,8 +130,7 @@ pub fn find(kind: Kind, name: &str) -> Option<u32> {
     if slot.as_ref().is_none_or(|(t, _)| *t != mtime) {
         *slot = Some((mtime, read_entries(kind, &path)));
     }
-    let (_, entries) = slot.as_ref()?;
-    entries.iter().find(|(_, n)| n == name).map(|(id, _)| *id)
+    f(slot.as_ref().map_or(&[][..], |(_, e)| e.as_slice()))
 }
 
 /// `kind`'s names: its file's, then keepalived's built-in ones for ids the
@@ -143,29 +159,39 @@ fn read_entries(kind: Kind, path: &str) -> Vec<(u32, String)> {
     entries
 }
 
+/// keepalived's route type names (`rtntype_tbl`), "brd" an alias.
+const RTN_NAMES: &[(&str, u8)] = &[
+    ("unicast", 1),
+    ("local", 2),
+    ("broadcast", 3),
+    ("brd", 3),
+    ("anycast", 4),
+    ("multicast", 5),
+    ("blackhole", 6),
+    ("unreachable", 7),
+    ("prohibit", 8),
+    ("throw", 9),
+    ("nat", 10),
+    ("xresolve", 11),
+];
+
 /// `find_rttables_rtntype()`: a route type's name or number.
 pub fn rtntype(s: &str) -> Option<u8> {
-    let named = match s {
-        "local" => Some(2),
-        "nat" => Some(10),
-        "broadcast" | "brd" => Some(3),
-        "anycast" => Some(4),
-        "multicast" => Some(5),
-        "prohibit" => Some(8),
-        "unreachable" => Some(7),
-        "blackhole" => Some(6),
-        "xresolve" => Some(11),
-        "unicast" => Some(1),
-        "throw" => Some(9),
-        _ => None,
-    };
-    if named.is_some() {
-        return named;
+    if let Some((_, v)) = RTN_NAMES.iter().find(|(n, _)| *n == s) {
+        return Some(*v);
     }
     if s.starts_with('-') {
         return None;
     }
     strtoul_whole(s).filter(|v| *v <= 255).map(|v| v as u8)
+}
+
+/// `get_rttables_rtntype()`: a route type's name, else its number.
+pub fn rtntype_name(t: u8) -> String {
+    RTN_NAMES
+        .iter()
+        .find(|(_, v)| *v == t)
+        .map_or_else(|| t.to_string(), |(n, _)| n.to_string())
 }
 
 /// `get_realms()`: `[FROM/]TO`, each a realm name or number.

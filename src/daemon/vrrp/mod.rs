@@ -498,8 +498,7 @@ async fn answer_queries(
 }
 
 /// Watches the tracked files' directories; each change of one becomes an
-/// [`Event::TrackFile`] with the number it now holds (a file deleted or
-/// moved away reads as 0, as keepalived treats it).
+/// [`Event::TrackFile`], the runner reading it again through the world.
 fn watch_track_files(
     files: &[crate::config::vrrp::VrrpTrackFile],
     tx: mpsc::UnboundedSender<Event>,
@@ -517,18 +516,17 @@ fn watch_track_files(
     };
     let files = files.to_vec();
     Some(tokio::spawn(async move {
-        while let Ok(changed) = watch.changed().await {
-            for f in &files {
-                if !changed.iter().any(|c| *c == std::path::Path::new(&f.path)) {
-                    continue;
+        loop {
+            let changed = match watch.changed().await {
+                Ok(c) => c,
+                Err(e) => {
+                    log::error!("track_file: inotify: {e}");
+                    return;
                 }
-                match crate::check::file::read_status(std::path::Path::new(&f.path)) {
-                    Ok(v) => {
-                        if tx.send(Event::TrackFile(f.name.clone(), v)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(v) => log::info!("Invalid number {v} read from {} - ignoring", f.path),
+            };
+            for (f, p) in files.iter().zip(&paths) {
+                if changed.contains(p) && tx.send(Event::TrackFile(f.name.clone())).is_err() {
+                    return;
                 }
             }
         }
@@ -657,12 +655,6 @@ pub async fn run(
         last_email: HashMap::new(),
         fifo_scripts,
     };
-    // init_file: a tracked file is written before it is first read.
-    for tf in &cfg.track_files {
-        if cfg.vrrp.track_files.iter().any(|f| f.name == tf.name) {
-            crate::check::file::init_file(tf);
-        }
-    }
     let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
     // The shell's commands become runner events.
@@ -680,7 +672,12 @@ pub async fn run(
                     // keepalived's VRRP side takes whatever parsed: a
                     // missing parameter stops only the reload.
                     if !l.diagnostics.missing_parameter {
-                        // The watch follows the files the new file tracks.
+                        // init_file again (the checker does it when it
+                        // runs in this daemon); the watch follows the files
+                        // the new file tracks.
+                        if serve_status {
+                            crate::check::file::init_files(&l.config);
+                        }
                         if let Some(h) = watcher.take() {
                             h.abort();
                         }

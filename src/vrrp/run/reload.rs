@@ -24,10 +24,10 @@ impl Runner {
         w.log("Reloading".to_string());
         self.log_firewall(cfg, w);
         // Rules set stay in the table they were set in.
-        let table = self.nftables.clone().or_else(|| cfg.nftables.clone());
         if self.nftables.is_none() {
             self.nftables = cfg.nftables.clone();
         }
+        let table = self.nftables.clone();
         let mut scripts = tracked_scripts(cfg);
         for (s, st, next) in &mut scripts {
             if let Some((_, old, n)) = self.scripts.iter().find(|(o, ..)| o.name == s.name) {
@@ -75,29 +75,13 @@ impl Runner {
                     if was_master {
                         let n = &self.nodes[k];
                         let now_vips = n.all_vips();
-                        let gone: Vec<Vip> = old_vips
-                            .iter()
-                            .filter(|v| !now_vips.contains(v))
-                            .cloned()
-                            .collect();
-                        let added: Vec<Vip> = now_vips
-                            .iter()
-                            .filter(|v| !old_vips.contains(v))
-                            .cloned()
-                            .collect();
+                        let gone = not_in(&old_vips, &now_vips);
+                        let added = not_in(&now_vips, &old_vips);
                         // The drop rules follow the addresses (and a change
                         // of accept mode).
                         let now_drops = n.dropped_vips();
-                        let fw_new: Vec<Vip> = now_drops
-                            .iter()
-                            .filter(|v| !old_drops.contains(v))
-                            .cloned()
-                            .collect();
-                        let fw_gone: Vec<Vip> = old_drops
-                            .iter()
-                            .filter(|v| !now_drops.contains(v))
-                            .cloned()
-                            .collect();
+                        let fw_new = not_in(&now_drops, &old_drops);
+                        let fw_gone = not_in(&old_drops, &now_drops);
                         if !fw_new.is_empty() {
                             if let Some(t) = &table {
                                 w.firewall(n.id, t, &fw_new, true);
@@ -172,4 +156,9 @@ impl Runner {
         // neither does this.
         w.log("Reload complete".to_string());
     }
+}
+
+/// The addresses of `a` that `b` lacks.
+fn not_in(a: &[Vip], b: &[Vip]) -> Vec<Vip> {
+    a.iter().filter(|v| !b.contains(v)).cloned().collect()
 }

@@ -14,6 +14,8 @@ struct Lan {
     who: usize,
     /// `-V` off.
     release: bool,
+    /// What every tracked file holds.
+    file_value: i64,
 }
 
 impl World for Lan {
@@ -74,6 +76,9 @@ impl World for Lan {
     fn run_script(&mut self, _: &VrrpScript) {}
     fn release_at_stop(&self) -> bool {
         self.release
+    }
+    fn track_file_value(&mut self, _: &str) -> Option<i64> {
+        Some(self.file_value)
     }
     fn log(&mut self, line: String) {
         self.log.push((self.now, self.who, format!("log {line}")));
@@ -151,6 +156,7 @@ fn lan() -> Lan {
         now: 0,
         who: 0,
         release: true,
+        file_value: 0,
     }
 }
 
@@ -478,7 +484,8 @@ fn a_track_file_shifts_the_priority_and_can_put_the_instance_in_fault() {
     play(&mut r, &mut lan, 4_000_000, None);
     assert!(first(&lan, 0, "Master 150", 0).is_some());
     lan.who = 0;
-    r[0].on_track_file(4_000_000, "tf", 1, &mut lan);
+    lan.file_value = 1;
+    r[0].on_track_file(4_000_000, "tf", &mut lan);
     assert!(first(
         &lan,
         0,
@@ -497,13 +504,15 @@ fn a_track_file_shifts_the_priority_and_can_put_the_instance_in_fault() {
     // 5 × -60 = -300 is -254: FAULT.
     lan.who = 0;
     lan.now = 9_000_000;
-    r[0].on_track_file(9_000_000, "tf", 5, &mut lan);
+    lan.file_value = 5;
+    r[0].on_track_file(9_000_000, "tf", &mut lan);
     assert!(
         first(&lan, 0, "Fault 150", 9_000_000).is_some(),
         "{:?}",
         lan.log
     );
-    r[0].on_track_file(9_000_000, "tf", 0, &mut lan);
+    lan.file_value = 0;
+    r[0].on_track_file(9_000_000, "tf", &mut lan);
     assert!(
         first(&lan, 0, "Backup 150", 9_000_000).is_some(),
         "{:?}",

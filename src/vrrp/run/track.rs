@@ -55,27 +55,49 @@ impl Runner {
         priority::effective(n.base_priority, &t)
     }
 
-    /// A tracked file now holds `value`: the instances tracking it are
-    /// reassessed (keepalived's `update_track_file_status()`).
-    pub fn on_track_file(&mut self, now: u64, name: &str, value: i64, w: &mut impl World) {
-        let Some(f) = self.files.iter_mut().find(|(f, _)| f.name == name) else {
+    /// A tracked file changed: its number is read again (through the
+    /// world, which says when it cannot count) and the instances tracking
+    /// it are reassessed, as keepalived's `update_track_file_status()`.
+    pub fn on_track_file(&mut self, now: u64, name: &str, w: &mut impl World) {
+        let Some(k) = self.files.iter().position(|(f, _)| f.name == name) else {
             return;
         };
-        if f.1 == value {
+        let Some(value) = w.track_file_value(&self.files[k].0.path) else {
+            return;
+        };
+        let old = std::mem::replace(&mut self.files[k].1, value);
+        if old == value {
             return;
         }
-        f.1 = value;
         for k in 0..self.nodes.len() {
-            if !self.nodes[k].trackers.files.iter().any(|t| t.0 == name) {
+            let Some(&(_, weight, reverse)) =
+                self.nodes[k].trackers.files.iter().find(|t| t.0 == name)
+            else {
                 continue;
-            }
-            let was = self.nodes[k].fsm.state == State::Fault;
-            let e = self.effective(k);
-            let n = &self.nodes[k];
-            if e.fault && !was {
+            };
+            let file = |value| Tracked::File {
+                value,
+                weight,
+                reverse,
+            };
+            let (was, now_t) = (file(old), file(value));
+            let n = &mut self.nodes[k];
+            if now_t.faults() && !was.faults() {
                 log::debug!("({}): tracked file {name} now FAULT state", n.cfg.name);
-            } else if !e.fault && was {
+            } else if was.faults() && !now_t.faults() {
+                // keepalived sets the priority here without its "Changing"
+                // line (and without a priority event).
                 log::debug!("({}): tracked file {name} leaving FAULT state", n.cfg.name);
+                let e = self.effective(k);
+                let n = &mut self.nodes[k];
+                if now_t.contribution() != 0 && !e.fault && e.priority != n.fsm.params.priority {
+                    log::debug!(
+                        "({}) Setting effective priority to {}",
+                        n.cfg.name,
+                        e.priority
+                    );
+                    n.fsm.set_priority(e.priority);
+                }
             }
             self.reassess(k, now, w);
         }
@@ -258,19 +280,10 @@ impl Runner {
         let n = &mut self.nodes[k];
         let old = n.fsm.params.priority;
         if e.priority != old {
-            if n.fsm.state == State::Fault && !e.fault {
-                // Leaving FAULT, keepalived sets the priority (a -D line).
-                log::debug!(
-                    "({}) Setting effective priority to {}",
-                    n.cfg.name,
-                    e.priority
-                );
-            } else {
-                w.log(format!(
-                    "({}) Changing effective priority from {old} to {}",
-                    n.cfg.name, e.priority
-                ));
-            }
+            w.log(format!(
+                "({}) Changing effective priority from {old} to {}",
+                n.cfg.name, e.priority
+            ));
             n.fsm.set_priority(e.priority);
             let master = n.fsm.state == State::Master;
             w.notify(&n.cfg, super::Notified::Priority(master), e.priority);

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::lab::{conf, summary, Impl, Lab, Summary};
+use common::lab::{conf, summary, sync_conf, Impl, Lab, Summary};
 use std::process::Command;
 use std::thread::sleep;
 use std::time::Duration;
@@ -440,6 +440,45 @@ fn scenarios() -> Vec<Scenario> {
                 synced("SIGHUP, nothing changed", hup_d1, 4.0, 1),
             ],
         ),
+        sc(
+            // Two instances in a sync group move together: the master's
+            // SIGTERM (both released), its restart (both preempted back).
+            "sync-group",
+            [
+                sync_conf(150, "", "  vrrp_notify_fifo @FIFO@\n", ""),
+                sync_conf(100, "", "  vrrp_notify_fifo @FIFO@\n", ""),
+            ],
+            vec![
+                start_step(),
+                step("SIGTERM of the master", term_d1, 2.5),
+                step("restart and preemption of both", restart_d1, 5.5),
+            ],
+        ),
+        sc(
+            // A FAULT in one member (its unweighted script fails) takes
+            // the whole group to FAULT; its return brings both back.
+            "sync-group-fault",
+            [
+                sync_conf(
+                    150,
+                    "  track_script {\n    chk0\n  }\n",
+                    "  vrrp_notify_fifo @FIFO@\n",
+                    "vrrp_script chk0 {\n  script \"/bin/sh -c '! test -e @FLAG@'\"\n  interval 1\n}\n",
+                ),
+                sync_conf(100, "", "  vrrp_notify_fifo @FIFO@\n", ""),
+            ],
+            vec![
+                start_step(),
+                Step {
+                    slack: 1.0,
+                    ..synced("one member's script fails", flag_on, 5.0, 1)
+                },
+                Step {
+                    slack: 1.0,
+                    ..synced("the script succeeds again", flag_off, 6.0, 2)
+                },
+            ],
+        ),
         Scenario {
             name: "reload-prio",
             confs: [plain(150), plain(100)],
@@ -640,3 +679,8 @@ lab_test!(pass_authentication, "auth-pass");
 lab_test!(ah_authentication, "auth-ah");
 lab_test!(a_reload_with_nothing_changed, "reload-same");
 lab_test!(a_reload_with_a_new_priority, "reload-prio");
+lab_test!(a_sync_group_fails_over_together, "sync-group");
+lab_test!(
+    a_fault_in_one_member_takes_the_sync_group,
+    "sync-group-fault"
+);

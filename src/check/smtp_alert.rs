@@ -89,6 +89,15 @@ impl Alerter {
         }
     }
 
+    /// The alert for a VRRP sync group's state (keepalived's
+    /// `vrrp_sync_smtp_notifier()`).
+    pub fn vrrp_group_alert(&self, group: &str, subject: &str, body: &str) -> Alert {
+        Alert {
+            subject: format!("[{}] VRRP Group {group} - {subject}", self.router_id),
+            body: body.to_string(),
+        }
+    }
+
     /// The alert for a virtual server's quorum.
     pub fn vs_alert(&self, vs: &VirtualServer, up: bool, weight_sum: u64) -> Alert {
         Alert {

@@ -50,6 +50,12 @@ pub enum Input {
     /// Someone else deleted one of our addresses while we hold them
     /// (`keepalived_netlink.c:set_vrrp_backup`).
     VipDeleted,
+    /// Its sync group goes MASTER (`vrrp_sync.c:vrrp_sync_master`): the
+    /// transition without a timer of its own.
+    SyncMaster,
+    /// Its sync group goes BACKUP (`vrrp_sync_backup`): a MASTER leaves
+    /// without a priority-0 advert, a FAULT one comes back.
+    SyncBackup,
     /// The daemon stops.
     Stop,
 }
@@ -116,6 +122,11 @@ pub struct Instance {
     pub master_adver_int_us: u64,
     /// When the preempt delay started by a lower-priority advert ends.
     preempt_until: Option<u64>,
+    /// keepalived's `wantstate`: where the instance would be without its
+    /// sync group (MASTER once its down timer ran out, BACKUP again when
+    /// it accepts an advert); a group goes MASTER only when every member
+    /// wants it.
+    pub wantstate: State,
 }
 
 impl Instance {
@@ -128,10 +139,12 @@ impl Instance {
             deadline: None,
             master_adver_int_us: adv,
             preempt_until: None,
+            wantstate: State::Backup,
         }
     }
 
-    fn down_interval(&self) -> u64 {
+    /// The master down interval now (`ms_down_timer`).
+    pub fn down_interval(&self) -> u64 {
         master_down_us(
             self.params.version,
             self.params.priority,
@@ -182,6 +195,12 @@ impl Instance {
                     self.params.name
                 )));
                 self.change_state(now, State::Master, &mut out);
+            }
+            (State::Init | State::Backup, Input::SyncMaster) => {
+                self.change_state(now, State::Master, &mut out)
+            }
+            (State::Init | State::Master | State::Fault, Input::SyncBackup) => {
+                self.change_state(now, State::Backup, &mut out)
             }
             (State::Master, Input::Timer) => {
                 out.push(Action::SendAdvert(self.params.priority));
@@ -270,6 +289,8 @@ impl Instance {
                 Some(t) => now < t,
             };
         if self.params.nopreempt || priority >= self.params.priority || delaying {
+            // Held in BACKUP by a sync group or not, it now wants BACKUP.
+            self.wantstate = State::Backup;
             if self.params.version == 3 {
                 self.master_adver_int_us = adv_us;
             }
@@ -365,6 +386,9 @@ impl Instance {
     pub fn change_state(&mut self, now: u64, to: State, out: &mut Vec<Action>) {
         let from = self.state;
         let name = self.params.name.clone();
+        if to != State::Init {
+            self.wantstate = to;
+        }
         match to {
             State::Master => {
                 // The advert goes first so the old master drops the

@@ -114,14 +114,15 @@ pub struct Node {
     pub expect: Expect,
     /// Tracked objects.
     pub trackers: Trackers,
-    /// The second GARP burst (`garp_master_delay`).
+    /// The second GARP burst (`garp_master_delay`): when, and its place
+    /// in the queue.
     /// (keepalived's timer threads: one per transition, not cancelled when
     /// the instance leaves MASTER; each sends if it is MASTER again.)
-    pub garp_delayed: Vec<u64>,
+    pub garp_delayed: Vec<(u64, u64)>,
     /// The next `garp_master_refresh` burst.
     pub garp_refresh: Option<u64>,
     /// The second lower-priority burst (`garp_lower_prio_delay`).
-    pub garp_lower: Vec<u64>,
+    pub garp_lower: Vec<(u64, u64)>,
     /// The last IPv4 id sent (keepalived numbers its adverts, never 0).
     ip_id: u16,
     /// AH: keepalived's one counter, the last sequence number sent or the

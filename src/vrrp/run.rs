@@ -15,7 +15,7 @@ use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
 use super::receive::{self, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{
-    Auth, Instance, NftTable, Route, Rule, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
+    Auth, Instance, NftTable, Route, Rule, SyncGroup, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
 };
 use tokio::sync::mpsc;
 
@@ -72,6 +72,9 @@ pub trait World {
     fn rules(&mut self, _id: usize, _rules: &[Rule], _add: bool) {}
     /// Runs instance `i`'s notifications for `state` at `priority`.
     fn notify(&mut self, i: &Instance, state: Notified, priority: u8);
+    /// Runs sync group `g`'s notifications for `state` (its priority is
+    /// always 0, as keepalived reports it).
+    fn notify_group(&mut self, _g: &SyncGroup, _state: Notified) {}
     /// Starts one run of `script`; its end comes back as [`Event::Script`].
     fn run_script(&mut self, script: &VrrpScript);
     /// Sets (`true`) or removes the static addresses, routes and rules
@@ -235,6 +238,10 @@ pub struct Runner {
     nftables: Option<NftTable>,
     /// The tracked files and the number each holds.
     pub files: Vec<(VrrpTrackFile, i64)>,
+    /// The sync groups.
+    pub groups: Vec<sync::Group>,
+    /// Delayed announcements queued so far (their order).
+    queued: u64,
     next_id: usize,
 }
 
@@ -283,6 +290,15 @@ impl Runner {
             scripts: tracked_scripts(cfg),
             nftables: cfg.nftables.clone(),
             files: Vec::new(),
+            groups: cfg
+                .sync_groups
+                .iter()
+                .map(|g| sync::Group {
+                    cfg: g.clone(),
+                    state: State::Init,
+                })
+                .collect(),
+            queued: 0,
             next_id: 0,
         };
         r.files = tracked_files(cfg, &[], w);
@@ -352,6 +368,7 @@ impl Runner {
                 crate::config::parser::fmt_g(delay as f64 / 1e6)
             ));
         }
+        self.start_groups(w);
         for k in 0..self.nodes.len() {
             let f = &self.nodes[k].fsm;
             if delay > 0 && f.owner() && f.params.want_master {
@@ -381,7 +398,9 @@ impl Runner {
             ));
         }
         n.fsm.params.priority = e.priority;
-        let input = if e.fault {
+        let fault = e.fault || self.group_starts_faulty(k);
+        let n = &mut self.nodes[k];
+        let input = if fault {
             if n.src.is_unspecified() {
                 let fam = if n.cfg.ipv6 { "IPv6" } else { "IPv4" };
                 w.log(format!(
@@ -393,7 +412,8 @@ impl Runner {
         } else {
             Input::Start
         };
-        self.feed(k, now, input, w);
+        // The group was set up before its members start: no sync here.
+        self.feed_one(k, now, input, w);
     }
 
     /// The earliest time something is due.
@@ -402,8 +422,8 @@ impl Runner {
             [n.fsm.deadline, n.garp_refresh, n.start_at]
                 .into_iter()
                 .flatten()
-                .chain(n.garp_delayed.iter().copied())
-                .chain(n.garp_lower.iter().copied())
+                .chain(n.garp_delayed.iter().map(|d| d.0))
+                .chain(n.garp_lower.iter().map(|d| d.0))
         });
         nodes
             .chain(self.scripts.iter().map(|s| s.2))
@@ -432,27 +452,39 @@ impl Runner {
                     // MASTER; it waits an advert interval at a time.
                     let n = &mut self.nodes[k];
                     n.fsm.deadline = Some(now + n.cfg.advert_int_us);
+                } else if self.nodes[k].fsm.state == State::Backup {
+                    self.goto_master(k, now, true, w);
+                    let to = self.nodes[k].fsm.state;
+                    self.sync_after(k, State::Backup, to, now, w);
                 } else {
                     self.feed(k, now, Input::Timer, w);
                 }
             }
-            let n = &mut self.nodes[k];
+        }
+        // The delayed bursts in the order they were queued (keepalived's
+        // timer threads: members of a sync group taken to MASTER together
+        // announce in the order they went).
+        let mut due: Vec<((u64, u64), usize, u32)> = Vec::new();
+        for (k, n) in self.nodes.iter_mut().enumerate() {
+            let g = &n.cfg.garp;
+            for (list, repeat) in [
+                (&mut n.garp_delayed, g.master_repeat),
+                (&mut n.garp_lower, g.lower_prio_repeat),
+            ] {
+                due.extend(list.iter().filter(|d| d.0 <= now).map(|d| (*d, k, repeat)));
+                list.retain(|d| d.0 > now);
+            }
+        }
+        due.sort();
+        for (_, k, repeat) in due {
+            let n = &self.nodes[k];
+            if n.fsm.state == State::Master {
+                w.announce(n.id, &n.all_vips(), repeat);
+            }
+        }
+        for n in &mut self.nodes {
             let master = n.fsm.state == State::Master;
             let g = n.cfg.garp.clone();
-            let due = n.garp_delayed.len();
-            n.garp_delayed.retain(|d| *d > now);
-            for _ in n.garp_delayed.len()..due {
-                if master {
-                    w.announce(n.id, &n.all_vips(), g.master_repeat);
-                }
-            }
-            let due = n.garp_lower.len();
-            n.garp_lower.retain(|d| *d > now);
-            for _ in n.garp_lower.len()..due {
-                if master {
-                    w.announce(n.id, &n.all_vips(), g.lower_prio_repeat);
-                }
-            }
             if n.garp_refresh.is_some_and(|d| d <= now) {
                 n.garp_refresh = None;
                 if master && g.master_refresh_us > 0 {
@@ -588,6 +620,7 @@ impl Runner {
             }
             w.notify(&self.nodes[k].cfg, Notified::Stop, prio);
         }
+        self.stop_groups(w);
         if release && !self.statics.is_empty() {
             w.statics(&self.statics, false);
         }
@@ -605,8 +638,17 @@ impl Runner {
         }
     }
 
-    /// One input to node `k`, and its actions carried out.
+    /// One input to node `k`, its actions carried out, and its sync group
+    /// taken along by the transition.
     fn feed(&mut self, k: usize, now: u64, input: Input, w: &mut impl World) {
+        let from = self.nodes[k].fsm.state;
+        self.feed_one(k, now, input, w);
+        let to = self.nodes[k].fsm.state;
+        self.sync_after(k, from, to, now, w);
+    }
+
+    /// One input to node `k` alone, and its actions carried out.
+    fn feed_one(&mut self, k: usize, now: u64, input: Input, w: &mut impl World) {
         let from = self.nodes[k].fsm.state;
         let actions = self.nodes[k].fsm.handle(now, input.clone());
         for a in actions {
@@ -651,7 +693,8 @@ impl Runner {
                         w.announce(n.id, &n.all_vips(), g.master_repeat);
                     }
                     if g.master_delay_us > 0 {
-                        n.garp_delayed.push(now + g.master_delay_us);
+                        self.queued += 1;
+                        n.garp_delayed.push((now + g.master_delay_us, self.queued));
                     }
                     n.garp_refresh = (g.master_refresh_us > 0).then(|| now + g.master_refresh_us);
                 }
@@ -660,7 +703,9 @@ impl Runner {
                     if g.lower_prio_repeat > 0 {
                         w.announce(n.id, &n.all_vips(), g.lower_prio_repeat);
                         if g.lower_prio_delay_us > 0 {
-                            n.garp_lower.push(now + g.lower_prio_delay_us);
+                            self.queued += 1;
+                            n.garp_lower
+                                .push((now + g.lower_prio_delay_us, self.queued));
                         }
                     }
                     w.notify(&n.cfg, Notified::MasterRxLowerPri, n.fsm.params.priority);
@@ -705,6 +750,12 @@ impl Runner {
                 "an address, route or rule it set was deleted by someone else".to_string()
             }
             (Input::Stop, _) => "stop".to_string(),
+            (Input::SyncMaster | Input::SyncBackup, _) => {
+                format!(
+                    "its sync group {}",
+                    n.cfg.sync_group.as_deref().unwrap_or("")
+                )
+            }
             _ => String::new(),
         };
         let unix = std::time::SystemTime::now()
@@ -773,6 +824,7 @@ pub async fn drive(
 }
 
 mod reload;
+mod sync;
 #[cfg(test)]
 mod tests;
 mod track;

@@ -467,7 +467,9 @@ impl Lab {
         let mut all = self.seen.lock().unwrap().clone();
         if let Ok(s) = std::fs::read_to_string(self.dir.join("events.log")) {
             for l in s.lines() {
-                // "<unix> <node> INSTANCE VI_1 MASTER 150"
+                // "<unix> <node> INSTANCE VI_1 MASTER 150" (or "GROUP G1
+                // MASTER 0"): the name is kept, a sync group's members and
+                // the group itself report apart.
                 let f: Vec<&str> = l.split_whitespace().collect();
                 if f.len() >= 5 {
                     let t: f64 = f[0].parse().unwrap_or(0.0);
@@ -475,7 +477,7 @@ impl Lab {
                         t: t - self.epoch,
                         node: f[1].parse().unwrap_or(0),
                         kind: "notify",
-                        what: format!("{} {}", f[4], f.get(5).unwrap_or(&"")),
+                        what: format!("{} {} {}", f[3], f[4], f.get(5).unwrap_or(&"")),
                     });
                 }
             }
@@ -771,6 +773,24 @@ pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
             v.push((what, s.t - from));
         }
     }
+    // Notify scripts are forked without waiting (keepalived's own order
+    // between two scripts started together is the scheduler's): lines
+    // within 0.2 s of each other count as one burst, compared in name
+    // order. The FIFO keeps the daemon's own order.
+    for ((_, kind), v) in m.iter_mut() {
+        if *kind != "notify" {
+            continue;
+        }
+        let mut i = 0;
+        while i < v.len() {
+            let start = v[i].1;
+            let end = (i..v.len())
+                .find(|&j| v[j].1 - start >= 0.2)
+                .unwrap_or(v.len());
+            v[i..end].sort_by(|a, b| a.0.cmp(&b.0));
+            i = end;
+        }
+    }
     m
 }
 
@@ -778,6 +798,25 @@ pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
 pub fn write(path: &Path, text: &str) {
     let mut f = std::fs::File::create(path).unwrap();
     f.write_all(text.as_bytes()).unwrap();
+}
+
+/// Two instances in sync group G1 (VI_1: VRID 51, 192.0.2.100; VI_2:
+/// VRID 52, 192.0.2.101), both at `prio`; `extra1` goes inside VI_1,
+/// `globals` in `global_defs`, `top` before the group.
+pub fn sync_conf(prio: u8, extra1: &str, globals: &str, top: &str) -> String {
+    let inst = |name: &str, vrid: u8, vip: &str, extra: &str| {
+        format!(
+            "vrrp_instance {name} {{\n  state BACKUP\n  interface eth0\n  virtual_router_id {vrid}\n  \
+             priority {prio}\n  advert_int 1\n{extra}  virtual_ipaddress {{\n    {vip}\n  }}\n  \
+             notify @NOTIFY@\n}}\n"
+        )
+    };
+    format!(
+        "global_defs {{\n  router_id lab\n{globals}}}\n{top}\
+         vrrp_sync_group G1 {{\n  group {{\n    VI_1\n    VI_2\n  }}\n  notify @NOTIFY@\n}}\n{}{}",
+        inst("VI_1", 51, "192.0.2.100/24", extra1),
+        inst("VI_2", 52, "192.0.2.101/24", "")
+    )
 }
 
 /// A director's config: `extra` goes inside the instance.

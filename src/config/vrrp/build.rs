@@ -125,6 +125,14 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         })
         .unwrap_or(0);
     out.scripts = super::track::scripts(cfg, cx, script_names);
+    out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
+    super::track::sync_group_tracking(
+        cfg,
+        cx,
+        &mut out.sync_groups,
+        &mut out.instances,
+        &out.scripts,
+    );
     // keepalived forgets a track_file nothing tracks.
     out.track_files = cfg
         .track_files
@@ -143,7 +151,6 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
             })
         })
         .collect();
-    out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
     super::track::track_processes(cfg, cx);
     out.garp_groups = super::track::garp_groups(cfg, cx);
     let interval = |kw: &str| {

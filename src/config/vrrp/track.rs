@@ -211,6 +211,78 @@ pub fn sync_groups(cfg: &Config, cx: &mut Ctx, instances: &mut [Instance]) -> Ve
     out
 }
 
+/// keepalived's `vrrp_complete_init()` for the members of a sync group
+/// without `sync_group_tracking_weight`: weighted tracked interfaces
+/// count as unweighted (FAULT when down), weighted scripts and files are
+/// dropped — members can only FAULT together, never shift priority —
+/// each with keepalived's error. Also resolves each group's `smtp_alert`
+/// with the global defaults, as the instances' is.
+pub fn sync_group_tracking(
+    cfg: &Config,
+    cx: &mut Ctx,
+    groups: &mut [SyncGroup],
+    instances: &mut [Instance],
+    scripts: &[VrrpScript],
+) {
+    cx.line = 0;
+    for g in groups.iter_mut() {
+        g.smtp_alert = Some(
+            g.smtp_alert
+                .or_else(|| super::build::global_flag(cfg, "smtp_alert_vrrp"))
+                .or(cfg.global_defs.smtp_alert)
+                .unwrap_or(false),
+        );
+        if g.tracking_weight {
+            continue;
+        }
+        for i in instances
+            .iter_mut()
+            .filter(|i| i.sync_group.as_deref() == Some(g.name.as_str()))
+        {
+            let name = i.name.clone();
+            for t in &mut i.track_interfaces {
+                if t.weight.unwrap_or(0) != 0 {
+                    t.weight = Some(0);
+                    cx.err_nolines(format!(
+                        "({name}) ignoring {} tracked interface weight due to SYNC group",
+                        t.name
+                    ));
+                }
+            }
+            i.track_scripts.retain(|t| {
+                let own = scripts
+                    .iter()
+                    .find(|s| s.name == t.name)
+                    .map_or(0, |s| s.weight);
+                if t.weight.unwrap_or(own) == 0 {
+                    return true;
+                }
+                cx.err_nolines(format!(
+                    "({name}) ignoring tracked script {} with weights due to SYNC group",
+                    t.name
+                ));
+                false
+            });
+            i.track_files.retain(|t| {
+                let own = cfg
+                    .track_files
+                    .iter()
+                    .find(|f| f.name == t.name)
+                    .map_or(1, |f| f.weight);
+                let weight = t.weight.unwrap_or(own);
+                if weight == 0 {
+                    return true;
+                }
+                cx.err_nolines(format!(
+                    "({name}) ignoring tracked file {} with weight {weight} due to SYNC group",
+                    t.name
+                ));
+                false
+            });
+        }
+    }
+}
+
 /// `vrrp_track_process NAME { ... }`: checked, not run yet.
 pub fn track_processes(cfg: &Config, cx: &mut Ctx) {
     for b in cfg

@@ -11,7 +11,9 @@ use super::shell::{Command, Progress, Reporter};
 use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;
-use crate::config::vrrp::{Instance, NftTable, NotifyScript, Route, Rule, Vip, VrrpScript};
+use crate::config::vrrp::{
+    Instance, NftTable, NotifyScript, Route, Rule, SyncGroup, Vip, VrrpScript,
+};
 use crate::config::Loaded;
 use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
 use crate::vrrp::nftables::Element;
@@ -93,7 +95,11 @@ fn default_interface(cfg: &Config) -> String {
 impl RealWorld {
     /// One line to each VRRP FIFO: `INSTANCE "VI_1" MASTER 150\n`.
     fn fifo_line(&mut self, name: &str, word: &str, priority: u8) {
-        let line = format!("INSTANCE \"{name}\" {word} {priority}\n");
+        self.fifo_write(format!("INSTANCE \"{name}\" {word} {priority}\n"));
+    }
+
+    /// One line to each VRRP FIFO.
+    fn fifo_write(&mut self, line: String) {
         for (path, f) in &mut self.fifos {
             use std::io::Write;
             if let Err(e) = f.write_all(line.as_bytes()) {
@@ -429,6 +435,41 @@ impl World for RealWorld {
             self.spawn_notify(s, &extra);
         }
         self.smtp(inst, state);
+    }
+
+    fn notify_group(&mut self, g: &SyncGroup, state: Notified) {
+        let n = &g.notify;
+        let (word, specific) = match state {
+            Notified::Master => ("MASTER", n.master.as_ref()),
+            Notified::Backup => ("BACKUP", n.backup.as_ref()),
+            Notified::Fault => ("FAULT", n.fault.as_ref()),
+            Notified::Stop => ("STOP", n.stop.as_ref()),
+            _ => return,
+        };
+        if let Some(s) = specific {
+            self.spawn_notify(s, &[]);
+        }
+        // keepalived's notify_fifo() for a group: `GROUP "G1" MASTER 0`.
+        self.fifo_write(format!("GROUP \"{}\" {word} 0\n", g.name));
+        if let Some(s) = &n.any {
+            let extra = [
+                "GROUP".to_string(),
+                g.name.clone(),
+                word.to_string(),
+                "0".to_string(),
+            ];
+            self.spawn_notify(s, &extra);
+        }
+        // vrrp_sync_smtp_notifier(): MASTER and BACKUP only.
+        let body = match state {
+            Notified::Master => "=> All VRRP group instances are now in MASTER state <=",
+            Notified::Backup => "=> All VRRP group instances are now in BACKUP state <=",
+            _ => return,
+        };
+        if let (Some(alerter), Some(true)) = (&self.alerter, g.smtp_alert) {
+            let subject = format!("Entering {word} state");
+            alerter.send(alerter.vrrp_group_alert(&g.name, &subject, body));
+        }
     }
 
     fn run_script(&mut self, s: &VrrpScript) {

@@ -143,6 +143,39 @@ impl Runner {
             let k = self.nodes.len() - 1;
             self.start_node(k, now, w);
         }
+        // Groups keep their state by name; a new one takes its members'
+        // (FAULT if any is, MASTER if all are, else BACKUP).
+        let old_groups = std::mem::take(&mut self.groups);
+        self.groups = cfg
+            .sync_groups
+            .iter()
+            .map(|g| super::sync::Group {
+                cfg: g.clone(),
+                state: old_groups
+                    .iter()
+                    .find(|o| o.cfg.name == g.name)
+                    .map_or(State::Init, |o| o.state),
+            })
+            .collect();
+        for g in 0..self.groups.len() {
+            if self.groups[g].state != State::Init {
+                continue;
+            }
+            let states: Vec<State> = self.groups[g]
+                .cfg
+                .members
+                .iter()
+                .filter_map(|m| self.nodes.iter().find(|n| &n.cfg.name == m))
+                .map(|n| n.fsm.state)
+                .collect();
+            self.groups[g].state = if states.contains(&State::Fault) {
+                State::Fault
+            } else if !states.is_empty() && states.iter().all(|s| *s == State::Master) {
+                State::Master
+            } else {
+                State::Backup
+            };
+        }
         // Config order, as keepalived lists them.
         let order: Vec<String> = cfg.instances.iter().map(|i| i.name.clone()).collect();
         self.nodes.sort_by_key(|n| {

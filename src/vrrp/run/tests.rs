@@ -73,6 +73,10 @@ impl World for Lan {
         self.log
             .push((self.now, self.who, format!("{state:?} {priority}")));
     }
+    fn notify_group(&mut self, g: &SyncGroup, state: Notified) {
+        self.log
+            .push((self.now, self.who, format!("group {} {state:?}", g.name)));
+    }
     fn run_script(&mut self, _: &VrrpScript) {}
     fn release_at_stop(&self) -> bool {
         self.release
@@ -136,7 +140,11 @@ fn play(r: &mut [Runner; 2], lan: &mut Lan, until: u64, stop_at: Option<(u64, us
         for (_, to, rx) in due {
             if !stopped[to] {
                 lan.who = to;
-                r[to].on_packet(0, next, &rx, lan);
+                // Every instance's socket sees it; each takes its VRID.
+                let ids: Vec<usize> = r[to].nodes.iter().map(|n| n.id).collect();
+                for id in ids {
+                    r[to].on_packet(id, next, &rx, lan);
+                }
             }
         }
         for k in 0..2 {
@@ -518,4 +526,98 @@ fn a_track_file_shifts_the_priority_and_can_put_the_instance_in_fault() {
         "{:?}",
         lan.log
     );
+}
+
+/// Router `who` with instances VI_1 (VRID 51) and VI_2 (VRID 52) in sync
+/// group G1, both at `prio`; VI_1 tracks the unweighted script `chk`.
+fn grouped(lan: &mut Lan, who: usize, prio: u8) -> Runner {
+    let inst = |name: &str, vrid: u8, extra: &str| {
+        format!(
+            "vrrp_instance {name} {{\n interface lo\n virtual_router_id {vrid}\n priority {prio}\n \
+             advert_int 1\n{extra}\n virtual_ipaddress {{\n  192.0.2.{vrid}/24\n }}\n}}\n"
+        )
+    };
+    let text = format!(
+        "vrrp_script chk {{\n script /bin/true\n interval 1\n}}\n\
+         vrrp_sync_group G1 {{\n group {{\n  VI_1\n  VI_2\n }}\n}}\n{}{}",
+        inst("VI_1", 51, " track_script {\n  chk\n }"),
+        inst("VI_2", 52, "")
+    );
+    let l = crate::config::load_str(&text);
+    assert_eq!(l.config.vrrp.sync_groups.len(), 1, "{:?}", l.diagnostics);
+    lan.who = who;
+    Runner::new(&l.config.vrrp, lan)
+}
+
+fn states(r: &Runner) -> (State, State, State) {
+    (
+        r.nodes[0].fsm.state,
+        r.nodes[1].fsm.state,
+        r.groups[0].state,
+    )
+}
+
+fn logged(lan: &Lan, who: usize, what: &str) -> Vec<u64> {
+    lan.log
+        .iter()
+        .filter(|(_, w, x)| *w == who && x == what)
+        .map(|x| x.0)
+        .collect()
+}
+
+#[test]
+fn a_sync_group_holds_its_first_member_and_moves_together() {
+    use State::{Backup, Fault, Master};
+    let mut lan = lan();
+    let mut r = [grouped(&mut lan, 0, 150), grouped(&mut lan, 1, 100)];
+    start(&mut r, &mut lan);
+    for (k, x) in r.iter_mut().enumerate() {
+        lan.who = k;
+        x.on_script(0, "chk", Outcome::Exited(0), &mut lan);
+    }
+    play(&mut r, &mut lan, 5_000_000, None);
+    assert_eq!(states(&r[0]), (Master, Master, Master), "{:?}", lan.log);
+    assert_eq!(states(&r[1]), (Backup, Backup, Backup));
+    // Both members' timers ran out together: VI_1, first, was held (it
+    // wanted MASTER, VI_2 not yet); VI_2 went and took VI_1 along.
+    assert_eq!(
+        logged(&lan, 0, "log (VI_1) Receive advertisement timeout"),
+        vec![3_414_062]
+    );
+    let synced = logged(
+        &lan,
+        0,
+        "log VRRP_Group(G1) Syncing instances to MASTER state",
+    );
+    assert_eq!(synced, vec![3_414_062]);
+    assert_eq!(logged(&lan, 0, "group G1 Master"), vec![3_414_062]);
+    assert_eq!(logged(&lan, 0, "group G1 Backup"), vec![0], "said at start");
+    // VI_1's unweighted script fails on the master: the whole group goes
+    // to FAULT (both release with priority 0), the peer takes both.
+    lan.who = 0;
+    lan.now = 5_000_000;
+    r[0].on_script(5_000_000, "chk", Outcome::Exited(1), &mut lan);
+    assert_eq!(states(&r[0]), (Fault, Fault, Fault));
+    let zeros = lan
+        .log
+        .iter()
+        .filter(|(t, w, x)| *w == 0 && *t == 5_000_000 && x == "advert 0")
+        .count();
+    assert_eq!(zeros, 2, "{:?}", lan.log);
+    play(&mut r, &mut lan, 7_000_000, None);
+    assert_eq!(states(&r[1]), (Master, Master, Master));
+    // The script succeeds again: both leave FAULT together and preempt.
+    lan.who = 0;
+    lan.now = 7_000_000;
+    r[0].on_script(7_000_000, "chk", Outcome::Exited(0), &mut lan);
+    assert_eq!(states(&r[0]), (Backup, Backup, Backup));
+    play(&mut r, &mut lan, 12_000_000, None);
+    assert_eq!(states(&r[0]), (Master, Master, Master));
+    assert_eq!(states(&r[1]), (Backup, Backup, Backup));
+    let back = logged(
+        &lan,
+        1,
+        "log VRRP_Group(G1) Syncing instances to BACKUP state",
+    );
+    assert_eq!(back.len(), 2, "at start, then yielding: {:?}", lan.log);
 }

@@ -271,6 +271,9 @@ impl Runner {
                     self.reassess(k, now, w);
                 }
             }
+            if was_pending {
+                self.settle_groups(now, w);
+            }
         }
     }
 
@@ -291,7 +294,7 @@ impl Runner {
         let state = n.fsm.state;
         if e.fault && state != State::Fault && state != State::Init {
             self.feed(k, now, Input::Fault, w);
-        } else if !e.fault && state == State::Fault {
+        } else if !e.fault && state == State::Fault && !self.other_member_faulty(k) {
             // keepalived's try_up_instance(): a unicast instance first
             // announces its own address, which the master's neighbour
             // cache may have lost while no advert could reach us.

@@ -19,6 +19,7 @@
 //! - [`genhash`]: the digest tool on the checker's HTTP reader.
 
 pub mod check;
+pub mod civil;
 pub mod cli;
 pub mod config;
 pub mod control;

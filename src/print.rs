@@ -215,17 +215,23 @@ pub fn render(cfg: &Config, live: &Live) -> String {
 
 /// Writes the data file, readable by root only as keepalived makes it.
 pub fn write(cfg: &Config, live: &Live) -> std::io::Result<PathBuf> {
+    let path = data_path();
+    write_private(&path, &render(cfg, live))?;
+    Ok(path)
+}
+
+/// Writes `text` to a new file at `path`, readable by root only, as
+/// keepalived makes its dump files; a file an unprivileged user planted
+/// there (a symbolic link too) is not written through.
+pub fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt;
-    let path = data_path();
-    // A file an unprivileged user planted there is not written through.
-    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&path)?;
-    f.write_all(render(cfg, live).as_bytes())?;
-    Ok(path)
+        .open(path)?;
+    f.write_all(text.as_bytes())
 }

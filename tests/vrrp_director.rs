@@ -451,3 +451,147 @@ fn no_accept_drops_traffic_to_the_vips_as_keepalived() {
         "keepalived's (left) against ours (right)"
     );
 }
+
+/// The sections of a `keepalived.data` that describe the VRRP side
+/// (instances, sync groups, scripts), without what differs from run to run
+/// (times, file descriptors) or belongs to the process (sockets, the
+/// interface table).
+fn vrrp_sections(data: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut keep = false;
+    for l in data.lines() {
+        if l.starts_with("------<") {
+            keep = ["VRRP Topology", "VRRP Sync groups", "VRRP Scripts"]
+                .iter()
+                .any(|s| l.contains(s));
+        }
+        let varying = ["Last transition", "Read timeout", "fd_in"]
+            .iter()
+            .any(|v| l.contains(v));
+        if keep && !varying {
+            out.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// SIGUSR1, SIGUSR2 and the JSON signal write `keepalived.data`,
+/// `keepalived.stats` and `keepalived.json` under `$TMPDIR` as keepalived
+/// 2.2.7 writes them: a sync group of a multicast instance with eVIPs and
+/// a tracked script and a unicast one with a password, both MASTER; the
+/// VRRP sections line for line, the counters, and the JSON's keys and
+/// values (but the transition's time).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn dumps_as_keepalived_writes_them() {
+    let conf = "global_defs {\n  router_id d1\n  enable_script_security\n  script_user root\n}\n\
+        vrrp_script chk {\n  script \"/bin/true\"\n  interval 2\n  weight -20\n  fall 2\n  rise 3\n}\n\
+        vrrp_sync_group G1 {\n  group {\n    VI_1\n    VI_2\n  }\n  notify @NOTIFY@\n}\n\
+        vrrp_instance VI_1 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  priority 150\n  \
+        advert_int 1\n  track_script {\n    chk weight 0\n  }\n  virtual_ipaddress {\n    192.0.2.100/24\n    \
+        192.0.2.102/24 dev eth0 label eth0:1\n  }\n  virtual_ipaddress_excluded {\n    192.0.2.103\n  }\n  \
+        notify @NOTIFY@\n}\n\
+        vrrp_instance VI_2 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 52\n  priority 100\n  \
+        unicast_src_ip 192.0.2.1\n  unicast_peer {\n    192.0.2.2\n  }\n  authentication {\n    \
+        auth_type PASS\n    auth_pass secret\n  }\n  nopreempt\n  virtual_ipaddress {\n    192.0.2.101/24\n  }\n}\n";
+    let mut got = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours {
+            "kvdmpo"
+        } else {
+            "kvdmpk"
+        });
+        lab.start(1, imp, conf);
+        let up = lab.wait_for(8.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.101")
+        });
+        assert!(up, "{imp:?} never MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(1500));
+        let dir = lab.dir.join("d1");
+        let json_sig = Command::new(common::lab::KEEPALIVED)
+            .arg("--signum=JSON")
+            .output()
+            .unwrap();
+        let json_sig = String::from_utf8_lossy(&json_sig.stdout).trim().to_string();
+        for sig in ["USR1", "USR2", json_sig.as_str()] {
+            lab.signal(1, sig);
+        }
+        let files = ["keepalived.data", "keepalived.stats", "keepalived.json"];
+        let written = lab.wait_for(5.0, |_| files.iter().all(|f| dir.join(f).exists()));
+        assert!(
+            written,
+            "{imp:?}: {:?}",
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>()
+        );
+        sleep(Duration::from_millis(300));
+        // The notify script's path names the lab's own directory.
+        let lab_dir = lab.dir.display().to_string();
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .unwrap()
+                .replace(&lab_dir, "LAB")
+                // keepalived's JSON writes `/` as `\/`.
+                .replace(&lab_dir.replace('/', "\\/"), "LAB")
+        };
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir.join("keepalived.data"))
+                .unwrap()
+                .permissions(),
+        );
+        got.push((
+            read("keepalived.data"),
+            read("keepalived.stats"),
+            read("keepalived.json"),
+            mode & 0o777,
+        ));
+        lab.stop_all();
+    }
+    let (k, o) = (&got[0], &got[1]);
+    assert_eq!(vrrp_sections(&o.0), vrrp_sections(&k.0), "keepalived.data");
+    assert!(vrrp_sections(&k.0).len() > 80, "{}", k.0);
+    // The counters: the same shape, adverts sent within one of each other
+    // (the signal lands at a phase of the advert timer).
+    let shape = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| l.split(':').next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(shape(&o.1), shape(&k.1), "keepalived.stats");
+    let strip = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.trim_start().starts_with("Sent:"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(strip(&o.1), strip(&k.1), "keepalived.stats");
+    let (kj, oj): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&k.2).unwrap(),
+        serde_json::from_str(&o.2).unwrap(),
+    );
+    let (ka, oa) = (kj.as_array().unwrap(), oj.as_array().unwrap());
+    assert_eq!(ka.len(), oa.len());
+    for (x, y) in ka.iter().zip(oa) {
+        for sec in ["data", "stats"] {
+            let (xm, ym) = (x[sec].as_object().unwrap(), y[sec].as_object().unwrap());
+            let keys = |m: &serde_json::Map<String, serde_json::Value>| {
+                m.keys().cloned().collect::<std::collections::BTreeSet<_>>()
+            };
+            assert_eq!(keys(ym), keys(xm), "{sec} keys");
+            for (key, v) in xm {
+                if ["last_transition", "advert_sent"].contains(&key.as_str()) {
+                    continue;
+                }
+                assert_eq!(&ym[key], v, "{sec}.{key}");
+            }
+        }
+    }
+    assert_eq!((k.3, o.3), (0o600, 0o600), "root-only files");
+}

@@ -203,26 +203,16 @@ fn rfc822_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let days = secs / 86_400;
-    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mon = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mon <= 2);
-    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MN: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
+    let c = crate::civil::Civil::of(secs);
     format!(
-        "{}, {d:02} {} {y} {h:02}:{m:02}:{s:02} +0000",
-        WD[(days % 7) as usize],
-        MN[(mon - 1) as usize]
+        "{}, {:02} {} {} {:02}:{:02}:{:02} +0000",
+        c.weekday(),
+        c.day,
+        c.month(),
+        c.year,
+        c.hour,
+        c.minute,
+        c.second
     )
 }
 

@@ -633,6 +633,8 @@ pub async fn serve<B: Backend>(
                     progress.send(Progress::Reloaded);
                 }
                 Some(Command::DumpData) => checking.print_data(&cur.config, rec.expected()),
+                // keepalived's parent sends these to its VRRP process only.
+                Some(Command::VrrpSignal(_)) => {}
                 Some(Command::Stop) | None => break,
             },
             Some(req) = queries.recv() => {

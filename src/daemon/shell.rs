@@ -225,6 +225,9 @@ pub enum Command {
     Reload(Arc<Loaded>),
     /// SIGUSR1: write the data file.
     DumpData,
+    /// A signal for the VRRP side alone (SIGUSR2, STATS_CLEAR, the JSON
+    /// signal), by keepalived's name.
+    VrrpSignal(&'static str),
     /// SIGTERM: stop the checks, clear up the table, return.
     Stop,
 }
@@ -394,7 +397,9 @@ pub async fn dispatch(
                 }
             }
             Some(Signal::Vrrp(name)) => {
-                log::info!("{name}: VRRP data is not available (keepalived-rs has no VRRP yet)");
+                for s in subsystems {
+                    s.send(Command::VrrpSignal(name));
+                }
             }
             Some(Signal::Stop) | None => break,
         }

@@ -391,6 +391,7 @@ async fn the_shell_hosts_several_subsystems_alike() {
                         rep.send(Progress::Reloaded);
                     }
                     Command::DumpData => seen.push("dump".to_string()),
+                    Command::VrrpSignal(n) => seen.push(n.to_string()),
                     Command::Stop => {
                         seen.push("stop".to_string());
                         rep.send(Progress::Ended);

@@ -17,7 +17,13 @@ fn prefixed(a: IpAddr, prefix: u8) -> String {
 /// `format_ipaddress()` of an address on `ifname`, `set` when it is
 /// (keepalived appends " set" once the kernel took it).
 pub fn format_ipaddress(v: &Vip, ifname: &str, set: bool) -> String {
-    let mut o = prefixed(v.addr, v.prefix);
+    // A host address is written bare (keepalived's ipaddresstos()).
+    let host = v.prefix == if v.addr.is_ipv4() { 32 } else { 128 };
+    let mut o = if host && v.peer.is_none() {
+        v.addr.to_string()
+    } else {
+        prefixed(v.addr, v.prefix)
+    };
     if let (IpAddr::V4(_), Some(b)) = (v.addr, v.broadcast) {
         let _ = write!(o, " brd {b}");
     }

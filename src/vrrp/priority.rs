@@ -34,6 +34,9 @@ pub struct Effective {
     pub priority: u8,
     /// Some tracked object puts the instance in FAULT.
     pub fault: bool,
+    /// The base plus every contribution, unclamped (keepalived's
+    /// `total_priority`).
+    pub total: i64,
 }
 
 impl Tracked {
@@ -99,7 +102,11 @@ pub fn effective(base: u8, tracked: &[Tracked]) -> Effective {
     } else {
         total.clamp(1, 254) as u8
     };
-    Effective { priority, fault }
+    Effective {
+        priority,
+        fault,
+        total,
+    }
 }
 
 #[cfg(test)]

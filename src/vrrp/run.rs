@@ -99,6 +99,8 @@ pub trait World {
     }
     /// The runner after an event (for the status).
     fn publish(&mut self, _r: &Runner) {}
+    /// Writes dump file `what` of the runner as it is at `now_us`.
+    fn dump(&mut self, _r: &Runner, _what: super::dump::Dump, _now_us: u64) {}
     /// Whether a stop releases (priority 0, addresses removed); `false`
     /// with `-V`/`--dont-release-vrrp`.
     fn release_at_stop(&self) -> bool {
@@ -126,6 +128,8 @@ pub enum Event {
     TrackFile(String),
     /// SIGHUP: the configuration read again.
     Reload(Box<VrrpConfig>),
+    /// A dump file asked for (SIGUSR1, SIGUSR2, STATS_CLEAR, JSON).
+    Dump(super::dump::Dump),
     /// Stop: release and return.
     Stop,
 }
@@ -816,6 +820,14 @@ pub async fn drive(
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
                 Some(Event::TrackFile(name)) => r.on_track_file(now(base), &name, w),
                 Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
+                Some(Event::Dump(d)) => {
+                    w.dump(r, d, now(base));
+                    if d == super::dump::Dump::StatsClear {
+                        for n in &mut r.nodes {
+                            n.stats = Stats::default();
+                        }
+                    }
+                }
             },
             _ = sleep => r.on_timer(now(base), w),
         }

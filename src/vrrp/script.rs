@@ -30,6 +30,11 @@ pub struct ScriptState {
 }
 
 impl ScriptState {
+    /// keepalived's `result`: 0..rise+fall-1, OK from `rise` on.
+    pub fn result(&self) -> u32 {
+        self.result
+    }
+
     /// A script as it starts: one success away from OK, or at 0 with
     /// `init_fail`.
     pub fn new(name: &str, rise: u32, fall: u32, init_fail: bool) -> ScriptState {

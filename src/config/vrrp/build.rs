@@ -6,9 +6,7 @@
 use super::complete::Written;
 use super::ctx::bool_word;
 pub use super::ctx::Ctx;
-use super::parts::{
-    authentication, deprecated_syncd, notify_setting, set_repeat, tracked, unicast_peer,
-};
+use super::parts::{authentication, deprecated_syncd, notify_setting, set_repeat, unicast_peer};
 use super::*;
 use crate::config::model::{Block, Config, Setting, TIMER_HZ};
 use crate::config::numbers::Quiet;
@@ -125,7 +123,7 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         })
         .unwrap_or(0);
     out.scripts = super::track::scripts(cfg, cx, script_names);
-    out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances);
+    out.sync_groups = super::track::sync_groups(cfg, cx, &mut out.instances, script_names);
     super::track::sync_group_tracking(
         cfg,
         cx,
@@ -593,59 +591,15 @@ fn instance(
                     cx.rule_priority = next;
                 }
             }
-            "track_interface" => {
-                for l in &c.values {
-                    cx.line = l.line;
-                    if let Some(t) = tracked(cx, &l.words, l.line, &name, true) {
-                        if i.track_interfaces.iter().any(|o| o.name == t.name) {
-                            cx.err(format!(
-                                "({name}) duplicate track_interface {} - ignoring",
-                                t.name
-                            ));
-                            continue;
-                        }
-                        if !cx.host.interface_exists(&t.name) {
-                            cx.bad_interface(format!(
-                                "({name}) tracked interface {} doesn't exist",
-                                t.name
-                            ));
-                        }
-                        i.track_interfaces.push(t);
-                    }
-                }
-            }
-            "track_script" | "track_file" | "track_process" | "track_bfd" => {
-                let what = c.keyword.trim_start_matches("track_");
-                for l in &c.values {
-                    cx.line = l.line;
-                    let Some(t) = tracked(cx, &l.words, l.line, &name, false) else {
-                        continue;
-                    };
-                    let known = match what {
-                        "script" => script_names.contains(&t.name),
-                        "file" => cfg.track_files.iter().any(|f| f.name == t.name),
-                        "bfd" => cfg
-                            .bfd_instances
-                            .iter()
-                            .any(|f| f.listed && f.name == t.name && (f.vrrp || !f.checker)),
-                        _ => cfg.other_blocks.iter().any(|p| {
-                            p.keyword == "vrrp_track_process" && p.args.first() == Some(&t.name)
-                        }),
-                    };
-                    if !known {
-                        cx.err(format!(
-                            "({name}) track {what} {} not found, ignoring...",
-                            t.name
-                        ));
-                        continue;
-                    }
-                    match what {
-                        "script" => i.track_scripts.push(t),
-                        "file" => i.track_files.push(t),
-                        "bfd" => i.track_bfds.push(t),
-                        _ => i.track_processes.push(t),
-                    }
-                }
+            "track_interface" | "track_script" | "track_file" | "track_process" | "track_bfd" => {
+                let lists = super::parts::TrackLists {
+                    ifs: &mut i.track_interfaces,
+                    scripts: &mut i.track_scripts,
+                    files: &mut i.track_files,
+                    processes: &mut i.track_processes,
+                    bfds: &mut i.track_bfds,
+                };
+                super::parts::track_block(cfg, cx, c, &name, script_names, lists);
             }
             "unicast_peer" => {
                 w.unicast_keyword = true;

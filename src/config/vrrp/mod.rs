@@ -24,6 +24,12 @@ pub use ctx::testing;
 pub use iproute::{NextHop, Route};
 pub use iprule::{Rule, RuleAction};
 
+/// The GARP/NA timing an instance without its own settings takes (the
+/// global `vrrp_garp_*` keywords, else keepalived's defaults).
+pub fn global_garp(g: &crate::config::model::GlobalDefs) -> Garp {
+    parts::global_garp(g).0
+}
+
 use serde::Serialize;
 use std::net::IpAddr;
 
@@ -376,6 +382,16 @@ pub struct SyncGroup {
     pub notify: Notify,
     /// `sync_group_tracking_weight`.
     pub tracking_weight: bool,
+    /// `track_interface` of the group: tracked by every member.
+    pub track_interfaces: Vec<Tracked>,
+    /// `track_script` of the group.
+    pub track_scripts: Vec<Tracked>,
+    /// `track_file` of the group.
+    pub track_files: Vec<Tracked>,
+    /// `track_process` of the group.
+    pub track_processes: Vec<Tracked>,
+    /// `track_bfd` of the group.
+    pub track_bfds: Vec<Tracked>,
     /// `smtp_alert`.
     pub smtp_alert: Option<bool>,
 }

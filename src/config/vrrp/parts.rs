@@ -4,7 +4,7 @@
 
 use super::ctx::Ctx;
 use super::*;
-use crate::config::model::{Block, Setting};
+use crate::config::model::{Block, Config, Setting};
 use crate::config::parser::parse_ip;
 
 pub(super) fn set_repeat(g: &mut Garp, kw: &str, n: u32) {
@@ -93,6 +93,87 @@ pub(super) fn notify_setting(cx: &mut Ctx, n: &mut Notify, s: &Setting, name: &s
         return;
     }
     *slot = script;
+}
+
+/// The track lists of an instance or a sync group.
+pub(super) struct TrackLists<'a> {
+    pub ifs: &'a mut Vec<Tracked>,
+    pub scripts: &'a mut Vec<Tracked>,
+    pub files: &'a mut Vec<Tracked>,
+    pub processes: &'a mut Vec<Tracked>,
+    pub bfds: &'a mut Vec<Tracked>,
+}
+
+/// A `track_interface`, `track_script`, `track_file`, `track_process` or
+/// `track_bfd` block of instance (or sync group) `name`, each entry
+/// checked as keepalived checks it.
+pub(super) fn track_block(
+    cfg: &Config,
+    cx: &mut Ctx,
+    c: &Block,
+    name: &str,
+    script_names: &[String],
+    lists: TrackLists,
+) {
+    let l = lists;
+    let name = name.to_string();
+    match c.keyword.as_str() {
+        "track_interface" => {
+            for v in &c.values {
+                cx.line = v.line;
+                if let Some(t) = tracked(cx, &v.words, v.line, &name, true) {
+                    if l.ifs.iter().any(|o| o.name == t.name) {
+                        cx.err(format!(
+                            "({name}) duplicate track_interface {} - ignoring",
+                            t.name
+                        ));
+                        continue;
+                    }
+                    if !cx.host.interface_exists(&t.name) {
+                        cx.bad_interface(format!(
+                            "({name}) tracked interface {} doesn't exist",
+                            t.name
+                        ));
+                    }
+                    l.ifs.push(t);
+                }
+            }
+        }
+        "track_script" | "track_file" | "track_process" | "track_bfd" => {
+            let what = c.keyword.trim_start_matches("track_");
+            for v in &c.values {
+                cx.line = v.line;
+                let Some(t) = tracked(cx, &v.words, v.line, &name, false) else {
+                    continue;
+                };
+                let known = match what {
+                    "script" => script_names.contains(&t.name),
+                    "file" => cfg.track_files.iter().any(|f| f.name == t.name),
+                    "bfd" => cfg
+                        .bfd_instances
+                        .iter()
+                        .any(|f| f.listed && f.name == t.name && (f.vrrp || !f.checker)),
+                    _ => cfg.other_blocks.iter().any(|p| {
+                        p.keyword == "vrrp_track_process" && p.args.first() == Some(&t.name)
+                    }),
+                };
+                if !known {
+                    cx.err(format!(
+                        "({name}) track {what} {} not found, ignoring...",
+                        t.name
+                    ));
+                    continue;
+                }
+                match what {
+                    "script" => l.scripts.push(t),
+                    "file" => l.files.push(t),
+                    "bfd" => l.bfds.push(t),
+                    _ => l.processes.push(t),
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `NAME [weight W [reverse|noreverse]]` of a track block.

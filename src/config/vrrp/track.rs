@@ -124,7 +124,12 @@ fn set_time(sc: &mut VrrpScript, kw: &str, us: u64) {
 }
 
 /// `vrrp_sync_group`s with their members, each instance in one group.
-pub fn sync_groups(cfg: &Config, cx: &mut Ctx, instances: &mut [Instance]) -> Vec<SyncGroup> {
+pub fn sync_groups(
+    cfg: &Config,
+    cx: &mut Ctx,
+    instances: &mut [Instance],
+    script_names: &[String],
+) -> Vec<SyncGroup> {
     let mut out = Vec::new();
     for b in cfg
         .other_blocks
@@ -141,6 +146,11 @@ pub fn sync_groups(cfg: &Config, cx: &mut Ctx, instances: &mut [Instance]) -> Ve
             notify: Notify::default(),
             tracking_weight: false,
             smtp_alert: None,
+            track_interfaces: Vec::new(),
+            track_scripts: Vec::new(),
+            track_files: Vec::new(),
+            track_processes: Vec::new(),
+            track_bfds: Vec::new(),
         };
         for s in &b.settings {
             cx.line = s.line;
@@ -159,12 +169,28 @@ pub fn sync_groups(cfg: &Config, cx: &mut Ctx, instances: &mut [Instance]) -> Ve
             }
             match s.keyword.as_str() {
                 "sync_group_tracking_weight" => g.tracking_weight = true,
+                "global_tracking" => {
+                    cx.err(format!(
+                        "({name}) global_tracking is deprecated. Use track_interface/script/file on the sync group"
+                    ));
+                    g.tracking_weight = true;
+                }
                 "smtp_alert" => g.smtp_alert = Some(true),
                 k if k.starts_with("notify") && k != "notify_priority_changes" => {
                     super::parts::notify_setting(cx, &mut g.notify, s, &name);
                 }
                 _ => {}
             }
+        }
+        for c in &b.children {
+            let lists = super::parts::TrackLists {
+                ifs: &mut g.track_interfaces,
+                scripts: &mut g.track_scripts,
+                files: &mut g.track_files,
+                processes: &mut g.track_processes,
+                bfds: &mut g.track_bfds,
+            };
+            super::parts::track_block(cfg, cx, c, &name, script_names, lists);
         }
         let mut named = Vec::new();
         for c in b.children.iter().filter(|c| c.keyword == "group") {
@@ -232,13 +258,14 @@ pub fn sync_group_tracking(
                 .or(cfg.global_defs.smtp_alert)
                 .unwrap_or(false),
         );
-        if g.tracking_weight {
-            continue;
-        }
         for i in instances
             .iter_mut()
             .filter(|i| i.sync_group.as_deref() == Some(g.name.as_str()))
         {
+            if g.tracking_weight {
+                join_group_tracking(g, i);
+                continue;
+            }
             let name = i.name.clone();
             for t in &mut i.track_interfaces {
                 if t.weight.unwrap_or(0) != 0 {
@@ -279,6 +306,25 @@ pub fn sync_group_tracking(
                 ));
                 false
             });
+            join_group_tracking(g, i);
+        }
+    }
+}
+
+/// The group's own tracked objects, weights and all, tracked by member
+/// `i` too (what it tracks itself first).
+fn join_group_tracking(g: &SyncGroup, i: &mut Instance) {
+    for (from, to) in [
+        (&g.track_interfaces, &mut i.track_interfaces),
+        (&g.track_scripts, &mut i.track_scripts),
+        (&g.track_files, &mut i.track_files),
+        (&g.track_processes, &mut i.track_processes),
+        (&g.track_bfds, &mut i.track_bfds),
+    ] {
+        for t in from {
+            if !to.iter().any(|o| o.name == t.name) {
+                to.push(t.clone());
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::config::vrrp::{
     Instance, NftTable, NotifyScript, Route, Rule, SyncGroup, Vip, VrrpScript,
 };
 use crate::config::Loaded;
+use crate::vrrp::dump::Dump;
 use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
 use crate::vrrp::nftables::Element;
 use crate::vrrp::rtnl::{watch, NetEvent, Rtnl};
@@ -173,6 +174,24 @@ impl World for RealWorld {
                 log::info!("Invalid number {v} read from {path} - ignoring");
                 None
             }
+        }
+    }
+
+    fn dump(&mut self, r: &Runner, what: Dump, now_us: u64) {
+        let text = match what {
+            Dump::Data => {
+                let now_unix = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64());
+                crate::vrrp::dump::data(&self.cfg, r, crate::vrrp::dump::Clock { now_us, now_unix })
+            }
+            Dump::Stats | Dump::StatsClear => crate::vrrp::dump::stats(r),
+            Dump::Json => crate::vrrp::dump::json(r),
+        };
+        let path = crate::vrrp::dump::path(what.file());
+        match crate::print::write_private(&path, &text) {
+            Ok(()) => log::info!("Printing VRRP {} to {}", what.file(), path.display()),
+            Err(e) => log::error!("cannot write {}: {e}", path.display()),
         }
     }
 
@@ -728,7 +747,17 @@ pub async fn run(
                     }
                     rep.send(Progress::Reloaded);
                 }
-                Command::DumpData => {}
+                Command::DumpData => {
+                    let _ = ctx.send(Event::Dump(Dump::Data));
+                }
+                Command::VrrpSignal(name) => {
+                    let d = match name {
+                        "STATS_CLEAR" => Dump::StatsClear,
+                        "JSON" => Dump::Json,
+                        _ => Dump::Stats,
+                    };
+                    let _ = ctx.send(Event::Dump(d));
+                }
             }
         }
         let _ = ctx.send(Event::Stop);

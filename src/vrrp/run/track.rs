@@ -11,7 +11,7 @@ use std::net::IpAddr;
 
 impl Runner {
     /// Node `k`'s tracked objects as [`priority::effective`] reads them.
-    pub(super) fn effective(&self, k: usize) -> priority::Effective {
+    pub fn effective(&self, k: usize) -> priority::Effective {
         let n = &self.nodes[k];
         let mut t = Vec::new();
         if n.trackers.own_if.is_some() {
@@ -104,7 +104,7 @@ impl Runner {
     }
 
     /// Node `k` tracks an unweighted script with no result yet.
-    pub(super) fn script_pending(&self, k: usize) -> bool {
+    pub fn script_pending(&self, k: usize) -> bool {
         self.nodes[k].trackers.scripts.iter().any(|(name, w, _)| {
             *w == 0
                 && self

@@ -441,6 +441,17 @@ fn scenarios() -> Vec<Scenario> {
             ],
         ),
         sc(
+            // use_vmac: the VIP lives on vrrp.51 (00:00:5e:00:01:33) on
+            // whichever director is master.
+            "vmac",
+            [conf(150, "  use_vmac\n", v4, ""), conf(100, "  use_vmac\n", v4, "")],
+            vec![
+                start_step(),
+                step("SIGTERM of the master", term_d1, 2.5),
+                step("restart and preemption", restart_d1, 5.5),
+            ],
+        ),
+        sc(
             // Two instances in a sync group move together: the master's
             // SIGTERM (both released), its restart (both preempted back).
             "sync-group",
@@ -680,7 +691,93 @@ lab_test!(ah_authentication, "auth-ah");
 lab_test!(a_reload_with_nothing_changed, "reload-same");
 lab_test!(a_reload_with_a_new_priority, "reload-prio");
 lab_test!(a_sync_group_fails_over_together, "sync-group");
+lab_test!(vmac_failover, "vmac");
 lab_test!(
     a_fault_in_one_member_takes_the_sync_group,
     "sync-group-fault"
 );
+
+/// With `use_vmac` the client's neighbour entry for the VIP is the VRRP
+/// MAC whoever is master, so a failover changes nothing on the LAN: with
+/// each daemon on each side, the entry the client learnt from the
+/// master's gratuitous ARPs (`arp_accept` on) is 00:00:5e:00:01:33 before
+/// and after the master's SIGTERM, and the VIP sits on the backup's VMAC.
+/// (No probe: the director's answer would leave by its own interface,
+/// with its own MAC, and teach the client that one — kernel routing,
+/// under keepalived as under ours.)
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vmac_failover_keeps_the_client_s_neighbour_entry() {
+    let v4 = "192.0.2.100/24";
+    let confs = [
+        conf(150, "  use_vmac\n", v4, ""),
+        conf(100, "  use_vmac\n", v4, ""),
+    ];
+    let results: Vec<String> = std::thread::scope(|sc| {
+        let hs: Vec<_> = pairings()
+            .into_iter()
+            .enumerate()
+            .map(|(i, pair)| {
+                let confs = &confs;
+                sc.spawn(move || {
+                    let mut lab = Lab::up(&format!("kvm{i}"));
+                    for k in ["all", "eth0"] {
+                        let st = Command::new("ip")
+                            .args(["netns", "exec", &lab.ns(3), "sysctl", "-qw"])
+                            .arg(format!("net.ipv4.conf.{k}.arp_accept=1"))
+                            .status()
+                            .unwrap();
+                        assert!(st.success());
+                    }
+                    lab.start(1, pair[0], &confs[0]);
+                    sleep(Duration::from_millis(500));
+                    lab.start(2, pair[1], &confs[1]);
+                    let mut out = Vec::new();
+                    let up = lab.wait_for(6.0, |seen| {
+                        seen.iter()
+                            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+                    });
+                    out.push(format!("d1 master: {up}"));
+                    sleep(Duration::from_millis(500));
+                    out.push(format!(
+                        "before: {:?}",
+                        lab.client_neigh("192.0.2.100", false)
+                    ));
+                    lab.signal(1, "TERM");
+                    let moved = lab.wait_for(5.0, |seen| {
+                        seen.iter()
+                            .any(|s| s.node == 2 && s.kind == "addr" && s.what == "+192.0.2.100")
+                    });
+                    out.push(format!("d2 master: {moved}"));
+                    sleep(Duration::from_millis(500));
+                    out.push(format!(
+                        "after: {:?}",
+                        lab.client_neigh("192.0.2.100", false)
+                    ));
+                    let o = Command::new("ip")
+                        .args(["-n", &lab.ns(2), "-o", "addr", "show", "dev", "vrrp.51"])
+                        .output()
+                        .unwrap();
+                    let on_vmac = String::from_utf8_lossy(&o.stdout).contains("192.0.2.100/24");
+                    out.push(format!("on d2's vrrp.51: {on_vmac}"));
+                    lab.stop_all();
+                    format!(
+                        "[{}{}] {}",
+                        pair[0].letter(),
+                        pair[1].letter(),
+                        out.join(", ")
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let want = "d1 master: true, before: Some(\"00:00:5e:00:01:33\"), d2 master: true, \
+                after: Some(\"00:00:5e:00:01:33\"), on d2's vrrp.51: true";
+    for r in &results {
+        assert!(r.ends_with(want), "{}", results.join("\n"));
+    }
+}

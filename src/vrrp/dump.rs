@@ -587,7 +587,7 @@ fn instance(o: &mut String, cfg: &Config, r: &Runner, k: usize, n: &Node, clock:
     }
     let set = f.state == State::Master;
     let vip = |v: &crate::config::vrrp::Vip| {
-        format_ipaddress(v, v.dev.as_deref().unwrap_or(&n.ifname), set)
+        format_ipaddress(v, v.dev.as_deref().unwrap_or(n.vip_ifname()), set)
     };
     if !i.vips.is_empty() {
         let _ = writeln!(o, "   Virtual IP ({}):", i.vips.len());
@@ -688,7 +688,7 @@ pub fn json(r: &Runner) -> String {
             let f = &n.fsm;
             let set = f.state == State::Master;
             let fmt = |v: &crate::config::vrrp::Vip| {
-                format_ipaddress(v, v.dev.as_deref().unwrap_or(&n.ifname), set)
+                format_ipaddress(v, v.dev.as_deref().unwrap_or(n.vip_ifname()), set)
             };
             let mut d = json!({
                 "iname": i.name,

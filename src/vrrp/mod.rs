@@ -21,6 +21,7 @@ pub mod run;
 pub mod script;
 pub mod status;
 pub mod timers;
+pub mod vmac;
 
 /// keepalived 2.2.7's captures (`tests/fixtures/vrrp/`, copied from
 /// `../shared/vrrp-fixtures/`) for the unit tests.

@@ -256,6 +256,12 @@ impl Node {
         )
     }
 
+    /// The interface its addresses without `dev` go on: its VMAC, if it
+    /// has one, else its interface.
+    pub fn vip_ifname(&self) -> &str {
+        self.cfg.vmac.as_deref().unwrap_or(&self.ifname)
+    }
+
     /// The IP protocol its adverts go in (51 with AH).
     pub fn proto(&self) -> u8 {
         if matches!(self.cfg.auth, Some(Auth::Ah(_))) && !self.cfg.ipv6 {

@@ -286,7 +286,16 @@ impl Lab {
                     src = l.split_whitespace().nth(1).unwrap_or("").to_string();
                 }
                 if let Some(w) = wire_event(l) {
-                    let node = macs.iter().position(|m| *m == src).map_or(0, |i| i + 1);
+                    let mut node = macs.iter().position(|m| *m == src).map_or(0, |i| i + 1);
+                    if node == 0 && w.starts_with("advert") {
+                        // From a VMAC (both directors' source MAC): the
+                        // director by its source address, 192.0.2.N.
+                        node = l
+                            .split_whitespace()
+                            .find_map(|x| x.strip_prefix("192.0.2.")?.parse::<usize>().ok())
+                            .filter(|n| (1..=2).contains(n))
+                            .unwrap_or(0);
+                    }
                     Lab::push(&seen, epoch, node, "wire", w);
                 }
             },

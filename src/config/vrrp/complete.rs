@@ -187,6 +187,10 @@ pub(super) fn complete(
         cx.line = 0;
         i.vmac_xmit_base = true;
     }
+    // use_vmac without a name: keepalived's vrrp.VRID.
+    if let Some(v) = i.vmac.as_mut().filter(|v| v.is_empty()) {
+        *v = format!("vrrp.{}", i.vrid);
+    }
     if i.vmac_xmit_base && i.vmac.is_none() {
         cx.err_nolines(format!("({name}) vmac_xmit_base is only valid with a vmac"));
         i.vmac_xmit_base = false;

@@ -42,6 +42,9 @@ struct NodeIo {
     /// `dont_track_primary` (link-local drop rules match the name).
     dont_track_primary: bool,
     iface: Option<Iface>,
+    /// The instance's VMAC (`use_vmac`): its addresses go there, and its
+    /// adverts unless `vmac_xmit_base`.
+    vmac: Option<Iface>,
     socket: Option<Arc<AdvertSocket>>,
     reader: Option<JoinHandle<()>>,
 }
@@ -81,6 +84,20 @@ fn interface_of(cfg: &Config, i: &Instance) -> String {
     i.interface
         .clone()
         .unwrap_or_else(|| default_interface(cfg))
+}
+
+/// Deletes an instance's VMAC (keepalived's line when it went).
+fn remove_vmac(io: &NodeIo) {
+    if let Some(v) = &io.vmac {
+        match crate::vrrp::vmac::delete(v.index) {
+            Ok(()) => log::info!("({}): Success removing VMAC interface {}", io.name, v.name),
+            Err(e) => log::error!(
+                "({}): cannot remove VMAC interface {}: {e}",
+                io.name,
+                v.name
+            ),
+        }
+    }
 }
 
 /// The global `default_interface`, else eth0.
@@ -216,7 +233,37 @@ impl World for RealWorld {
 
     fn attach(&mut self, n: &Node) {
         let iface = Iface::lookup(&n.ifname).ok().flatten();
-        let socket = iface.as_ref().and_then(|f| {
+        let vmac = match (&n.cfg.vmac, &iface) {
+            (Some(name), Some(parent)) => {
+                let mac = crate::vrrp::vmac::mac(n.cfg.vrid, n.cfg.ipv6);
+                match crate::vrrp::vmac::create(name, parent.index, mac) {
+                    Ok(()) => {
+                        crate::vrrp::vmac::configure(name, &parent.name, n.cfg.ipv6);
+                        let up = nix::net::if_::if_nametoindex(name.as_str())
+                            .map_err(std::io::Error::from)
+                            .and_then(crate::vrrp::vmac::up);
+                        if let Err(e) = up {
+                            log::error!("({}): cannot set {name} up: {e}", n.cfg.name);
+                        }
+                        log::info!("({}): Success creating VMAC interface {name}", n.cfg.name);
+                        Iface::lookup(name).ok().flatten()
+                    }
+                    Err(e) => {
+                        log::error!("({}): cannot create VMAC interface {name}: {e}", n.cfg.name);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        // Adverts leave from the VMAC (its MAC the source) unless
+        // vmac_xmit_base; an IPv6 instance sends from its interface's
+        // link-local, so from the interface.
+        let send_on = match &vmac {
+            Some(v) if !n.cfg.vmac_xmit_base && !n.cfg.ipv6 => Some(v),
+            _ => iface.as_ref(),
+        };
+        let socket = send_on.and_then(|f| {
             let group = n.cfg.unicast_peers.is_empty().then(|| n.dsts[0]);
             let bind = n.cfg.ipv6.then_some(n.src);
             match AdvertSocket::open(f, n.cfg.ipv6, n.proto(), group, bind, n.ttl()) {
@@ -253,6 +300,7 @@ impl World for RealWorld {
                 name: n.cfg.name.clone(),
                 dont_track_primary: n.cfg.dont_track_primary,
                 iface,
+                vmac,
                 socket,
                 reader,
             },
@@ -260,7 +308,9 @@ impl World for RealWorld {
     }
 
     fn detach(&mut self, id: usize) {
-        self.nodes.remove(&id);
+        if let Some(io) = self.nodes.remove(&id) {
+            remove_vmac(&io);
+        }
     }
 
     fn send(&mut self, id: usize, pkt: &[u8], dst: IpAddr) {
@@ -292,7 +342,11 @@ impl World for RealWorld {
                 self.removed.insert(v.addr, now);
             }
         }
-        let Some(Some(iface)) = self.nodes.get(&id).map(|io| &io.iface) else {
+        let Some(io) = self.nodes.get(&id) else {
+            return;
+        };
+        // Addresses without `dev` go on the VMAC when there is one.
+        let Some(iface) = io.vmac.as_ref().or(io.iface.as_ref()) else {
             return;
         };
         let _ = self.jobs.send(Job::Addresses {
@@ -307,8 +361,9 @@ impl World for RealWorld {
             return;
         };
         let (index, ifname) = io
-            .iface
+            .vmac
             .as_ref()
+            .or(io.iface.as_ref())
             .map_or((0, String::new()), |f| (f.index, f.name.clone()));
         // keepalived matches a link-local address by interface name for an
         // instance with dont_track_primary, unless nftables_ifindex.
@@ -380,7 +435,10 @@ impl World for RealWorld {
         let Some(io) = self.nodes.get(&id) else {
             return;
         };
-        let Some(iface) = &io.iface else { return };
+        // From the VMAC (its MAC) when there is one.
+        let Some(iface) = io.vmac.as_ref().or(io.iface.as_ref()) else {
+            return;
+        };
         // Fresh facts (the MAC may have changed since start).
         let iface = Iface::lookup(&iface.name)
             .ok()
@@ -773,6 +831,11 @@ pub async fn run(
     let (dtx, drx) = tokio::sync::oneshot::channel();
     let _ = jtx.send(Job::Done(dtx));
     let _ = tokio::time::timeout(Duration::from_secs(5), drx).await;
+    // The VMACs go last, their addresses removed (keepalived's
+    // restore_vrrp_interfaces()).
+    for io in world.nodes.values() {
+        remove_vmac(io);
+    }
     // STOP notifies have keepalived's second before the process goes.
     if runner
         .nodes

@@ -194,7 +194,7 @@ impl Runner {
                 continue;
             }
             let ours = n.all_vips().iter().any(|v| {
-                v.addr == addr && !v.no_track && v.dev.as_deref().unwrap_or(&n.ifname) == name
+                v.addr == addr && !v.no_track && v.dev.as_deref().unwrap_or(n.vip_ifname()) == name
             });
             if ours {
                 self.feed(k, now, Input::VipDeleted, w);

@@ -77,6 +77,9 @@ copy_with_libs() {
 copy_with_libs /usr/sbin/keepalived /usr/sbin/keepalived
 copy_with_libs /usr/sbin/ipvsadm /usr/sbin/ipvsadm
 copy_with_libs "$OURS" /usr/sbin/keepalived-rs
+# iproute2's ip as ip-full (busybox's cannot make a veth pair: the VRRP
+# scenarios' LAN).
+copy_with_libs /bin/ip /usr/sbin/ip-full
 # Extra tools for a payload (e.g. GUEST_EXTRA_BINS=/usr/bin/tcpdump).
 for b in ${GUEST_EXTRA_BINS:-}; do copy_with_libs "$b" "$b"; done
 

@@ -9,6 +9,8 @@
 #   args      extra daemon arguments (e.g. -I)
 #   backends  one "ADDR PORT" per line: an HTTP (and TCP) backend started on
 #             loopback (busybox httpd) before each daemon, stopped after it
+#   vrrp      keepalived runs its VRRP process too (no -C): an instance of
+#             the config drives IPVS (lvs_sync_daemon IF INSTANCE)
 #   settle    seconds to wait after the table settles, before the "running"
 #             snapshot (lets first checks finish when they change the table)
 #   events    steps run after the table has settled, one per line:
@@ -75,7 +77,10 @@ settle_table() { # until the table stops changing (max ~8 s)
 }
 
 start_daemon() { # dir name impl; sets pid
-    if [ "$3" = keepalived ]; then
+    if [ "$3" = keepalived ] && [ -f "$1/vrrp" ]; then
+        # Its VRRP process too (the scenario's instance drives IPVS).
+        /usr/sbin/keepalived -n -l -f "$1/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid -r /run/ka_v.pid $args </dev/null >>/tmp/$2.$3.log 2>&1 &
+    elif [ "$3" = keepalived ]; then
         /usr/sbin/keepalived -C -n -l -f "$1/keepalived.conf" -p /run/ka.pid -c /run/ka_c.pid $args </dev/null >>/tmp/$2.$3.log 2>&1 &
     else
         /usr/sbin/keepalived-rs -n -l -f "$1/keepalived.conf" $args </dev/null >>/tmp/$2.$3.log 2>&1 &

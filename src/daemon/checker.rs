@@ -682,12 +682,7 @@ fn sync_daemons(cfg: &Config) -> Vec<SyncDaemon> {
     else {
         return Vec::new();
     };
-    if let Some(inst) = &c.vrrp_instance {
-        log::warn!(
-            "lvs_sync_daemon follows VRRP instance {inst}; VRRP is not available yet, \
-             so no sync daemon is started"
-        );
-    }
+    // With an instance the VRRP side drives them (daemon::vrrp::syncd).
     c.checker_daemons()
 }
 

@@ -16,8 +16,10 @@ pub struct SyncdConfig {
     pub ifname: String,
     /// `inst NAME` or the legacy positional instance: VRRP drives the daemons.
     pub vrrp_instance: Option<String>,
-    /// `id N` (0-255; default 0 without VRRP).
+    /// `id N` (0-255; default 0 without VRRP, the instance's VRID with).
     pub syncid: u32,
+    /// `id` was given.
+    pub syncid_given: bool,
     /// `maxlen N`.
     pub maxlen: Option<u16>,
     /// `port N`.
@@ -44,6 +46,7 @@ impl SyncdConfig {
             ifname,
             vrrp_instance: None,
             syncid: 0,
+            syncid_given: false,
             maxlen: None,
             port: None,
             ttl: None,
@@ -61,6 +64,7 @@ impl SyncdConfig {
                 "id" => {
                     if let Some(v) = num(next, 0u32, 255) {
                         c.syncid = v;
+                        c.syncid_given = true;
                     }
                 }
                 "maxlen" => c.maxlen = num(next, 1u16, 65535 - 20 - 8).or(c.maxlen),
@@ -80,6 +84,7 @@ impl SyncdConfig {
                 _ if i == 2 => {
                     if let Some(v) = num(Some(&words[i]), 0u32, 255) {
                         c.syncid = v;
+                        c.syncid_given = true;
                     }
                     i += 1;
                     continue;
@@ -92,6 +97,25 @@ impl SyncdConfig {
             i += 2;
         }
         Some(c)
+    }
+
+    /// The daemon in `state` ([`SYNC_MASTER`], [`SYNC_BACKUP`]) the VRRP
+    /// side runs for its instance of VRID `vrid` (the sync id unless `id`
+    /// was given).
+    pub fn vrrp_daemon(&self, state: u32, vrid: u8) -> SyncDaemon {
+        SyncDaemon {
+            state,
+            mcast_ifn: self.ifname.clone(),
+            syncid: if self.syncid_given {
+                self.syncid
+            } else {
+                u32::from(vrid)
+            },
+            maxlen: self.maxlen,
+            port: self.port,
+            ttl: self.ttl,
+            group: self.group,
+        }
     }
 
     /// The daemons the checker itself runs: master and backup, unless a

@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use worker::{address_worker, Job};
 
+mod syncd;
 mod worker;
 
 /// How long a notify script may run before it is cut (keepalived never
@@ -76,6 +77,8 @@ struct RealWorld {
     last_email: HashMap<String, Notified>,
     /// The FIFO scripts started here, killed at the end.
     fifo_scripts: Vec<tokio::process::Child>,
+    /// The IPVS sync daemons of `lvs_sync_daemon IF INSTANCE`.
+    syncd: Option<syncd::Syncd>,
 }
 
 /// The interface an instance uses: its `interface`, else the global
@@ -458,6 +461,9 @@ impl World for RealWorld {
     }
 
     fn notify(&mut self, inst: &Instance, state: Notified, priority: u8) {
+        if let Some(s) = &self.syncd {
+            s.follow(&inst.name, state);
+        }
         let n = &inst.notify;
         let word = match state {
             Notified::Master => "MASTER",
@@ -772,6 +778,7 @@ pub async fn run(
         alerter: crate::check::smtp_alert::Alerter::new(&cfg),
         last_email: HashMap::new(),
         fifo_scripts,
+        syncd: syncd::Syncd::start(&cfg, opts.dry_run),
     };
     let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
@@ -831,6 +838,9 @@ pub async fn run(
     let (dtx, drx) = tokio::sync::oneshot::channel();
     let _ = jtx.send(Job::Done(dtx));
     let _ = tokio::time::timeout(Duration::from_secs(5), drx).await;
+    if let Some(s) = world.syncd.take() {
+        s.stop().await;
+    }
     // The VMACs go last, their addresses removed (keepalived's
     // restore_vrrp_interfaces()).
     for io in world.nodes.values() {

@@ -28,6 +28,9 @@
 #                                               ours also `--plan -f FILE` as
 #                                               phase plan-FILE (its ipvsadm
 #                                               lines), run before `reload FILE`
+#               dump NAME                       SIGUSR1: the VRRP instances'
+#                                               state and priorities from
+#                                               keepalived.data, phase dump-NAME
 #               status NAME                     ours: `--status --json` as
 #                                               phase status-NAME
 #               crash NAME                      kill -9 the daemon (all its
@@ -162,6 +165,20 @@ run_events() { # dir name impl
                     /usr/sbin/keepalived-rs --plan -f "$1/$a" 2>&1 | sed -n 's/^ipvsadm //p' | sort
                     echo "@@END"
                 fi
+                ;;
+            dump)
+                # SIGUSR1 (keepalived's parent hands it to its VRRP
+                # process): the instances' state and priorities as the
+                # data file shows them.
+                rm -f /tmp/keepalived.data
+                kill -USR1 "$pid"
+                i=0
+                while [ ! -s /tmp/keepalived.data ] && [ $i -lt 20 ]; do sleep 0.25; i=$((i + 1)); done
+                sleep 0.5
+                echo "@@BEGIN $2 $3 dump-$a"
+                sed -n '/VRRP Topology/,/------< VRRP Sockpool\|------< VRRP Sync\|------< VRRP Scripts\|------< Interfaces/p' /tmp/keepalived.data |
+                    grep -E '^ +(VRRP Instance|State|Wantstate|Priority|Effective priority|Total priority) = '
+                echo "@@END"
                 ;;
             status)
                 if [ "$3" = ours ]; then

@@ -188,6 +188,7 @@ impl Instance {
                 out.push(Action::Notify(State::Fault));
                 self.deadline = None;
                 self.state = State::Fault;
+                self.wantstate = State::Fault;
             }
             (State::Backup, Input::Timer) => {
                 out.push(Action::Log(format!(

@@ -15,6 +15,7 @@ pub mod nftables;
 pub mod node;
 pub mod packet;
 pub mod priority;
+pub mod process;
 pub mod receive;
 pub mod rtnl;
 pub mod run;

@@ -84,6 +84,8 @@ pub struct Trackers {
     pub scripts: Vec<(String, i32, bool)>,
     /// `track_file`: file name, weight, reverse.
     pub files: Vec<(String, i32, bool)>,
+    /// `track_process`: process object name, weight, reverse.
+    pub procs: Vec<(String, i32, bool)>,
 }
 
 /// One running instance.
@@ -201,6 +203,7 @@ impl Node {
                 .collect(),
             scripts: Vec::new(),
             files: Vec::new(),
+            procs: Vec::new(),
         };
         let params = fsm::Params {
             name: i.name.clone(),

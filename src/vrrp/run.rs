@@ -93,6 +93,11 @@ pub trait World {
     fn track_file_value(&mut self, _path: &str) -> Option<i64> {
         Some(0)
     }
+    /// Each tracked process object's count now (at start: keepalived
+    /// reads the process table before the instances start).
+    fn process_counts(&mut self) -> Vec<(String, u32)> {
+        Vec::new()
+    }
     /// A log line (keepalived's wording).
     fn log(&mut self, line: String) {
         log::info!("{line}");
@@ -126,6 +131,8 @@ pub enum Event {
     /// A tracked file (by `track_file` name) was written, moved or
     /// deleted.
     TrackFile(String),
+    /// Tracked processes' new counts.
+    Process(Vec<crate::vrrp::process::Change>),
     /// SIGHUP: the configuration read again.
     Reload(Box<VrrpConfig>),
     /// A dump file asked for (SIGUSR1, SIGUSR2, STATS_CLEAR, JSON).
@@ -244,6 +251,8 @@ pub struct Runner {
     pub files: Vec<(VrrpTrackFile, i64)>,
     /// The sync groups.
     pub groups: Vec<sync::Group>,
+    /// The tracked process objects.
+    pub procs: Vec<procs::Proc>,
     /// Delayed announcements queued so far (their order).
     queued: u64,
     next_id: usize,
@@ -303,9 +312,11 @@ impl Runner {
                 })
                 .collect(),
             queued: 0,
+            procs: procs::tracked_processes(cfg, &[]),
             next_id: 0,
         };
         r.files = tracked_files(cfg, &[], w);
+        r.count_processes(w);
         r.log_firewall(cfg, w);
         r.nodes = cfg.instances.iter().map(|i| r.node(i, w)).collect();
         for n in &r.nodes {
@@ -350,6 +361,18 @@ impl Runner {
                     f.name.clone(),
                     t.weight.unwrap_or(f.weight),
                     t.reverse.unwrap_or(f.reverse),
+                ))
+            })
+            .collect();
+        n.trackers.procs = i
+            .track_processes
+            .iter()
+            .filter_map(|t| {
+                let p = &self.procs.iter().find(|p| p.cfg.name == t.name)?.cfg;
+                Some((
+                    p.name.clone(),
+                    t.weight.unwrap_or(p.weight),
+                    t.reverse.unwrap_or(p.reverse),
                 ))
             })
             .collect();
@@ -432,12 +455,14 @@ impl Runner {
         nodes
             .chain(self.scripts.iter().map(|s| s.2))
             .chain(self.pending_links.iter().map(|p| p.2))
+            .chain(self.procs.iter().filter_map(|p| p.due))
             .min()
     }
 
     /// Runs what is due at `now`.
     pub fn on_timer(&mut self, now: u64, w: &mut impl World) {
         self.due_links(now, w);
+        self.due_processes(now, w);
         for (s, _, next) in &mut self.scripts {
             if *next <= now {
                 *next = now + s.interval_us.max(1);
@@ -819,6 +844,7 @@ pub async fn drive(
                 Some(Event::RuleGone(g)) => r.on_gone(now(base), &g, w),
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
                 Some(Event::TrackFile(name)) => r.on_track_file(now(base), &name, w),
+                Some(Event::Process(c)) => r.on_process(now(base), &c, w),
                 Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
                 Some(Event::Dump(d)) => {
                     w.dump(r, d, now(base));
@@ -835,6 +861,7 @@ pub async fn drive(
     }
 }
 
+mod procs;
 mod reload;
 mod sync;
 #[cfg(test)]

@@ -149,7 +149,15 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
             })
         })
         .collect();
-    super::track::track_processes(cfg, cx);
+    // keepalived forgets a process nothing tracks.
+    out.track_processes = super::track::track_processes(cfg, cx)
+        .into_iter()
+        .filter(|p| {
+            out.instances
+                .iter()
+                .any(|i| i.track_processes.iter().any(|t| t.name == p.name))
+        })
+        .collect();
     out.garp_groups = super::track::garp_groups(cfg, cx);
     let interval = |kw: &str| {
         crate::config::numbers::read_timer(&mut Quiet, last(kw)?, 1, u32::MAX.into(), false)

@@ -42,6 +42,8 @@ pub struct VrrpConfig {
     pub scripts: Vec<VrrpScript>,
     /// The `track_file` blocks some instance tracks.
     pub track_files: Vec<VrrpTrackFile>,
+    /// `vrrp_track_process` blocks some instance tracks.
+    pub track_processes: Vec<VrrpTrackProcess>,
     /// `vrrp_sync_group` blocks with at least one member.
     pub sync_groups: Vec<SyncGroup>,
     /// `static_ipaddress`: set at start, removed at stop, whatever the
@@ -88,6 +90,50 @@ pub struct VrrpTrackFile {
     pub weight: i32,
     /// `reverse`.
     pub reverse: bool,
+}
+
+/// How a `vrrp_track_process`'s parameters must match a process's
+/// (`param_match`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ParamMatch {
+    /// No parameters given: any process of that name.
+    None,
+    /// The same parameters, no more.
+    Exact,
+    /// The process's parameters start with these.
+    Partial,
+    /// As partial, the last one a prefix of the process's.
+    Initial,
+}
+
+/// `vrrp_track_process NAME { ... }` (keepalived's
+/// `vrrp_tracked_process_t`): the number of processes matching, within
+/// `quorum..=quorum_max`, is the object up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VrrpTrackProcess {
+    pub name: String,
+    /// The process name (its `comm`), or with `full_command` its path as
+    /// it was run (`argv[0]`).
+    pub process: String,
+    /// The parameters after it.
+    pub params: Vec<String>,
+    pub param_match: ParamMatch,
+    /// `full_command`.
+    pub full_command: bool,
+    /// `weight` (0 = FAULT while down).
+    pub weight: i32,
+    /// `weight … reverse`.
+    pub reverse: bool,
+    /// `quorum` (default 1).
+    pub quorum: u32,
+    /// `quorum_max` (default unlimited).
+    pub quorum_max: u32,
+    /// `fork_delay` (or `delay`), µs: a process forked by a counted one
+    /// counts once it has lived this long.
+    pub fork_delay_us: u64,
+    /// `terminate_delay` (or `delay`), µs: a loss by exit counts once it
+    /// has lasted this long.
+    pub terminate_delay_us: u64,
 }
 
 /// keepalived's nftables settings (`nftables [NAME]`, `nftables_priority`,

@@ -329,8 +329,10 @@ fn join_group_tracking(g: &SyncGroup, i: &mut Instance) {
     }
 }
 
-/// `vrrp_track_process NAME { ... }`: checked, not run yet.
-pub fn track_processes(cfg: &Config, cx: &mut Ctx) {
+/// `vrrp_track_process NAME { ... }`, each value checked as keepalived
+/// checks it.
+pub fn track_processes(cfg: &Config, cx: &mut Ctx) -> Vec<VrrpTrackProcess> {
+    let mut out = Vec::new();
     for b in cfg
         .other_blocks
         .iter()
@@ -338,6 +340,20 @@ pub fn track_processes(cfg: &Config, cx: &mut Ctx) {
     {
         let name = b.args.first().cloned().unwrap_or_default();
         let mut process = false;
+        let mut tp = VrrpTrackProcess {
+            name: name.clone(),
+            process: String::new(),
+            params: Vec::new(),
+            param_match: ParamMatch::None,
+            full_command: false,
+            weight: 0,
+            reverse: false,
+            quorum: 1,
+            quorum_max: u32::MAX,
+            fork_delay_us: 0,
+            terminate_delay_us: 0,
+        };
+        let mut param_match = None;
         for s in &b.settings {
             cx.line = s.line;
             if missing(
@@ -356,48 +372,78 @@ pub fn track_processes(cfg: &Config, cx: &mut Ctx) {
             }
             let v = first(s).unwrap_or("");
             match s.keyword.as_str() {
-                "process" => process = true,
-                "quorum" if cx.read_unsigned(v, 1, 65535).is_none() => {
-                    cx.err(format!(
+                "process" => {
+                    process = true;
+                    tp.process = v.to_string();
+                    tp.params = s.args[1..].to_vec();
+                }
+                "full_command" => tp.full_command = true,
+                "quorum" => match cx.read_unsigned(v, 1, 65535) {
+                    Some(q) => tp.quorum = q as u32,
+                    None => cx.err(format!(
                         "Quorum ({v}) for vrrp_track_process {name} must be between [1..65535] inclusive. Ignoring..."
-                    ));
-                }
-                "quorum_max" if cx.read_unsigned(v, 0, 65535).is_none() => {
-                    cx.err(format!(
+                    )),
+                },
+                "quorum_max" => match cx.read_unsigned(v, 0, 65535) {
+                    Some(q) => tp.quorum_max = q as u32,
+                    None => cx.err(format!(
                         "quorum_max ({v}) for vrrp_track_process {name} must be between [0..65535] inclusive. Ignoring..."
-                    ));
-                }
-                k @ ("delay" | "terminate_delay" | "fork_delay")
-                    if cx.read_timer(v, 1, 3600 * TIMER_HZ).is_none() =>
-                {
-                    cx.err(format!(
-                        "{k} ({v}) for vrrp_track_process {name} must be between [0.000001..3600] inclusive. Ignoring..."
-                    ));
+                    )),
+                },
+                k @ ("delay" | "terminate_delay" | "fork_delay") => {
+                    match cx.read_timer(v, 1, 3600 * TIMER_HZ) {
+                        Some(us) => {
+                            if k != "fork_delay" {
+                                tp.terminate_delay_us = us;
+                            }
+                            if k != "terminate_delay" {
+                                tp.fork_delay_us = us;
+                            }
+                        }
+                        None => cx.err(format!(
+                            "{k} ({v}) for vrrp_track_process {name} must be between [0.000001..3600] inclusive. Ignoring..."
+                        )),
+                    }
                 }
                 "weight" => {
                     if s.args.is_empty() {
                         cx.err(format!(
                             "No weight specified for track process {name} - ignoring"
                         ));
-                    } else if cx.read_int(v, -254, 254).is_none() {
-                        cx.err(format!(
-                            "Weight ({v}) for vrrp_track_process {name} must be between [-254..254] inclusive. Ignoring..."
-                        ));
+                    } else {
+                        match cx.read_int(v, -254, 254) {
+                            Some(w) => {
+                                tp.weight = w as i32;
+                                tp.reverse = s.args.get(1).map(String::as_str) == Some("reverse");
+                            }
+                            None => cx.err(format!(
+                                "Weight ({v}) for vrrp_track_process {name} must be between [-254..254] inclusive. Ignoring..."
+                            )),
+                        }
                     }
                 }
-                "param_match" => {
-                    if let Some(m) = first(s).filter(|m| *m != "initial" && *m != "partial") {
-                        cx.err(format!("Invalid param_match type {m} - ignoring"));
-                    }
-                }
+                "param_match" => match first(s) {
+                    Some("initial") => param_match = Some(ParamMatch::Initial),
+                    Some("partial") => param_match = Some(ParamMatch::Partial),
+                    Some(m) => cx.err(format!("Invalid param_match type {m} - ignoring")),
+                    None => {}
+                },
                 _ => {}
             }
         }
         if !process {
             cx.line = b.end_line;
             cx.err(format!("track process '{name}' process name not specified"));
+            continue;
         }
+        tp.param_match = match (param_match, tp.params.is_empty()) {
+            (Some(m), _) => m,
+            (None, false) => ParamMatch::Exact,
+            (None, true) => ParamMatch::None,
+        };
+        out.push(tp);
     }
+    out
 }
 
 /// `garp_group [NAME] { garp_interval S ; gna_interval S ; interface IF |

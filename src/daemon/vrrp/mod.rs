@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use worker::{address_worker, Job};
 
+mod procwatch;
 mod syncd;
 mod worker;
 
@@ -79,6 +80,8 @@ struct RealWorld {
     fifo_scripts: Vec<tokio::process::Child>,
     /// The IPVS sync daemons of `lvs_sync_daemon IF INSTANCE`.
     syncd: Option<syncd::Syncd>,
+    /// The process table `vrrp_track_process` counts.
+    procs: procwatch::Procs,
 }
 
 /// The interface an instance uses: its `interface`, else the global
@@ -185,6 +188,10 @@ impl RealWorld {
 impl World for RealWorld {
     fn release_at_stop(&self) -> bool {
         !self.dont_release
+    }
+
+    fn process_counts(&mut self) -> Vec<(String, u32)> {
+        self.procs.counts()
     }
 
     fn track_file_value(&mut self, path: &str) -> Option<i64> {
@@ -765,6 +772,15 @@ pub async fn run(
             Err(e) => log::error!("notify FIFO {}: {e}", f.path),
         }
     }
+    // The process table, read before the instances start; followed from
+    // then on (from the first reload that tracks a process, if none now).
+    let procs = procwatch::Procs::default();
+    procs.set(&cfg.vrrp.track_processes);
+    let mut proc_watch = !cfg.vrrp.track_processes.is_empty();
+    if proc_watch {
+        procwatch::start(procs.clone(), etx.clone());
+    }
+    let reload_procs = procs.clone();
     let mut world = RealWorld {
         dont_release: opts.dont_release_vrrp,
         board,
@@ -779,6 +795,7 @@ pub async fn run(
         last_email: HashMap::new(),
         fifo_scripts,
         syncd: syncd::Syncd::start(&cfg, opts.dry_run),
+        procs: procs.clone(),
     };
     let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
@@ -807,7 +824,16 @@ pub async fn run(
                             h.abort();
                         }
                         watcher = watch_track_files(&l.config.vrrp.track_files, ctx.clone());
+                        let defs = &l.config.vrrp.track_processes;
+                        let changes = reload_procs.set(defs);
+                        if !proc_watch && !defs.is_empty() {
+                            procwatch::start(reload_procs.clone(), ctx.clone());
+                            proc_watch = true;
+                        }
                         let _ = ctx.send(Event::Reload(Box::new(l.config.vrrp.clone())));
+                        if !changes.is_empty() {
+                            let _ = ctx.send(Event::Process(changes));
+                        }
                         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     rep.send(Progress::Reloaded);

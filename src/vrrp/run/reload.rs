@@ -38,6 +38,8 @@ impl Runner {
             }
         }
         self.scripts = scripts;
+        let old_procs = std::mem::take(&mut self.procs);
+        self.procs = super::procs::tracked_processes(cfg, &old_procs);
         // Tracked files are read again (keepalived's init_track_files()).
         let old_files = std::mem::take(&mut self.files);
         self.files = super::tracked_files(cfg, &old_files, w);

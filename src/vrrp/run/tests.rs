@@ -621,3 +621,49 @@ fn a_sync_group_holds_its_first_member_and_moves_together() {
     );
     assert_eq!(back.len(), 2, "at start, then yielding: {:?}", lan.log);
 }
+
+#[test]
+fn a_tracked_process_s_exit_counts_after_terminate_delay_and_a_return_cancels_it() {
+    use crate::vrrp::process::Cause;
+    let mut lan = lan();
+    let text = "vrrp_track_process web {\n process nginx\n weight -60\n delay 2\n}\n\
+        vrrp_instance VI_1 {\n interface lo\n virtual_router_id 51\n priority 150\n \
+        track_process {\n  web\n }\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n";
+    let l = crate::config::load_str(text);
+    assert_eq!(
+        l.config.vrrp.track_processes.len(),
+        1,
+        "{:?}",
+        l.diagnostics
+    );
+    let mut r = Runner::new(&l.config.vrrp, &mut lan);
+    r.start(0, &mut lan);
+    // Nothing ran at start: 150 - 60.
+    assert_eq!(r.nodes[0].fsm.params.priority, 90);
+    // nginx exec'd: no delay for a gain by exec.
+    r.on_process(1_000_000, &[("web".into(), 1, Cause::Other)], &mut lan);
+    assert_eq!(r.nodes[0].fsm.params.priority, 150);
+    // It exits: the loss waits out terminate_delay...
+    r.on_process(2_000_000, &[("web".into(), 0, Cause::Exit)], &mut lan);
+    assert_eq!(r.nodes[0].fsm.params.priority, 150);
+    assert_eq!(r.next_deadline().map(|d| d <= 4_000_000), Some(true));
+    r.on_timer(4_000_000, &mut lan);
+    assert_eq!(r.nodes[0].fsm.params.priority, 90, "{:?}", lan.log);
+    // ...and a return within it cancels it: nothing changes.
+    r.on_process(5_000_000, &[("web".into(), 1, Cause::Fork)], &mut lan);
+    r.on_process(5_500_000, &[("web".into(), 0, Cause::Exit)], &mut lan);
+    r.on_timer(9_000_000, &mut lan);
+    assert_eq!(r.nodes[0].fsm.params.priority, 90);
+    let lines: Vec<&str> = lan
+        .log
+        .iter()
+        .filter_map(|(_, _, x)| x.strip_prefix("log Quorum"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            " gained for tracked process web",
+            " lost for tracked process web"
+        ]
+    );
+}

@@ -43,6 +43,15 @@ impl Runner {
                 reverse: *rev,
             });
         }
+        for (name, w, rev) in &n.trackers.procs {
+            if let Some(p) = self.procs.iter().find(|p| &p.cfg.name == name) {
+                t.push(Tracked::UpDown {
+                    up: p.up,
+                    weight: *w,
+                    reverse: *rev,
+                });
+            }
+        }
         for (name, w, rev) in &n.trackers.files {
             if let Some((_, v)) = self.files.iter().find(|(f, _)| &f.name == name) {
                 t.push(Tracked::File {

@@ -1,0 +1,9 @@
+# A LAN for the VRRP instance (a veth pair; documentation addresses); none
+# of the tracked processes running.
+modprobe veth 2>/dev/null
+ip-full link show eth0 >/dev/null 2>&1 || ip-full link add eth0 type veth peer name eth9
+ip-full link set eth9 up
+ip-full link set eth0 up
+ip-full addr add 192.0.2.1/24 dev eth0 2>/dev/null
+for p in /tmp/sleep1001.pid /tmp/sleep1002.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done
+true

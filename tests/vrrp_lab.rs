@@ -781,3 +781,74 @@ fn vmac_failover_keeps_the_client_s_neighbour_entry() {
         assert!(r.ends_with(want), "{}", results.join("\n"));
     }
 }
+
+/// keepalived #1603: a reload adds a VIP on the master only, so the
+/// directors' address lists differ. keepalived's backup then discards the
+/// master's adverts (an "unexpected ip number count"), takes over, and both
+/// hold the VIP. Ours takes such an advert as from a master that cannot
+/// hear it: a backup of ours follows it, a master of ours yields to it —
+/// whichever side runs ours, one director alone holds 192.0.2.100, and
+/// ours says so in its status (docs/compat.md).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn a_vip_added_on_one_side_only_is_never_held_on_both_by_ours() {
+    let v4 = "192.0.2.100/24";
+    let confs = [conf(150, "", v4, ""), conf(100, "", v4, "")];
+    let two = conf(150, "", "192.0.2.100/24\n    192.0.2.101/24", "");
+    let results: Vec<(String, usize, Option<String>)> = std::thread::scope(|sc| {
+        let hs: Vec<_> = pairings()
+            .into_iter()
+            .enumerate()
+            .map(|(i, pair)| {
+                let (confs, two) = (&confs, &two);
+                sc.spawn(move || {
+                    let mut lab = Lab::up(&format!("kvs{i}"));
+                    lab.start(1, pair[0], &confs[0]);
+                    sleep(Duration::from_millis(500));
+                    lab.start(2, pair[1], &confs[1]);
+                    let up = lab.wait_for(6.0, |seen| {
+                        seen.iter()
+                            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+                    });
+                    assert!(up, "d1 never MASTER");
+                    sleep(Duration::from_millis(1500));
+                    lab.rewrite(1, two);
+                    lab.signal(1, "HUP");
+                    // keepalived's backup takes over after its down timer
+                    // (3.6 s); ours yields after three adverts.
+                    sleep(Duration::from_secs(8));
+                    let holders = (1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count();
+                    // The status of ours where it heard the other list.
+                    let mismatch = (1..=2).filter(|n| pair[n - 1] == Impl::Ours).find_map(|n| {
+                        let s = lab.status(n);
+                        s["vrrp"][0]["address_mismatch"]
+                            .as_str()
+                            .map(|m| format!("d{n}: {m}"))
+                    });
+                    let logs = format!("{}\n{}", lab.log(1, pair[0]), lab.log(2, pair[1]));
+                    lab.stop_all();
+                    (
+                        format!("[{}{}] {logs}", pair[0].letter(), pair[1].letter()),
+                        holders,
+                        mismatch,
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let summary: Vec<String> = results
+        .iter()
+        .map(|(p, h, m)| format!("{}: {h} holder(s), mismatch {m:?}", &p[..4]))
+        .collect();
+    eprintln!("{}", summary.join("\n"));
+    // keepalived on both sides: the split brain of #1603, shown.
+    assert_eq!(results[0].1, 2, "{}", summary.join("\n"));
+    for (p, holders, mismatch) in &results[1..] {
+        assert_eq!(*holders, 1, "{}\n{p}", summary.join("\n"));
+        assert!(mismatch.is_some(), "{}\n{p}", summary.join("\n"));
+    }
+}

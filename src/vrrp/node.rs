@@ -136,6 +136,9 @@ pub struct Node {
     /// A start held back by `vrrp_startup_delay` (an owner that would go
     /// MASTER at once waits it out in INIT).
     pub start_at: Option<u64>,
+    /// A peer advertising another address list (split brain risk): its
+    /// address and the number of addresses it advertises.
+    pub mismatch: Option<(IpAddr, usize)>,
 }
 
 /// The 8 key bytes of a password (zero padded).
@@ -239,6 +242,7 @@ impl Node {
             ah_seq: 0,
             old_checksum: i.old_unicast_checksum == Some(true),
             start_at: None,
+            mismatch: None,
         }
     }
 

@@ -12,7 +12,7 @@ use super::net::{Received, IPPROTO_AH};
 use super::node::key8;
 pub use super::node::{Node, Placement, Stats, Transition};
 use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
-use super::receive::{self, Meta, Refusal};
+use super::receive::{self, Expect, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{
     Auth, Instance, NftTable, Route, Rule, SyncGroup, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
@@ -605,6 +605,40 @@ impl Runner {
         };
         n.expect.skip_addr_check =
             n.cfg.skip_check_adv_addr && n.fsm.state == State::Backup && n.master == Some(rx.from);
+        if let Err((Refusal::AddressList, line)) = receive::check(&n.expect, &advert, &meta) {
+            // keepalived drops an advert whose addresses differ from ours;
+            // when everything else about it holds, it comes from a peer
+            // configured otherwise, that acts on it: see Input::ForeignAdvert.
+            let others = Expect {
+                skip_addr_check: true,
+                ..n.expect.clone()
+            };
+            let same_mode = (!n.cfg.unicast_peers.is_empty()) != meta.multicast;
+            if same_mode && receive::check(&others, &advert, &meta).is_ok() {
+                n.stats.addr_list_err += 1;
+                w.log(line);
+                if n.mismatch.map(|m| m.0) != Some(rx.from) {
+                    w.log(format!(
+                        "({}) WARNING - {} advertises {} address(es) where we have {}: the directors' configurations differ. Following it as master rather than both holding the addresses (keepalived #1603)",
+                        n.cfg.name,
+                        rx.from,
+                        advert.addrs.len(),
+                        n.expect.vips.len()
+                    ));
+                }
+                n.mismatch = Some((rx.from, advert.addrs.len()));
+                if advert.priority == 0 {
+                    n.stats.pri_zero_rcvd += 1;
+                }
+                let input = Input::ForeignAdvert {
+                    from: rx.from,
+                    priority: advert.priority,
+                };
+                self.feed(k, now, input, w);
+                return;
+            }
+        }
+        let n = &mut self.nodes[k];
         if let Err((why, line)) = receive::check(&n.expect, &advert, &meta) {
             let s = &mut n.stats;
             match why {
@@ -618,6 +652,13 @@ impl Runner {
             return;
         }
         n.stats.advert_rcvd += 1;
+        if n.mismatch.is_some_and(|m| m.0 == rx.from) {
+            w.log(format!(
+                "({}) {} advertises our addresses again",
+                n.cfg.name, rx.from
+            ));
+            n.mismatch = None;
+        }
         if advert.priority == 0 {
             n.stats.pri_zero_rcvd += 1;
         }
@@ -772,6 +813,9 @@ impl Runner {
             (Input::Timer, State::Master) => "no advert from the master".to_string(),
             (Input::Advert { from, priority, .. }, _) => {
                 format!("advert from {from} with priority {priority}")
+            }
+            (Input::ForeignAdvert { from, priority }, _) => {
+                format!("advert from {from} with priority {priority} and other addresses")
             }
             (Input::Fault, _) => "a tracked object failed".to_string(),
             (Input::FaultCleared, _) => "the fault cleared".to_string(),

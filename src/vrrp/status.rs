@@ -55,6 +55,9 @@ pub struct InstanceStatus {
     pub stats: Stats,
     /// What it tracks.
     pub trackers: Vec<TrackerStatus>,
+    /// A peer advertising another address list (`ADDRESS (N addresses)`):
+    /// the directors' configurations differ.
+    pub address_mismatch: Option<String>,
 }
 
 /// The VRRP side's part of the status, shared with the status socket.
@@ -138,6 +141,7 @@ pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
                 last_transition: n.last.clone(),
                 stats: n.stats.clone(),
                 trackers,
+                address_mismatch: n.mismatch.map(|(a, c)| format!("{a} ({c} addresses)")),
             }
         })
         .collect()
@@ -212,7 +216,7 @@ pub fn metrics(list: &[InstanceStatus]) -> String {
     if list.is_empty() {
         return o;
     }
-    let families: [Family; 7] = [
+    let families: [Family; 8] = [
         (
             "keepalived_vrrp_state",
             "gauge",
@@ -235,6 +239,12 @@ pub fn metrics(list: &[InstanceStatus]) -> String {
             "gauge",
             "The configured priority",
             |i| u64::from(i.base_priority),
+        ),
+        (
+            "keepalived_vrrp_address_mismatch",
+            "gauge",
+            "1 while a peer advertises another address list (configurations differ)",
+            |i| u64::from(i.address_mismatch.is_some()),
         ),
         (
             "keepalived_vrrp_adverts_sent_total",
@@ -312,6 +322,7 @@ mod tests {
                 up: Some(false),
                 weight: -60,
             }],
+            address_mismatch: None,
         }
     }
 

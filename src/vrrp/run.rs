@@ -613,7 +613,7 @@ impl Runner {
                 skip_addr_check: true,
                 ..n.expect.clone()
             };
-            let same_mode = (!n.cfg.unicast_peers.is_empty()) != meta.multicast;
+            let same_mode = n.cfg.unicast_peers.is_empty() == meta.multicast;
             if same_mode && receive::check(&others, &advert, &meta).is_ok() {
                 n.stats.addr_list_err += 1;
                 w.log(line);

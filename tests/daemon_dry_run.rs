@@ -231,7 +231,7 @@ fn sigusr1_writes_the_data_file_and_vrrp_signals_do_no_harm() {
         let rc = unsafe { nix::libc::kill(d.child.id() as i32, sig) };
         assert_eq!(rc, 0);
     }
-    d.stderr_until("VRRP data is not available");
+    d.stderr_until("no VRRP instance runs; nothing to write");
     d.signal(Signal::SIGUSR1);
     d.stderr_until("Printing checker data");
     let path = dir.join("keepalived_check.data");

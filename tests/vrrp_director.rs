@@ -133,14 +133,14 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
         lab.start(1, imp, &cfg);
         let backup = lab.wait_for(2.0, |seen| {
             seen.iter()
-                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("BACKUP"))
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 BACKUP"))
         });
         assert!(backup, "{imp:?} never became BACKUP: {}", lab.log(1, imp));
         sleep(Duration::from_millis(300));
         let while_backup = show(&lab);
         let up = lab.wait_for(6.0, |seen| {
             seen.iter()
-                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
         });
         assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
         sleep(Duration::from_millis(300));
@@ -179,7 +179,7 @@ fn routes_rules_and_statics_as_keepalived_sets_them() {
         ip(&["route", "del", "198.51.100.0/24", "table", "100"]);
         let again = lab.wait_for(4.0, |seen| {
             seen.iter()
-                .filter(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+                .filter(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
                 .count()
                 >= 2
         });
@@ -264,7 +264,7 @@ fn vrrp_smtp_alerts_as_keepalived_sends_them() {
         );
         let up = lab.wait_for(6.0, |seen| {
             seen.iter()
-                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
         });
         assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
         sleep(Duration::from_millis(500));
@@ -412,7 +412,7 @@ fn no_accept_drops_traffic_to_the_vips_as_keepalived() {
         lab.start(1, imp, &conf(150, extra, "192.0.2.100/24", ""));
         let up = lab.wait_for(8.0, |seen| {
             seen.iter()
-                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("MASTER"))
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
         });
         assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
         sleep(Duration::from_millis(300));
@@ -594,4 +594,145 @@ fn dumps_as_keepalived_writes_them() {
         }
     }
     assert_eq!((k.3, o.3), (0o600, 0o600), "root-only files");
+}
+
+/// `use_vmac` on an IPv4 instance without accept mode and on an IPv6 one:
+/// the macvlans (mode, MAC, address generation, the IPv6 one's link-local
+/// shared with eth0), the sysctls, the addresses on them, the adverts' source
+/// MACs and keepalived's nftables table (its IGMP/MLD rules for VMACs, the
+/// drop rules) are keepalived's, in BACKUP... and MASTER; nothing is left
+/// after SIGTERM.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vmacs_as_keepalived_makes_them() {
+    let conf = "global_defs {\n  router_id lab\n}\n\
+        vrrp_instance VI_1 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  priority 150\n  \
+        advert_int 1\n  use_vmac\n  no_accept\n  virtual_ipaddress {\n    192.0.2.100/24\n  }\n}\n\
+        vrrp_instance VI_6 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 52\n  priority 150\n  \
+        advert_int 1\n  use_vmac\n  virtual_ipaddress {\n    2001:db8::100/64\n  }\n}\n";
+    let mut shown = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvvmo" } else { "kvvmk" });
+        let ns = lab.ns(1);
+        let run = |args: &[&str]| {
+            let o = Command::new("ip")
+                .args(["netns", "exec", &ns])
+                .args(args)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&o.stdout).to_string()
+        };
+        // What differs from run to run (interface indexes, eth0's own MAC
+        // and link-local) is named as such.
+        let eth0_mac = lab.mac(1);
+        let view = |text: String| -> String {
+            let ll = run(&[
+                "ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link",
+            ]);
+            let ll = ll
+                .split_whitespace()
+                .skip_while(|w| *w != "inet6")
+                .nth(1)
+                .unwrap_or("")
+                .split('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            text.lines()
+                .map(|l| {
+                    let l = l.replace(&eth0_mac, "ETH0-MAC");
+                    let l = if ll.is_empty() {
+                        l
+                    } else {
+                        l.replace(&ll, "ETH0-LL")
+                    };
+                    // "7: vrrp.51@eth0:" → "vrrp.51@eth0:"
+                    match l.split_once(": ") {
+                        Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => {
+                            rest.to_string()
+                        }
+                        _ => l,
+                    }
+                })
+                .filter(|l| !l.contains("valid_lft") && !l.contains("altname"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let snapshot = |what: &str| -> String {
+            let mut s = format!("== {what}\n");
+            for v in ["vrrp.51", "vrrp.52"] {
+                s += &view(run(&["ip", "-d", "link", "show", "dev", v]))
+                    .lines()
+                    .map(|l| {
+                        // The link's own counters and offload sizes are the kernel's.
+                        l.split(" numtxqueues").next().unwrap_or(l).to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                s += "\n";
+                s += &view(run(&["ip", "addr", "show", "dev", v]));
+                s += "\n";
+            }
+            for k in [
+                "ipv4/conf/eth0/arp_ignore",
+                "ipv4/conf/eth0/arp_filter",
+                "ipv4/conf/vrrp.51/arp_ignore",
+                "ipv4/conf/vrrp.51/accept_local",
+                "ipv4/conf/vrrp.51/rp_filter",
+                "ipv6/conf/vrrp.51/disable_ipv6",
+                "ipv6/conf/vrrp.52/disable_ipv6",
+            ] {
+                s += &format!("{k} = {}", run(&["cat", &format!("/proc/sys/net/{k}")]));
+            }
+            s += &run(&["nft", "list", "ruleset"]);
+            s
+        };
+        let cap = lab.capture(1, "vrrp or (ip6 proto 112)", 6);
+        lab.start(1, imp, conf);
+        sleep(Duration::from_millis(1500));
+        let backup = snapshot("BACKUP");
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+2001:db8::100")
+        });
+        assert!(up, "{imp:?} never MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(500));
+        let master = snapshot("MASTER");
+        let wire = String::from_utf8_lossy(&cap.wait_with_output().unwrap().stdout).to_string();
+        // Source MACs of the adverts: the VMACs'.
+        let macs: std::collections::BTreeSet<String> = wire
+            .lines()
+            .filter(|l| l.contains("Advertisement"))
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect();
+        lab.stop_all();
+        sleep(Duration::from_millis(300));
+        let after = format!(
+            "links: {}\nrules: {}",
+            run(&["ip", "-o", "link", "show", "type", "macvlan"]).trim(),
+            run(&["nft", "list", "ruleset"]).trim()
+        );
+        shown.push((backup, master, macs, after, lab.log(1, imp)));
+    }
+    let (k, o) = (&shown[0], &shown[1]);
+    assert!(
+        k.1.contains("vmac_map") && k.1.contains("192.0.2.100"),
+        "{}",
+        k.1
+    );
+    assert_eq!(
+        o.0, k.0,
+        "BACKUP: ours (left), keepalived's (right)\n{}",
+        o.4
+    );
+    assert_eq!(
+        o.1, k.1,
+        "MASTER: ours (left), keepalived's (right)\n{}",
+        o.4
+    );
+    assert_eq!(o.2, k.2, "advert source MACs");
+    assert_eq!(o.3, k.3, "after SIGTERM");
 }

@@ -397,6 +397,9 @@ pub async fn dispatch(
                 }
             }
             Some(Signal::Vrrp(name)) => {
+                if !subsystems.iter().any(|s| s.name == "VRRP") {
+                    log::info!("{name}: no VRRP instance runs; nothing to write");
+                }
                 for s in subsystems {
                     s.send(Command::VrrpSignal(name));
                 }

@@ -65,6 +65,12 @@ const NFT_META_IIF: u32 = 4;
 const NFT_META_OIF: u32 = 5;
 const NFT_META_IIFNAME: u32 = 6;
 const NFT_META_OIFNAME: u32 = 7;
+const NFT_META_L4PROTO: u32 = 16;
+const NFT_META_OIFKIND: u32 = 27;
+const NFT_SET_MAP: u32 = 0x8;
+const IPPROTO_IGMP: u8 = 2;
+const MLD2_LISTENER_REPORT: u8 = 143;
+const ND_ROUTER_SOLICIT: u8 = 133;
 const NFT_CMP_EQ: u32 = 0;
 const ND_NEIGHBOR_SOLICIT: u8 = 135;
 const ND_NEIGHBOR_ADVERT: u8 = 136;
@@ -138,6 +144,23 @@ impl Element {
             }
         }
     }
+}
+
+/// `NFTA_SET_USERDATA`.
+const NFTA_SET_USERDATA: u16 = 13;
+
+/// The set's user data saying its keys (and a map's values) are in host
+/// order, as nft records it for an interface index: without it `nft`
+/// prints the index as a big-endian number rather than the interface.
+fn host_order_udata(map: bool) -> Vec<u8> {
+    // NFTNL_UDATA_SET_KEYBYTEORDER (0), DATABYTEORDER (1): BYTEORDER_HOST_ENDIAN.
+    let mut u = vec![0u8, 4];
+    u.extend_from_slice(&1u32.to_ne_bytes());
+    if map {
+        u.extend_from_slice(&[1, 4]);
+        u.extend_from_slice(&1u32.to_ne_bytes());
+    }
+    u
 }
 
 /// One netlink message being written: the header, `nfgenmsg`, attributes.
@@ -252,6 +275,54 @@ impl Msg {
             .expr_end()
     }
 
+    /// `reg = payload[offset..offset+len]`.
+    fn payload_to(&mut self, reg: u32, base: u32, offset: u32, len: u32) -> &mut Msg {
+        self.expr("payload")
+            .u32(1, reg)
+            .u32(2, base)
+            .u32(3, offset)
+            .u32(4, len)
+            .expr_end()
+    }
+
+    /// `reg = meta key`.
+    fn meta_to(&mut self, reg: u32, key: u32) -> &mut Msg {
+        self.expr("meta").u32(2, key).u32(1, reg).expr_end()
+    }
+
+    /// `reg == data`.
+    fn cmp_reg(&mut self, reg: u32, data: &[u8]) -> &mut Msg {
+        self.expr("cmp")
+            .u32(1, reg)
+            .u32(2, NFT_CMP_EQ)
+            .nest(3)
+            .attr(1, data)
+            .end()
+            .expr_end()
+    }
+
+    /// `reg` in `set` (a map's value into `dreg`).
+    fn lookup_reg(&mut self, reg: u32, set: &str, dreg: Option<u32>) -> &mut Msg {
+        self.expr("lookup").str(1, set).u32(2, reg);
+        if let Some(d) = dreg {
+            self.u32(3, d);
+        }
+        self.expr_end()
+    }
+
+    /// `dup to <address in reg addr> device <index in reg dev>`.
+    fn dup(&mut self, addr: u32, dev: u32) -> &mut Msg {
+        self.expr("dup").u32(1, addr).u32(2, dev).expr_end()
+    }
+
+    /// `meta oifkind "macvlan"`.
+    fn oif_macvlan(&mut self) -> &mut Msg {
+        let mut kind = [0u8; IFNAMSIZ];
+        kind[..7].copy_from_slice(b"macvlan");
+        self.meta_to(NFT_REG_2, NFT_META_OIFKIND)
+            .cmp_reg(NFT_REG_2, &kind)
+    }
+
     /// `reg 1 = (reg 1 & mask) ^ 0`.
     fn bitwise(&mut self, mask: &[u8]) -> &mut Msg {
         let xor = vec![0u8; mask.len()];
@@ -310,6 +381,9 @@ pub struct Firewall {
     /// The link-local sets (by index, by name) and their rules exist.
     ll_index: bool,
     ll_name: bool,
+    /// The family's VMAC map and its rules exist.
+    vmac_v4: bool,
+    vmac_v6: bool,
     /// The elements set, with how many instances asked for each.
     held: HashMap<Element, u32>,
 }
@@ -335,6 +409,8 @@ impl Firewall {
             vips_v6: false,
             ll_index: false,
             ll_name: false,
+            vmac_v4: false,
+            vmac_v6: false,
             held: HashMap::new(),
         }
     }
@@ -410,6 +486,9 @@ impl Firewall {
             m.u32(3, NFT_SET_CONSTANT);
         }
         m.u32(4, key_type).u32(5, key_len).u32(10, seq);
+        if key_type == TYPE_IFINDEX {
+            m.attr(NFTA_SET_USERDATA, &host_order_udata(false));
+        }
         Self::push(b, m);
     }
 
@@ -540,6 +619,105 @@ impl Firewall {
         } else {
             self.ll_index = true;
         }
+    }
+
+    /// keepalived's rules for a VMAC (`nft_add_vmac`): IGMP reports
+    /// (IPv4) or MLD reports (IPv6) a VMAC would send are sent from its
+    /// interface instead (`dup to … device oif map @vmac_map drop`), and
+    /// an IPv6 VMAC sends no router solicitation. `add`: VMAC `vmac` on
+    /// interface `parent` comes (at start), else goes.
+    pub fn vmac(&mut self, ipv6: bool, vmac: u32, parent: u32, add: bool) -> Vec<Request> {
+        let f = if ipv6 { NFPROTO_IPV6 } else { NFPROTO_IPV4 };
+        let mut out = Vec::new();
+        let mut b = self.begin();
+        let have = if ipv6 { self.vmac_v6 } else { self.vmac_v4 };
+        if !add && !have {
+            return out;
+        }
+        if add && !have {
+            let table_up = if ipv6 { self.table_v6 } else { self.table_v4 };
+            if !table_up {
+                self.setup_table(&mut out, &mut b, f);
+            }
+            let seq = self.next();
+            let mut m = Msg::nft(NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_ACK, seq, f);
+            m.str(1, &self.table.name)
+                .str(2, "vmac_map")
+                .u32(3, NFT_SET_MAP)
+                .u32(4, TYPE_IFINDEX)
+                .u32(5, 4)
+                .u32(6, TYPE_IFINDEX)
+                .u32(7, 4)
+                .u32(10, seq)
+                .attr(NFTA_SET_USERDATA, &host_order_udata(true));
+            Self::push(&mut b, m);
+            if ipv6 {
+                self.set(&mut b, f, "vmac_set", TYPE_IFINDEX, 4);
+                self.rule(&mut b, f, "out", |m| {
+                    m.meta_to(NFT_REG_1, NFT_META_L4PROTO)
+                        .cmp_reg(NFT_REG_1, &[IPPROTO_ICMPV6])
+                        .payload_to(NFT_REG_1, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1)
+                        .cmp_reg(NFT_REG_1, &[MLD2_LISTENER_REPORT])
+                        .payload_to(NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 24, 16)
+                        .oif_macvlan()
+                        .meta_to(NFT_REG_2, NFT_META_OIF)
+                        .lookup_reg(NFT_REG_2, "vmac_map", Some(NFT_REG_2))
+                        .dup(NFT_REG_1, NFT_REG_2)
+                        .verdict(NF_DROP, None);
+                });
+                self.rule(&mut b, f, "out", |m| {
+                    m.meta_to(NFT_REG_1, NFT_META_L4PROTO)
+                        .cmp_reg(NFT_REG_1, &[IPPROTO_ICMPV6])
+                        .payload_to(NFT_REG_1, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1)
+                        .cmp_reg(NFT_REG_1, &[ND_ROUTER_SOLICIT])
+                        .oif_macvlan()
+                        .meta_to(NFT_REG_2, NFT_META_OIF)
+                        .lookup_reg(NFT_REG_2, "vmac_set", None)
+                        .verdict(NF_DROP, None);
+                });
+                self.vmac_v6 = true;
+            } else {
+                self.rule(&mut b, f, "out", |m| {
+                    m.payload_to(NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 9, 1)
+                        .cmp_reg(NFT_REG_1, &[IPPROTO_IGMP])
+                        .payload_to(NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 16, 4)
+                        .oif_macvlan()
+                        .meta_to(NFT_REG_2, NFT_META_OIF)
+                        .lookup_reg(NFT_REG_2, "vmac_map", Some(NFT_REG_2))
+                        .dup(NFT_REG_1, NFT_REG_2)
+                        .verdict(NF_DROP, None);
+                });
+                self.vmac_v4 = true;
+            }
+        }
+        let kind = if add {
+            NFT_MSG_NEWSETELEM
+        } else {
+            NFT_MSG_DELSETELEM
+        };
+        let seq = self.next();
+        let mut m = Msg::nft(kind, NLM_F_CREATE | NLM_F_ACK, seq, f);
+        m.str(2, "vmac_map").str(1, &self.table.name).nest(3);
+        m.nest(1)
+            .nest(1)
+            .attr(1, &vmac.to_ne_bytes())
+            .end()
+            .nest(2)
+            .attr(1, &parent.to_ne_bytes())
+            .end()
+            .end();
+        m.end();
+        Self::push(&mut b, m);
+        if ipv6 {
+            let seq = self.next();
+            let mut m = Msg::nft(kind, NLM_F_CREATE | NLM_F_ACK, seq, f);
+            m.str(2, "vmac_set").str(1, &self.table.name).nest(3);
+            m.nest(1).nest(1).attr(1, &vmac.to_ne_bytes()).end().end();
+            m.end();
+            Self::push(&mut b, m);
+        }
+        out.push(self.end(b, !add));
+        out
     }
 
     /// Sets the drop rules for `elems` (an instance became MASTER): the

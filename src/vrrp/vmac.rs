@@ -4,8 +4,8 @@
 //! configured name), with the VRRP MAC 00:00:5e:00:01:VRID (IPv4) or
 //! 00:00:5e:00:02:VRID (IPv6), up from the start on every node (the VIP
 //! alone moves) and deleted at stop. IPv6 address generation is off on it
-//! (keepalived sets the link-local itself for IPv6); an IPv4 VMAC has IPv6
-//! disabled. The sysctls keepalived sets go with it: on the VMAC
+//! (an IPv6 VMAC gets its interface's link-local, deprecated, as
+//! keepalived gives it); an IPv4 VMAC has IPv6 disabled. The sysctls keepalived sets go with it: on the VMAC
 //! `arp_ignore=1`, `accept_local=1`, `rp_filter=0`; on its parent
 //! `arp_ignore=1`, `arp_filter=1` (left so at stop, as keepalived 2.2.7
 //! leaves them).
@@ -107,6 +107,20 @@ pub fn create(name: &str, parent: u32, mac: [u8; 6]) -> io::Result<()> {
         log::debug!("{name}: addrgenmode none: {e}");
     }
     Ok(())
+}
+
+/// Gives an IPv6 VMAC its interface's link-local address (keepalived's
+/// choice: the adverts keep their source), deprecated and without DAD so
+/// that nothing else picks it.
+pub fn add_link_local(index: u32, ll: std::net::Ipv6Addr) -> io::Result<()> {
+    let mut v = crate::config::vrrp::Vip::new(std::net::IpAddr::V6(ll), 64, 0);
+    v.scope = Some(253);
+    v.preferred_lft = Some(0);
+    let m = super::rtnl::message(index, &v, true);
+    request(
+        RouteNetlinkMessage::NewAddress(m),
+        NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+    )
 }
 
 /// Sets link `index` up (once it is configured: no link-local appears

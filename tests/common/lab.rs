@@ -752,15 +752,17 @@ pub type Summary = BTreeMap<(usize, &'static str), Vec<(String, f64)>>;
 /// phase puts them), and the first frame of each announcement burst.
 pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
     let mut m = Summary::new();
-    let mut prio: BTreeMap<usize, String> = BTreeMap::new();
+    // The last priority seen per director and VRID.
+    let mut prio: BTreeMap<(usize, String), String> = BTreeMap::new();
     let mut last_announce: BTreeMap<(usize, String), f64> = BTreeMap::new();
     for s in seen.iter().filter(|s| s.t < to) {
         let (kind, what) = if s.kind == "wire" {
             if let Some(p) = s.what.strip_prefix("advert ") {
-                if prio.get(&s.node).map(String::as_str) == Some(p) {
+                let vrid = p.split(' ').next().unwrap_or("").to_string();
+                if prio.get(&(s.node, vrid.clone())).map(String::as_str) == Some(p) {
                     continue;
                 }
-                prio.insert(s.node, p.to_string());
+                prio.insert((s.node, vrid), p.to_string());
                 ("wire", s.what.clone())
             } else {
                 let key = (s.node, s.what.clone());
@@ -782,6 +784,29 @@ pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
             v.push((what, s.t - from));
         }
     }
+    // Several instances moving together (a sync group) do so in an order
+    // set by microseconds between their timers, in keepalived's runs as in
+    // ours: within 0.1 s, one instance's lines (by VRID, address or name)
+    // are compared in that key's order, in the places such lines hold
+    // (a group's FIFO line keeps its own place).
+    for ((_, kind), v) in m.iter_mut() {
+        let mut i = 0;
+        while i < v.len() {
+            let start = v[i].1;
+            let end = (i..v.len())
+                .find(|&j| v[j].1 - start >= 0.1)
+                .unwrap_or(v.len());
+            let keyed: Vec<usize> = (i..end)
+                .filter(|&j| instance_key(kind, &v[j].0).is_some())
+                .collect();
+            let mut items: Vec<(String, f64)> = keyed.iter().map(|&j| v[j].clone()).collect();
+            items.sort_by_key(|x| instance_key(kind, &x.0));
+            for (j, it) in keyed.into_iter().zip(items) {
+                v[j] = it;
+            }
+            i = end;
+        }
+    }
     // Notify scripts are forked without waiting (keepalived's own order
     // between two scripts started together is the scheduler's): lines
     // within 0.2 s of each other count as one burst, compared in name
@@ -801,6 +826,19 @@ pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
         }
     }
     m
+}
+
+/// Which instance a line is about, for ordering lines that came
+/// together: the VRID of an advert, the address added, removed or
+/// announced, the instance of a FIFO line (none for a group's).
+fn instance_key(kind: &str, what: &str) -> Option<String> {
+    match kind {
+        "wire" => what.split(' ').nth(1).map(str::to_string),
+        "addr" => Some(what.trim_start_matches(['+', '-']).to_string()),
+        "announce" => what.split(' ').nth(1).map(str::to_string),
+        "fifo" if what.starts_with("INSTANCE") => what.split(' ').nth(1).map(str::to_string),
+        _ => None,
+    }
 }
 
 /// Writes `text` to `path`.

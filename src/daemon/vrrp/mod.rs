@@ -43,6 +43,8 @@ struct NodeIo {
     name: String,
     /// `dont_track_primary` (link-local drop rules match the name).
     dont_track_primary: bool,
+    /// An IPv6 instance.
+    ipv6: bool,
     iface: Option<Iface>,
     /// The instance's VMAC (`use_vmac`): its addresses go there, and its
     /// adverts unless `vmac_xmit_base`.
@@ -255,8 +257,27 @@ impl World for RealWorld {
                         if let Err(e) = up {
                             log::error!("({}): cannot set {name} up: {e}", n.cfg.name);
                         }
+                        if let (true, Some(ll), Ok(index)) = (
+                            n.cfg.ipv6,
+                            parent.link_local(),
+                            nix::net::if_::if_nametoindex(name.as_str()),
+                        ) {
+                            if let Err(e) = crate::vrrp::vmac::add_link_local(index, ll) {
+                                log::error!("({}): {name}: link-local {ll}: {e}", n.cfg.name);
+                            }
+                        }
                         log::info!("({}): Success creating VMAC interface {name}", n.cfg.name);
-                        Iface::lookup(name).ok().flatten()
+                        let v = Iface::lookup(name).ok().flatten();
+                        if let (Some(v), Some(table)) = (&v, &self.cfg.vrrp.nftables) {
+                            let _ = self.jobs.send(Job::Vmac {
+                                table: table.clone(),
+                                ipv6: n.cfg.ipv6,
+                                vmac: v.index,
+                                parent: parent.index,
+                                add: true,
+                            });
+                        }
+                        v
                     }
                     Err(e) => {
                         log::error!("({}): cannot create VMAC interface {name}: {e}", n.cfg.name);
@@ -267,10 +288,10 @@ impl World for RealWorld {
             _ => None,
         };
         // Adverts leave from the VMAC (its MAC the source) unless
-        // vmac_xmit_base; an IPv6 instance sends from its interface's
-        // link-local, so from the interface.
+        // vmac_xmit_base (an IPv6 one from the link-local it shares with
+        // its interface).
         let send_on = match &vmac {
-            Some(v) if !n.cfg.vmac_xmit_base && !n.cfg.ipv6 => Some(v),
+            Some(v) if !n.cfg.vmac_xmit_base => Some(v),
             _ => iface.as_ref(),
         };
         let socket = send_on.and_then(|f| {
@@ -309,6 +330,7 @@ impl World for RealWorld {
             NodeIo {
                 name: n.cfg.name.clone(),
                 dont_track_primary: n.cfg.dont_track_primary,
+                ipv6: n.cfg.ipv6,
                 iface,
                 vmac,
                 socket,
@@ -319,6 +341,16 @@ impl World for RealWorld {
 
     fn detach(&mut self, id: usize) {
         if let Some(io) = self.nodes.remove(&id) {
+            if let (Some(v), Some(p), Some(table)) = (&io.vmac, &io.iface, &self.cfg.vrrp.nftables)
+            {
+                let _ = self.jobs.send(Job::Vmac {
+                    table: table.clone(),
+                    ipv6: io.ipv6,
+                    vmac: v.index,
+                    parent: p.index,
+                    add: false,
+                });
+            }
             remove_vmac(&io);
         }
     }

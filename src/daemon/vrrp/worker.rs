@@ -51,6 +51,15 @@ pub(super) enum Job {
         add: bool,
         elems: Vec<Element>,
     },
+    /// keepalived's rules for a VMAC (IGMP/MLD reports from its
+    /// interface): VMAC `vmac` on `parent` came (`add`) or went.
+    Vmac {
+        table: NftTable,
+        ipv6: bool,
+        vmac: u32,
+        parent: u32,
+        add: bool,
+    },
     /// The drop rules' tables deleted (stop).
     FirewallEnd,
     Done(tokio::sync::oneshot::Sender<()>),
@@ -97,14 +106,25 @@ impl Nft {
         }
     }
 
-    fn update(&mut self, table: NftTable, add: bool, elems: &[Element]) {
-        let fw = self.firewall.get_or_insert_with(|| {
+    fn firewall(&mut self, table: NftTable) -> &mut Firewall {
+        self.firewall.get_or_insert_with(|| {
             let seq = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(1, |d| d.as_secs() as u32);
             Firewall::new(table, seq)
-        });
+        })
+    }
+
+    fn update(&mut self, table: NftTable, add: bool, elems: &[Element]) {
+        let fw = self.firewall(table);
         let reqs = if add { fw.add(elems) } else { fw.remove(elems) };
+        let name = fw.table().name.clone();
+        self.send(reqs, &name);
+    }
+
+    fn vmac(&mut self, table: NftTable, ipv6: bool, vmac: u32, parent: u32, add: bool) {
+        let fw = self.firewall(table);
+        let reqs = fw.vmac(ipv6, vmac, parent, add);
         let name = fw.table().name.clone();
         self.send(reqs, &name);
     }
@@ -268,6 +288,13 @@ pub(super) async fn address_worker(
                 }
             }
             Job::Firewall { table, add, elems } => nft.update(table, add, &elems),
+            Job::Vmac {
+                table,
+                ipv6,
+                vmac,
+                parent,
+                add,
+            } => nft.vmac(table, ipv6, vmac, parent, add),
             Job::FirewallEnd => nft.end(),
             Job::Done(tx) => {
                 let _ = tx.send(());

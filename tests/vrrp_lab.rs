@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::lab::{conf, summary, sync_conf, Impl, Lab, Summary};
+use common::lab::{conf, summary, sync_conf, sync_conf_with, Impl, Lab, Summary};
 use std::process::Command;
 use std::thread::sleep;
 use std::time::Duration;
@@ -491,6 +491,27 @@ fn scenarios() -> Vec<Scenario> {
             ],
         ),
         Scenario {
+            // A reload of a sync group of VMAC instances with nothing
+            // changed (no transition, nothing sent but the master's
+            // adverts), then one that removes VI_2: it releases its VIP
+            // (priority 0) and its VMAC goes; the peer takes VI_2.
+            name: "reload-groups",
+            // (No FIFO: after these two reloads keepalived 2.2.7's line for
+            // the deleted instance never reached the lab's reader; the
+            // notify scripts are compared.)
+            confs: [
+                sync_conf_with(150, "  use_vmac\n", "  use_vmac\n", "", "", true),
+                sync_conf_with(100, "  use_vmac\n", "  use_vmac\n", "", "", true),
+            ],
+            reload: Some(sync_conf_with(150, "  use_vmac\n", "", "", "", false)),
+            steps: vec![
+                start_step(),
+                synced("SIGHUP, nothing changed", hup_d1, 4.0, 1),
+                synced("reload without VI_2", reload_d1, 5.0, 1),
+            ],
+            vip: "192.0.2.100",
+        },
+        Scenario {
             name: "reload-prio",
             confs: [plain(150), plain(100)],
             reload: Some(plain(50)),
@@ -692,6 +713,7 @@ lab_test!(a_reload_with_nothing_changed, "reload-same");
 lab_test!(a_reload_with_a_new_priority, "reload-prio");
 lab_test!(a_sync_group_fails_over_together, "sync-group");
 lab_test!(vmac_failover, "vmac");
+lab_test!(a_reload_of_a_sync_group_of_vmacs, "reload-groups");
 lab_test!(
     a_fault_in_one_member_takes_the_sync_group,
     "sync-group-fault"

@@ -851,6 +851,19 @@ pub fn write(path: &Path, text: &str) {
 /// VRID 52, 192.0.2.101), both at `prio`; `extra1` goes inside VI_1,
 /// `globals` in `global_defs`, `top` before the group.
 pub fn sync_conf(prio: u8, extra1: &str, globals: &str, top: &str) -> String {
+    sync_conf_with(prio, extra1, "", globals, top, true)
+}
+
+/// [`sync_conf`] with `extra2` inside VI_2 too, and VI_2 left out (of the
+/// group and the file) unless `with_vi2`.
+pub fn sync_conf_with(
+    prio: u8,
+    extra1: &str,
+    extra2: &str,
+    globals: &str,
+    top: &str,
+    with_vi2: bool,
+) -> String {
     let inst = |name: &str, vrid: u8, vip: &str, extra: &str| {
         format!(
             "vrrp_instance {name} {{\n  state BACKUP\n  interface eth0\n  virtual_router_id {vrid}\n  \
@@ -858,11 +871,15 @@ pub fn sync_conf(prio: u8, extra1: &str, globals: &str, top: &str) -> String {
              notify @NOTIFY@\n}}\n"
         )
     };
+    let (member, vi2) = if with_vi2 {
+        ("    VI_2\n", inst("VI_2", 52, "192.0.2.101/24", extra2))
+    } else {
+        ("", String::new())
+    };
     format!(
         "global_defs {{\n  router_id lab\n{globals}}}\n{top}\
-         vrrp_sync_group G1 {{\n  group {{\n    VI_1\n    VI_2\n  }}\n  notify @NOTIFY@\n}}\n{}{}",
+         vrrp_sync_group G1 {{\n  group {{\n    VI_1\n{member}  }}\n  notify @NOTIFY@\n}}\n{}{vi2}",
         inst("VI_1", 51, "192.0.2.100/24", extra1),
-        inst("VI_2", 52, "192.0.2.101/24", "")
     )
 }
 

@@ -193,7 +193,11 @@ impl Runner {
     }
 }
 
-/// The addresses of `a` that `b` lacks.
+/// The addresses of `a` that `b` lacks (the same address written on
+/// another line of the new file is the same address: it stays).
 fn not_in(a: &[Vip], b: &[Vip]) -> Vec<Vip> {
-    a.iter().filter(|v| !b.contains(v)).cloned().collect()
+    a.iter()
+        .filter(|v| !b.iter().any(|o| super::same_vip(v, o)))
+        .cloned()
+        .collect()
 }

@@ -667,3 +667,25 @@ fn a_tracked_process_s_exit_counts_after_terminate_delay_and_a_return_cancels_it
         ]
     );
 }
+
+#[test]
+fn a_reload_that_moves_a_vip_to_another_line_leaves_it_alone() {
+    let mut lan = lan();
+    let mut r = [runner(&mut lan, 0, 150, ""), runner(&mut lan, 1, 100, "")];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 5_000_000, None);
+    assert_eq!(r[0].nodes[0].fsm.state, State::Master);
+    // The same instance with a comment line added above its address.
+    let l = crate::config::load_str(
+        "global_defs {\n\n}\n# a comment\nvrrp_instance VI_1 {\n interface lo\n virtual_router_id 51\n \
+         priority 150\n advert_int 1\n\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n",
+    );
+    let before = lan.log.len();
+    lan.who = 0;
+    r[0].reload(&l.config.vrrp, 5_000_000, &mut lan);
+    let after: Vec<&String> = lan.log[before..].iter().map(|x| &x.2).collect();
+    assert!(
+        !after.iter().any(|x| *x == "-vip" || x.starts_with("garp")),
+        "{after:?}"
+    );
+}

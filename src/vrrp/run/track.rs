@@ -206,6 +206,7 @@ impl Runner {
                 v.addr == addr && !v.no_track && v.dev.as_deref().unwrap_or(n.vip_ifname()) == name
             });
             if ours {
+                log::debug!("({}) {addr} deleted from {name}", n.cfg.name);
                 self.feed(k, now, Input::VipDeleted, w);
             }
         }

@@ -874,3 +874,74 @@ fn a_vip_added_on_one_side_only_is_never_held_on_both_by_ours() {
         assert!(mismatch.is_some(), "{}\n{p}", summary.join("\n"));
     }
 }
+
+/// `track_process` in a network namespace, with keepalived 2.2.7 or ours
+/// as the peer: the director tracking a process is ours (keepalived's proc
+/// connector is refused outside the first namespace and its counts never
+/// change there; ours reads /proc instead, docs/compat.md). The process
+/// ends: -60 takes d1 below d2, which takes over; it runs again: d1
+/// preempts.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn a_track_process_weight_moves_the_master() {
+    let results: Vec<String> = std::thread::scope(|sc| {
+        let hs: Vec<_> = [Impl::Ours, Impl::Keepalived]
+            .into_iter()
+            .enumerate()
+            .map(|(i, peer)| {
+                sc.spawn(move || {
+                    let mut lab = Lab::up(&format!("kvtp{i}"));
+                    let exe = lab.path(&format!("krtpsleep{i}"));
+                    std::fs::copy("/bin/sleep", &exe).unwrap();
+                    let spawn = || Command::new(&exe).arg("1000").spawn().unwrap();
+                    let mut p = spawn();
+                    let d1 =
+                        format!(
+                        "vrrp_track_process tp {{\n  process krtpsleep{i}\n  weight -60\n}}\n{}",
+                        conf(150, "  track_process {\n    tp\n  }\n", "192.0.2.100/24", "")
+                    );
+                    lab.start(1, Impl::Ours, &d1);
+                    sleep(Duration::from_millis(500));
+                    lab.start(2, peer, &conf(100, "", "192.0.2.100/24", ""));
+                    let holds = |lab: &Lab, n: usize, secs: f64| {
+                        lab.wait_for(secs, |seen| {
+                            seen.iter()
+                                .rev()
+                                .find(|s| s.kind == "addr" && s.what == "+192.0.2.100")
+                                .is_some_and(|s| s.node == n)
+                        })
+                    };
+                    let mut out = vec![format!("d1 first: {}", holds(&lab, 1, 6.0))];
+                    let _ = p.kill();
+                    let _ = p.wait();
+                    out.push(format!("d2 after the exit: {}", holds(&lab, 2, 6.0)));
+                    let mut p = spawn();
+                    out.push(format!("d1 after the return: {}", holds(&lab, 1, 6.0)));
+                    let _ = p.kill();
+                    let _ = p.wait();
+                    let log = lab.log(1, Impl::Ours);
+                    out.push(format!(
+                        "quorum lines: {}",
+                        log.matches("Quorum lost for tracked process tp").count()
+                            + log.matches("Quorum gained for tracked process tp").count()
+                    ));
+                    lab.stop_all();
+                    format!("[o{}] {}", peer.letter(), out.join(", "))
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &results {
+        assert!(
+            r.ends_with(
+                "d1 first: true, d2 after the exit: true, d1 after the return: true, quorum lines: 2"
+            ),
+            "{}",
+            results.join("\n")
+        );
+    }
+}

@@ -6,7 +6,7 @@
 //! writes the text where keepalived writes it ([`path`]).
 
 use super::fsm::State;
-use super::run::{Node, Runner};
+use super::run::{state_word, Node, Runner};
 use crate::config::model::Config;
 use crate::config::vrrp::{Auth, Instance, NotifyScript};
 use crate::vrrp::format::format_ipaddress;
@@ -79,15 +79,6 @@ fn timeval(t: f64) -> String {
         c.second,
         c.year
     )
-}
-
-fn state_word(s: State) -> &'static str {
-    match s {
-        State::Init => "INIT",
-        State::Backup => "BACKUP",
-        State::Master => "MASTER",
-        State::Fault => "FAULT",
-    }
 }
 
 /// keepalived's numbers for the states (`vrrp.h`).
@@ -335,32 +326,7 @@ fn global_definitions(o: &mut String, cfg: &Config) {
         " VRRP IPv6 mcast group = {}",
         value("vrrp_mcast_group6").unwrap_or_else(|| "ff02::12".into())
     );
-    let _ = writeln!(
-        o,
-        " Gratuitous ARP delay = {}",
-        whole_secs(garp.master_delay_us)
-    );
-    let _ = writeln!(o, " Gratuitous ARP repeat = {}", garp.master_repeat);
-    let _ = writeln!(
-        o,
-        " Gratuitous ARP refresh timer = {}",
-        whole_secs(garp.master_refresh_us)
-    );
-    let _ = writeln!(
-        o,
-        " Gratuitous ARP refresh repeat = {}",
-        garp.master_refresh_repeat
-    );
-    let _ = writeln!(
-        o,
-        " Gratuitous ARP lower priority delay = {}",
-        whole_secs(garp.lower_prio_delay_us)
-    );
-    let _ = writeln!(
-        o,
-        " Gratuitous ARP lower priority repeat = {}",
-        garp.lower_prio_repeat
-    );
+    garp_lines(o, " ", "refresh timer", &garp);
     let _ = writeln!(
         o,
         " Num adverts before down = {}",
@@ -413,6 +379,22 @@ fn global_definitions(o: &mut String, cfg: &Config) {
         .unwrap_or_else(crate::config::script_security::RunAs::ours);
     let _ = writeln!(o, " Default script uid:gid {}:{}", who.uid, who.gid);
     let _ = writeln!(o, " rs_init_notifies = {}", u8::from(g.rs_init_notifies));
+}
+
+/// The gratuitous ARP settings, as the global section (`refresh timer`)
+/// and an instance (`refresh`) word them.
+fn garp_lines(o: &mut String, indent: &str, refresh: &str, g: &crate::config::vrrp::Garp) {
+    let d = whole_secs;
+    for (label, v) in [
+        ("delay", d(g.master_delay_us)),
+        ("repeat", u64::from(g.master_repeat)),
+        (refresh, d(g.master_refresh_us)),
+        ("refresh repeat", u64::from(g.master_refresh_repeat)),
+        ("lower priority delay", d(g.lower_prio_delay_us)),
+        ("lower priority repeat", u64::from(g.lower_prio_repeat)),
+    ] {
+        let _ = writeln!(o, "{indent}Gratuitous ARP {label} = {v}");
+    }
 }
 
 fn notify_lines(o: &mut String, cfg: &Config, n: &crate::config::vrrp::Notify, instance: bool) {
@@ -503,33 +485,7 @@ fn instance(o: &mut String, cfg: &Config, r: &Runner, k: usize, n: &Node, clock:
     if i.unicast_peers.is_empty() {
         let _ = writeln!(o, "   Multicast address {}", n.dsts[0]);
     }
-    let g = &i.garp;
-    let _ = writeln!(
-        o,
-        "   Gratuitous ARP delay = {}",
-        whole_secs(g.master_delay_us)
-    );
-    let _ = writeln!(o, "   Gratuitous ARP repeat = {}", g.master_repeat);
-    let _ = writeln!(
-        o,
-        "   Gratuitous ARP refresh = {}",
-        whole_secs(g.master_refresh_us)
-    );
-    let _ = writeln!(
-        o,
-        "   Gratuitous ARP refresh repeat = {}",
-        g.master_refresh_repeat
-    );
-    let _ = writeln!(
-        o,
-        "   Gratuitous ARP lower priority delay = {}",
-        whole_secs(g.lower_prio_delay_us)
-    );
-    let _ = writeln!(
-        o,
-        "   Gratuitous ARP lower priority repeat = {}",
-        g.lower_prio_repeat
-    );
+    garp_lines(o, "   ", "refresh", &i.garp);
     let _ = writeln!(o, "   Down timer adverts = {}", i.down_timer_adverts);
     let _ = writeln!(
         o,

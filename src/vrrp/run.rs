@@ -141,7 +141,8 @@ pub enum Event {
     Stop,
 }
 
-fn state_word(s: State) -> &'static str {
+/// keepalived's word for a state.
+pub fn state_word(s: State) -> &'static str {
     match s {
         State::Init => "INIT",
         State::Backup => "BACKUP",

@@ -58,6 +58,8 @@ pub struct InstanceStatus {
     /// A peer advertising another address list (`ADDRESS (N addresses)`):
     /// the directors' configurations differ.
     pub address_mismatch: Option<String>,
+    /// Its sync group and the group's state (`G1 MASTER`).
+    pub sync_group: Option<String>,
 }
 
 /// The VRRP side's part of the status, shared with the status socket.
@@ -142,6 +144,11 @@ pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
                 stats: n.stats.clone(),
                 trackers,
                 address_mismatch: n.mismatch.map(|(a, c)| format!("{a} ({c} addresses)")),
+                sync_group: r
+                    .groups
+                    .iter()
+                    .find(|g| Some(&g.cfg.name) == n.cfg.sync_group.as_ref())
+                    .map(|g| format!("{} {}", g.cfg.name, word(g.state))),
             }
         })
         .collect()
@@ -323,6 +330,7 @@ mod tests {
                 weight: -60,
             }],
             address_mismatch: None,
+            sync_group: None,
         }
     }
 

@@ -689,3 +689,20 @@ fn a_reload_that_moves_a_vip_to_another_line_leaves_it_alone() {
         "{after:?}"
     );
 }
+
+#[test]
+fn dont_track_primary_keeps_an_instance_out_of_fault_when_its_link_goes() {
+    for (extra, want) in [("", State::Fault), (" dont_track_primary", State::Master)] {
+        let mut lan = lan();
+        let mut r = [
+            runner(&mut lan, 0, 150, extra),
+            runner(&mut lan, 1, 100, ""),
+        ];
+        start(&mut r, &mut lan);
+        play(&mut r, &mut lan, 5_000_000, None);
+        assert_eq!(r[0].nodes[0].fsm.state, State::Master);
+        lan.who = 0;
+        r[0].on_link(5_000_000, "lo", false, &mut lan);
+        assert_eq!(r[0].nodes[0].fsm.state, want, "{extra:?}");
+    }
+}

@@ -736,3 +736,52 @@ fn vmacs_as_keepalived_makes_them() {
     assert_eq!(o.2, k.2, "advert source MACs");
     assert_eq!(o.3, k.3, "after SIGTERM");
 }
+
+/// A sync group's SMTP alerts (the group's `smtp_alert`, and its
+/// members') as keepalived sends them: the same subjects, in the same
+/// order, to a mail sink in the namespace.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn sync_group_smtp_alerts_as_keepalived_sends_them() {
+    let mut subjects = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvsmo" } else { "kvsmk" });
+        let mails = lab.smtp_sink(1, 2525);
+        let globals = "  notification_email {\n    ops@example.org\n  }\n  \
+                       notification_email_from lb@example.org\n  smtp_server 192.0.2.1 2525\n";
+        let conf = common::lab::sync_conf(150, "", globals, "").replace(
+            "  notify @NOTIFY@\n}\nvrrp_instance VI_1",
+            "  notify @NOTIFY@\n  smtp_alert\n}\nvrrp_instance VI_1",
+        );
+        assert!(conf.contains("smtp_alert"), "{conf}");
+        lab.start(1, imp, &conf);
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("G1 MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(800));
+        lab.stop_all();
+        sleep(Duration::from_millis(500));
+        let got: Vec<String> = mails.lock().unwrap().iter().map(|m| m.1.clone()).collect();
+        subjects.push(got);
+    }
+    assert!(
+        subjects[0].iter().any(|s| s.contains("VRRP Group G1")),
+        "{:?}",
+        subjects[0]
+    );
+    let sorted = |v: &Vec<String>| {
+        let mut v = v.clone();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        sorted(&subjects[1]),
+        sorted(&subjects[0]),
+        "ours (left) against keepalived's (right)"
+    );
+}

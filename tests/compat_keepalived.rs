@@ -586,7 +586,10 @@ fn gen_config(seed: u64, dir: &Path) -> String {
             ));
         }
         if r.chance(50) {
-            out.push_str("    track_script {\n        chk\n    }\n");
+            let weight = r.pick(&["", " weight -10", " weight 0"]);
+            out.push_str(&format!(
+                "    track_script {{\n        chk{weight}\n    }}\n"
+            ));
         }
         // The instance keywords with good and bad values, address lines
         // in their full syntax, tracking and unicast blocks.
@@ -700,6 +703,30 @@ fn gen_config(seed: u64, dir: &Path) -> String {
             out.push_str(&format!("    {l}\n"));
         }
         out.push_str("}\n");
+        if r.chance(25) {
+            // A sync group: its members' weighted trackers dropped (or
+            // kept with sync_group_tracking_weight / global_tracking), its
+            // own track blocks, members that do not exist.
+            out.push_str("vrrp_sync_group G {\n    group {\n        VI\n");
+            if r.chance(30) {
+                out.push_str("        NOPE\n");
+            }
+            out.push_str("    }\n");
+            for _ in 0..r.below(3) {
+                let l = r.pick(&[
+                    "sync_group_tracking_weight",
+                    "global_tracking",
+                    "track_interface {\n        {IF} weight 5\n    }",
+                    "track_interface {\n        nosuch9\n    }",
+                    "track_script {\n        chk weight -20\n    }",
+                    "track_script {\n        nope\n    }",
+                    "track_file {\n        nosuch\n    }",
+                    "smtp_alert",
+                ]);
+                out.push_str(&format!("    {}\n", l.replace("{IF}", &ifname)));
+            }
+            out.push_str("}\n");
+        }
         if r.chance(15) {
             // The static blocks, read where they stand.
             let (kw, line) = match r.below(4) {

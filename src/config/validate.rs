@@ -533,6 +533,11 @@ fn validate_vrrp(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>, hos
         }
     }
     let mut cx = super::vrrp::build::Ctx::new(diags, file.clone(), host, true);
+    cx.dynamic_interfaces = cfg
+        .global_defs
+        .other
+        .iter()
+        .any(|s| s.keyword == "dynamic_interfaces");
     cfg.vrrp = super::vrrp::build(cfg, &mut cx, &script_names);
     bad_if |= cx.bad_if;
     if bad_if {

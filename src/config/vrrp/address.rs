@@ -117,7 +117,7 @@ pub fn parse_vip(cx: &mut Ctx, words: &[String], line: usize) -> Option<Vip> {
                     cx.err(format!("No dev parameter specified for {ip_text}"));
                     return None;
                 };
-                if !cx.host.interface_exists(d) {
+                if !cx.interface_known(d) {
                     cx.bad_interface(format!(
                         "WARNING - interface {d} for ip address {ip_text} doesn't exist"
                     ));

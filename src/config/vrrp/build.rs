@@ -347,7 +347,7 @@ fn instance(
                         "({name}) cannot use a loopback interface ({v}) for vrrp - ignoring"
                     ));
                 } else {
-                    if !cx.host.interface_exists(v) {
+                    if !cx.interface_known(v) {
                         cx.bad_interface(format!(
                             "WARNING - interface {v} for vrrp_instance {name} doesn't exist"
                         ));

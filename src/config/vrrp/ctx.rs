@@ -22,6 +22,9 @@ pub struct Ctx<'a> {
     pub bad_if: bool,
     /// The numbers rules without a preference get next.
     pub rule_priority: super::iprule::NextPriority,
+    /// Global `dynamic_interfaces`: an interface that does not exist yet
+    /// is no problem (keepalived waits for it, says nothing).
+    pub dynamic_interfaces: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -40,6 +43,7 @@ impl<'a> Ctx<'a> {
             config_test,
             bad_if: false,
             rule_priority: Default::default(),
+            dynamic_interfaces: false,
         }
     }
 
@@ -63,6 +67,12 @@ impl<'a> Ctx<'a> {
     /// A problem keepalived reports without a line (end-of-block checks).
     pub(super) fn err_nolines(&mut self, msg: impl Into<String>) {
         self.diags.report(&Pos::none(), ErrClass::GeneralError, msg);
+    }
+
+    /// Whether interface `name` is one the config may name: it exists, or
+    /// `dynamic_interfaces` lets it come later.
+    pub fn interface_known(&self, name: &str) -> bool {
+        self.dynamic_interfaces || self.host.interface_exists(name)
     }
 
     /// An interface that does not exist.

@@ -141,7 +141,7 @@ pub(super) fn named(cx: &mut Ctx, kind: Kind, s: &str, msg: &str) -> Option<u32>
 /// message (the same for both) when it does not exist.
 pub(super) fn dev(cx: &mut Ctx, words: &[String], i: usize) -> Option<String> {
     let s = slot(cx, words, i)?;
-    if !cx.host.interface_exists(s) {
+    if !cx.interface_known(s) {
         cx.bad_interface(format!(
             "WARNING - interface {s} for VROUTE nexthop doesn't exist"
         ));
@@ -597,11 +597,15 @@ pub fn parse_route(cx: &mut Ctx, words: &[String], line: usize) -> Option<Route>
                     cx.err(format!("unknown route keyword {d}"));
                     return None;
                 };
-                if let Some(a) = a {
-                    if !set_family(&mut family, a.is_ipv6()) {
-                        cx.err(format!("{MIX} ({d})"));
-                        return None;
-                    }
+                // `default` has no family of its own (keepalived's
+                // AF_UNSPEC): after a word that set one, it is a mix too.
+                let mixed = match a {
+                    Some(a) => !set_family(&mut family, a.is_ipv6()),
+                    None => family.is_some(),
+                };
+                if mixed {
+                    cx.err(format!("{MIX} ({d})"));
+                    return None;
                 }
                 dst = Some((a, p));
             }

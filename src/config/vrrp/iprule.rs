@@ -313,7 +313,7 @@ pub fn parse_rule(
             "dev" | "iif" | "oif" => {
                 i += 1;
                 let s = slot(cx, words, i)?;
-                if !cx.host.interface_exists(s) {
+                if !cx.interface_known(s) {
                     cx.bad_interface(format!("WARNING - interface {s} for rule doesn't exist"));
                     return None;
                 }

@@ -129,7 +129,7 @@ pub(super) fn track_block(
                         ));
                         continue;
                     }
-                    if !cx.host.interface_exists(&t.name) {
+                    if !cx.interface_known(&t.name) {
                         cx.bad_interface(format!(
                             "({name}) tracked interface {} doesn't exist",
                             t.name
@@ -143,32 +143,39 @@ pub(super) fn track_block(
             let what = c.keyword.trim_start_matches("track_");
             for v in &c.values {
                 cx.line = v.line;
-                let Some(t) = tracked(cx, &v.words, v.line, &name, false) else {
-                    continue;
-                };
+                let Some(obj) = v.words.first() else { continue };
+                // keepalived's order: the object must exist, be tracked
+                // once, and only then are its options read.
                 let known = match what {
-                    "script" => script_names.contains(&t.name),
-                    "file" => cfg.track_files.iter().any(|f| f.name == t.name),
+                    "script" => script_names.contains(obj),
+                    "file" => cfg.track_files.iter().any(|f| &f.name == obj),
                     "bfd" => cfg
                         .bfd_instances
                         .iter()
-                        .any(|f| f.listed && f.name == t.name && (f.vrrp || !f.checker)),
-                    _ => cfg.other_blocks.iter().any(|p| {
-                        p.keyword == "vrrp_track_process" && p.args.first() == Some(&t.name)
-                    }),
+                        .any(|f| f.listed && &f.name == obj && (f.vrrp || !f.checker)),
+                    _ => cfg
+                        .other_blocks
+                        .iter()
+                        .any(|p| p.keyword == "vrrp_track_process" && p.args.first() == Some(obj)),
                 };
                 if !known {
                     cx.err(format!(
-                        "({name}) track {what} {} not found, ignoring...",
-                        t.name
+                        "({name}) track {what} {obj} not found, ignoring..."
                     ));
                     continue;
                 }
-                match what {
-                    "script" => l.scripts.push(t),
-                    "file" => l.files.push(t),
-                    "bfd" => l.bfds.push(t),
-                    _ => l.processes.push(t),
+                let list = match what {
+                    "script" => &mut *l.scripts,
+                    "file" => &mut *l.files,
+                    "bfd" => &mut *l.bfds,
+                    _ => &mut *l.processes,
+                };
+                if list.iter().any(|o| &o.name == obj) {
+                    cx.err(format!("({name}) duplicate track_{what} {obj} - ignoring"));
+                    continue;
+                }
+                if let Some(t) = tracked(cx, &v.words, v.line, &name, false) {
+                    list.push(t);
                 }
             }
         }

@@ -131,6 +131,9 @@ pub fn sync_groups(
     script_names: &[String],
 ) -> Vec<SyncGroup> {
     let mut out = Vec::new();
+    // Every name a block gave, kept or not (keepalived checks them as it
+    // parses).
+    let mut seen: Vec<String> = Vec::new();
     for b in cfg
         .other_blocks
         .iter()
@@ -139,6 +142,12 @@ pub fn sync_groups(
         let Some(name) = b.args.first().cloned() else {
             continue;
         };
+        if seen.contains(&name) {
+            cx.line = b.line;
+            cx.err(format!("vrrp sync group {name} already defined"));
+            continue;
+        }
+        seen.push(name.clone());
         let mut g = SyncGroup {
             name: name.clone(),
             line: b.line,
@@ -193,7 +202,16 @@ pub fn sync_groups(
             super::parts::track_block(cfg, cx, c, &name, script_names, lists);
         }
         let mut named = Vec::new();
+        let mut listed = false;
         for c in b.children.iter().filter(|c| c.keyword == "group") {
+            if listed {
+                cx.line = c.line;
+                cx.err(format!(
+                    "Group list already specified for sync group {name}"
+                ));
+                continue;
+            }
+            listed = true;
             if c.values.is_empty() {
                 cx.line = c.end_line;
                 cx.err(format!("Warning - sync group {name} has empty group block"));

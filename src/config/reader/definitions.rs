@@ -118,6 +118,11 @@ impl<'l> Reader<'l> {
         let mut cur = 0usize;
         let mut found = false;
         let mut new_multiline: Option<VecDeque<String>> = None;
+        // A definition that refers to itself (`$A=${A}`, or a cycle of
+        // same-length values) is replaced in place for ever: keepalived
+        // spins on it. A line cannot hold more references than bytes, so
+        // more substitutions than that is such a cycle.
+        let mut substitutions = 0usize;
         while let Some(off) = buf[cur..].iter().position(|&c| c == b'$') {
             cur += off;
             if cur + 1 >= buf.len() {
@@ -127,6 +132,17 @@ impl<'l> Reader<'l> {
                 cur += 1;
                 continue;
             };
+            substitutions += 1;
+            if substitutions > MAXBUF {
+                self.report(
+                    ErrClass::GeneralError,
+                    format!(
+                        "Parameter substitution on line '{}' does not end (a definition refers to itself) - ignoring the line's parameters",
+                        String::from_utf8_lossy(input.as_bytes())
+                    ),
+                );
+                return None;
+            }
             found = true;
             let def = self.defs[def_idx].clone();
             let value = match def.std {

@@ -121,3 +121,18 @@ fn a_seq_of_more_than_a_million_lines_is_refused_at_once() {
     );
     assert!(l.config.virtual_servers.is_empty());
 }
+
+#[test]
+fn a_definition_that_refers_to_itself_ends_with_an_error() {
+    // keepalived spins on it for ever; found by the fuzz target.
+    let l = crate::config::load_str(
+        "$RS=${RS}\nvirtual_server 192.0.2.1 80 {\n real_server ${RS} 80 {\n }\n}\n",
+    );
+    assert!(
+        l.diagnostics.items().iter().any(|d| d
+            .message
+            .contains("does not end (a definition refers to itself)")),
+        "{:?}",
+        l.diagnostics.items()
+    );
+}

@@ -786,7 +786,8 @@ pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
     }
     // Several instances moving together (a sync group) do so in an order
     // set by microseconds between their timers, in keepalived's runs as in
-    // ours: within 0.1 s, one instance's lines (by VRID, address or name)
+    // ours: within 0.25 s (the comparison's own tolerance; keepalived sends a
+    // forced member's announcements up to 0.1 s after the first's), one instance's lines (by VRID, address or name)
     // are compared in that key's order, in the places such lines hold
     // (a group's FIFO line keeps its own place).
     for ((_, kind), v) in m.iter_mut() {
@@ -794,7 +795,7 @@ pub fn summary(seen: &[Seen], from: f64, to: f64) -> Summary {
         while i < v.len() {
             let start = v[i].1;
             let end = (i..v.len())
-                .find(|&j| v[j].1 - start >= 0.1)
+                .find(|&j| v[j].1 - start >= 0.25)
                 .unwrap_or(v.len());
             let keyed: Vec<usize> = (i..end)
                 .filter(|&j| instance_key(kind, &v[j].0).is_some())

@@ -69,16 +69,7 @@ fn timeval(t: f64) -> String {
     let secs = t.max(0.0).floor() as u64;
     let usecs = ((t - secs as f64) * 1e6).round().min(999_999.0) as u64;
     let c = crate::civil::Civil::of(secs);
-    format!(
-        "{secs}.{usecs:06} ({} {} {:2} {:02}:{:02}:{:02}.{usecs:06} {})",
-        c.weekday(),
-        c.month(),
-        c.day,
-        c.hour,
-        c.minute,
-        c.second,
-        c.year
-    )
+    format!("{secs}.{usecs:06} ({})", c.ctime_usecs(usecs))
 }
 
 /// keepalived's numbers for the states (`vrrp.h`).

@@ -198,17 +198,9 @@ mod tests {
 
     fn tp(name: &str, process: &str, params: &[&str], m: ParamMatch) -> VrrpTrackProcess {
         VrrpTrackProcess {
-            name: name.into(),
-            process: process.into(),
             params: params.iter().map(|s| s.to_string()).collect(),
             param_match: m,
-            full_command: false,
-            weight: 0,
-            reverse: false,
-            quorum: 1,
-            quorum_max: u32::MAX,
-            fork_delay_us: 0,
-            terminate_delay_us: 0,
+            ..VrrpTrackProcess::new(name, process)
         }
     }
 

@@ -136,6 +136,26 @@ pub struct VrrpTrackProcess {
     pub terminate_delay_us: u64,
 }
 
+impl VrrpTrackProcess {
+    /// `vrrp_track_process NAME` for `process`, with keepalived's defaults
+    /// (quorum 1, no maximum, no delays, weight 0).
+    pub fn new(name: &str, process: &str) -> VrrpTrackProcess {
+        VrrpTrackProcess {
+            name: name.to_string(),
+            process: process.to_string(),
+            params: Vec::new(),
+            param_match: ParamMatch::None,
+            full_command: false,
+            weight: 0,
+            reverse: false,
+            quorum: 1,
+            quorum_max: u32::MAX,
+            fork_delay_us: 0,
+            terminate_delay_us: 0,
+        }
+    }
+}
+
 /// keepalived's nftables settings (`nftables [NAME]`, `nftables_priority`,
 /// `nftables_counters`, `nftables_ifindex`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -358,19 +358,7 @@ pub fn track_processes(cfg: &Config, cx: &mut Ctx) -> Vec<VrrpTrackProcess> {
     {
         let name = b.args.first().cloned().unwrap_or_default();
         let mut process = false;
-        let mut tp = VrrpTrackProcess {
-            name: name.clone(),
-            process: String::new(),
-            params: Vec::new(),
-            param_match: ParamMatch::None,
-            full_command: false,
-            weight: 0,
-            reverse: false,
-            quorum: 1,
-            quorum_max: u32::MAX,
-            fork_delay_us: 0,
-            terminate_delay_us: 0,
-        };
+        let mut tp = VrrpTrackProcess::new(&name, "");
         let mut param_match = None;
         for s in &b.settings {
             cx.line = s.line;

@@ -14,12 +14,11 @@ use nom::{
     sequence::delimited,
     IResult,
 };
-use nom_locate::LocatedSpan;
 
-/// A slice of a logical line that knows its byte offset. Bytes, not chars:
-/// every delimiter is ASCII, so word boundaries are char boundaries and the
-/// words are sliced from the `&str` without decoding it char by char.
-pub type Span<'a> = LocatedSpan<&'a [u8]>;
+/// The rest of a logical line, as bytes: every delimiter is ASCII, so word
+/// boundaries are char boundaries and the words are sliced from the `&str`
+/// by their byte offsets (the line's length minus the rest's).
+pub type Span<'a> = &'a [u8];
 
 /// keepalived's `WHITE_SPACE_STR`.
 pub const WHITE_SPACE: &[char] = &[' ', '\t', '\x0c', '\n', '\r', '\x0b'];
@@ -157,113 +156,127 @@ fn bare(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
 /// Splits a logical line into words as keepalived's `alloc_strvec_r()`:
 /// whitespace separates, a word that starts with `"` runs to the next `"`.
 pub fn tokenize(line: &str) -> Tokens {
-    let mut tokens = Tokens::default();
+    let mut words = Vec::new();
+    let (n, unmatched_quote) = tokenize_into(line, &mut words);
+    words.truncate(n);
+    Tokens {
+        words,
+        unmatched_quote,
+    }
+}
+
+/// [`tokenize`] into `out`, reusing its words' buffers (the loader reads
+/// hundreds of thousands of lines: no allocation per word once warm). The
+/// line's words are `out[..n]`; the words after them are spare buffers.
+/// Returns `n` and true when a `"` was not closed (the rest of the line
+/// dropped).
+pub fn tokenize_into(line: &str, out: &mut Vec<Word>) -> (usize, bool) {
     let ascii = line.is_ascii();
-    // Slices of the line by the span's byte offsets (char boundaries, as
-    // every delimiter is ASCII); columns count chars.
-    let text = |w: &Span<'_>| {
-        let start = w.location_offset();
-        line[start..start + w.fragment().len()].to_string()
-    };
-    let column = |at: usize| {
-        if ascii {
-            at + 1
+    let mut n = 0;
+    let mut put = |start: usize, text: &str| {
+        // Columns count chars.
+        let column = if ascii {
+            start + 1
         } else {
-            line[..at].chars().count() + 1
+            line[..start].chars().count() + 1
+        };
+        match out.get_mut(n) {
+            Some(w) => {
+                w.text.clear();
+                w.text.push_str(text);
+                w.column = column;
+            }
+            None => out.push(Word {
+                text: text.to_string(),
+                column,
+            }),
         }
+        n += 1;
     };
-    let mut rest = Span::new(line.as_bytes());
+    let offset = |rest: Span<'_>| line.len() - rest.len();
+    let mut rest: Span<'_> = line.as_bytes();
+    let mut unmatched = false;
     loop {
         let (r, _) = ws(rest).unwrap_or((rest, rest));
         rest = r;
-        if rest.fragment().is_empty() {
+        if rest.is_empty() {
             break;
         }
-        let column = column(rest.location_offset());
-        if rest.fragment().starts_with(b"\"") {
+        let at = offset(rest);
+        if rest[0] == b'"' {
             match quoted(rest) {
                 Ok((r, w)) => {
-                    tokens.words.push(Word {
-                        text: text(&w),
-                        column,
-                    });
+                    let s = at + 1;
+                    put(at, &line[s..s + w.len()]);
                     rest = r;
                 }
                 Err(_) => {
-                    tokens.unmatched_quote = true;
+                    unmatched = true;
                     break;
                 }
             }
         } else {
             let (r, w) = bare(rest).unwrap_or((rest, rest));
-            if w.fragment().is_empty() {
+            if w.is_empty() {
                 break;
             }
-            tokens.words.push(Word {
-                text: text(&w),
-                column,
-            });
+            put(at, &line[at..at + w.len()]);
             rest = r;
         }
     }
-    tokens
+    (n, unmatched)
 }
 
-/// [`split_brace`] on an owned line, reusing its buffer when there is no
-/// brace to split at.
+/// [`split_brace`] on an owned line, reusing its buffer for the head.
 pub fn split_brace_owned(mut buf: String) -> (String, Option<String>) {
-    if !buf.bytes().any(|b| b == b'{' || b == b'}') {
-        let end = buf.trim_end_matches([' ', '\t']).len();
-        buf.truncate(end);
-        return (buf, None);
+    let trim = |s: &str| s.trim_end_matches([' ', '\t']).len();
+    match brace_at(&buf) {
+        None => {
+            buf.truncate(trim(&buf));
+            (buf, None)
+        }
+        Some(0) => {
+            let after = &buf[1..];
+            let rest = after.trim_start_matches([' ', '\t']);
+            let rest = &rest[..trim(rest)];
+            let residue = (!rest.is_empty()).then(|| rest.to_string());
+            buf.truncate(1);
+            (buf, residue)
+        }
+        Some(p) => {
+            let rest = &buf[p..];
+            let residue = rest[..trim(rest)].to_string();
+            buf.truncate(trim(&buf[..p]));
+            (buf, Some(residue))
+        }
     }
-    split_brace(&buf)
+}
+
+/// Where [`split_brace`] splits: the first `{` or `}` outside double quotes.
+fn brace_at(buf: &str) -> Option<usize> {
+    let bytes = buf.as_bytes();
+    if bytes.first() == Some(&b'{') || bytes.first() == Some(&b'}') {
+        return Some(0);
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'}' => return Some(i),
+            b'"' => match buf[i + 1..].find('"') {
+                Some(end) => i = i + 1 + end + 1,
+                None => return None,
+            },
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// Splits a decommented line at its first `{` or `}` outside double quotes,
 /// as keepalived's `read_line()`: text before the brace, then the brace alone,
 /// then the rest; returns the line to hand out now and the residue to read next.
 pub fn split_brace(buf: &str) -> (String, Option<String>) {
-    let bytes = buf.as_bytes();
-    let mut pos = None;
-    if bytes.first() == Some(&b'{') || bytes.first() == Some(&b'}') {
-        pos = Some(0);
-    } else {
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'{' | b'}' => {
-                    pos = Some(i);
-                    break;
-                }
-                b'"' => match buf[i + 1..].find('"') {
-                    Some(end) => i = i + 1 + end + 1,
-                    None => break,
-                },
-                _ => i += 1,
-            }
-        }
-    }
-    let trim = |s: &str| s.trim_end_matches([' ', '\t']).to_string();
-    match pos {
-        None => (trim(buf), None),
-        Some(0) => {
-            let after = &buf[1..];
-            let skip = after.len() - after.trim_start_matches([' ', '\t']).len();
-            let rest = &after[skip..];
-            let residue = trim(rest);
-            let head = buf[..1].to_string();
-            if residue.is_empty() {
-                (head, None)
-            } else {
-                (head, Some(residue))
-            }
-        }
-        Some(p) => {
-            let residue = trim(&buf[p..]);
-            (trim(&buf[..p]), Some(residue))
-        }
-    }
+    split_brace_owned(buf.to_string())
 }
 
 /// Splits a script command line into argv as keepalived's

@@ -362,37 +362,39 @@ pub enum Forwarding {
 /// A real server's checker.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type")]
+/// The variants other than TCP and PING are boxed: most real servers have
+/// one TCP_CHECK, and the record stays the size of its common options.
 pub enum Checker {
     /// `TCP_CHECK`.
     #[serde(rename = "TCP_CHECK")]
     Tcp(CheckerCommon),
     /// `HTTP_GET`.
     #[serde(rename = "HTTP_GET")]
-    Http(HttpCheck),
+    Http(Box<HttpCheck>),
     /// `SSL_GET`.
     #[serde(rename = "SSL_GET")]
-    Ssl(HttpCheck),
+    Ssl(Box<HttpCheck>),
     /// `MISC_CHECK`.
     #[serde(rename = "MISC_CHECK")]
-    Misc(MiscCheck),
+    Misc(Box<MiscCheck>),
     /// `SMTP_CHECK`.
     #[serde(rename = "SMTP_CHECK")]
-    Smtp(SmtpCheck),
+    Smtp(Box<SmtpCheck>),
     /// `DNS_CHECK`.
     #[serde(rename = "DNS_CHECK")]
-    Dns(DnsCheck),
+    Dns(Box<DnsCheck>),
     /// `UDP_CHECK`.
     #[serde(rename = "UDP_CHECK")]
-    Udp(UdpCheck),
+    Udp(Box<UdpCheck>),
     /// `PING_CHECK`.
     #[serde(rename = "PING_CHECK")]
     Ping(CheckerCommon),
     /// `FILE_CHECK`.
     #[serde(rename = "FILE_CHECK")]
-    File(FileCheck),
+    File(Box<FileCheck>),
     /// `BFD_CHECK`.
     #[serde(rename = "BFD_CHECK")]
-    Bfd(BfdCheck),
+    Bfd(Box<BfdCheck>),
 }
 
 impl Checker {
@@ -606,10 +608,11 @@ pub struct RealServer {
     pub lvs_method: Option<Forwarding>,
     /// `inhibit_on_failure`.
     pub inhibit_on_failure: Option<bool>,
-    /// `notify_up`.
-    pub notify_up: Option<Script>,
+    /// `notify_up` (boxed, as the rest of the rarely set: a real server's
+    /// record is kept small for configs of tens of thousands).
+    pub notify_up: Option<Box<Script>>,
     /// `notify_down`.
-    pub notify_down: Option<Script>,
+    pub notify_down: Option<Box<Script>>,
     /// `uthreshold`.
     pub uthreshold: u32,
     /// `lthreshold`.

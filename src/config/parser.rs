@@ -11,7 +11,7 @@
 
 use super::diag::{ErrClass, Pos};
 use super::keywords::{self, Kw};
-use super::lexer::{split_quoted, split_quoted_escaped, tokenize, Word};
+use super::lexer::{split_quoted, split_quoted_escaped, tokenize, tokenize_into, Word};
 use super::model::*;
 use super::reader::Reader;
 use std::net::IpAddr;
@@ -59,6 +59,19 @@ pub struct Parser<'r, 'l> {
     replay_only: bool,
     /// The lines read while `global_defs` is being parsed.
     record: Option<Vec<crate::config::reader::LogicalLine>>,
+    /// Lines' words handed back for their buffers.
+    spare_words: Vec<Vec<Word>>,
+}
+
+/// What [`Parser::step`] found on a line.
+enum Step<'t> {
+    /// On to the next line.
+    Next,
+    /// The block ends here; true when it was skipped.
+    End(bool),
+    /// A keyword was read; its block (if any) is next, `{` still needed
+    /// when true.
+    Enter(&'t Kw, bool),
 }
 
 /// Where the default script user stands while parsing.
@@ -103,6 +116,7 @@ impl<'r, 'l> Parser<'r, 'l> {
             replay: Default::default(),
             replay_only: false,
             record: None,
+            spare_words: Vec::new(),
         }
     }
 
@@ -224,6 +238,14 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// Reads the next logical line and splits it into words, remembering
     /// its position and raw text; `None` at the end of input.
     fn next_words(&mut self) -> Option<Vec<Word>> {
+        let (mut words, n) = self.next_words_lent()?;
+        words.truncate(n);
+        Some(words)
+    }
+
+    /// [`Parser::next_words`] in a buffer from the pool: the words are
+    /// the first `n`, the rest spare buffers.
+    fn next_words_lent(&mut self) -> Option<(Vec<Word>, usize)> {
         let line = match self.replay.pop_front() {
             Some(l) => Some(l),
             None if self.replay_only => None,
@@ -239,88 +261,33 @@ impl<'r, 'l> Parser<'r, 'l> {
             return None;
         };
         self.pos = line.pos;
-        let toks = tokenize(&line.text);
-        if toks.unmatched_quote {
+        // The words of the line before (handed back by `process_stream`)
+        // lend their buffers: no allocation per word once warm.
+        let mut words = self.spare_words.pop().unwrap_or_default();
+        let (n, unmatched) = tokenize_into(&line.text, &mut words);
+        if unmatched {
             self.err_hint(
                 ErrClass::UnmatchedQuote,
                 format!("Unmatched quote: '{}'", line.text),
                 "close the double quote; the rest of the line was ignored",
             );
         }
-        self.raw_line = line.text;
-        Some(toks.words)
+        let old = std::mem::replace(&mut self.raw_line, line.text);
+        self.r.recycle(old);
+        Some((words, n))
     }
 
     fn process_stream(&mut self, table: &[Kw], mut need_bob: bool) -> bool {
-        let mut ret_err = false;
-        while let Some(words) = self.next_words() {
-            if words.is_empty() {
-                continue;
+        while let Some((words, n)) = self.next_words_lent() {
+            let flow = self.step(table, &words[..n], &mut need_bob);
+            // The words lend their buffers to the lines after.
+            if self.spare_words.len() < 8 {
+                self.spare_words.push(words);
             }
-            let first: &str = &words[0].text;
-
-            if self.skip_sublevel == -1 {
-                if first == "{" {
-                    self.skip_sublevel = 1;
-                    need_bob = false;
-                    continue;
-                }
-                self.skip_sublevel = 0;
-            }
-            if self.skip_sublevel > 0 {
-                let mut last = first;
-                for w in &words {
-                    last = &w.text;
-                    if w.text == "{" {
-                        self.skip_sublevel += 1;
-                    } else if w.text == "}" {
-                        self.skip_sublevel -= 1;
-                        if self.skip_sublevel == 0 {
-                            break;
-                        }
-                    }
-                }
-                if last == "}" && self.skip_sublevel == 0 && self.kw_level > 0 {
-                    ret_err = true;
-                    break;
-                }
-                continue;
-            }
-
-            if need_bob {
-                need_bob = false;
-                if first == "{" && self.kw_level > 0 {
-                    continue;
-                }
-                self.err_hint(
-                    ErrClass::MissingBob,
-                    "Missing '{' at beginning of configuration block",
-                    "a block keyword must be followed by '{'; the line was read as if inside the block",
-                );
-            } else if first == "{" {
-                self.err(ErrClass::UnexpectedBob, "Unexpected '{' - ignoring");
-                continue;
-            }
-
-            if first == "}" && self.kw_level > 0 {
-                break;
-            }
-
-            match table.iter().find(|k| k.name == first) {
-                Some(kw) => {
-                    let mut words = words;
-                    let mut bob_needed = false;
-                    if kw.sub.is_some() {
-                        if words.last().is_some_and(|w| w.text == "{") {
-                            words.pop();
-                        } else {
-                            bob_needed = true;
-                        }
-                    }
-                    if let Some(h) = kw.handler {
-                        // A missing parameter is recorded inside `arg`.
-                        let _ = h(self, &words);
-                    }
+            match flow {
+                Step::Next => {}
+                Step::End(skipped) => return skipped,
+                Step::Enter(kw, bob_needed) => {
                     if kw.name == "global_defs"
                         && self.kw_level == 0
                         && self.record.is_none()
@@ -340,30 +307,105 @@ impl<'r, 'l> Parser<'r, 'l> {
                         }
                     }
                 }
-                None => {
-                    let hint = (!self.r.diags.listing_full())
-                        .then(|| keywords::did_you_mean(first, table))
-                        .flatten()
-                        .map(|s| format!("did you mean '{s}'?"))
-                        .unwrap_or_else(|| {
-                            if first == "}" {
-                                "this '}' closes no block; remove it".to_string()
-                            } else {
-                                "the line is ignored".to_string()
-                            }
-                        });
-                    let pos = self.pos.clone();
-                    self.r.diags.push(
-                        &pos,
-                        ErrClass::UnknownKeyword,
-                        format!("Unknown keyword '{first}'"),
-                        Some(words[0].column),
-                        Some(hint),
-                    );
-                }
             }
         }
-        ret_err
+        false
+    }
+
+    /// One logical line of [`Parser::process_stream`]: skipping, braces,
+    /// and the keyword's handler; a block it opens is entered by the caller.
+    fn step<'t>(&mut self, table: &'t [Kw], words: &[Word], need_bob: &mut bool) -> Step<'t> {
+        if words.is_empty() {
+            return Step::Next;
+        }
+        let first: &str = &words[0].text;
+
+        if self.skip_sublevel == -1 {
+            if first == "{" {
+                self.skip_sublevel = 1;
+                *need_bob = false;
+                return Step::Next;
+            }
+            self.skip_sublevel = 0;
+        }
+        if self.skip_sublevel > 0 {
+            let mut last = first;
+            for w in words {
+                last = &w.text;
+                if w.text == "{" {
+                    self.skip_sublevel += 1;
+                } else if w.text == "}" {
+                    self.skip_sublevel -= 1;
+                    if self.skip_sublevel == 0 {
+                        break;
+                    }
+                }
+            }
+            if last == "}" && self.skip_sublevel == 0 && self.kw_level > 0 {
+                return Step::End(true);
+            }
+            return Step::Next;
+        }
+
+        if *need_bob {
+            *need_bob = false;
+            if first == "{" && self.kw_level > 0 {
+                return Step::Next;
+            }
+            self.err_hint(
+                ErrClass::MissingBob,
+                "Missing '{' at beginning of configuration block",
+                "a block keyword must be followed by '{'; the line was read as if inside the block",
+            );
+        } else if first == "{" {
+            self.err(ErrClass::UnexpectedBob, "Unexpected '{' - ignoring");
+            return Step::Next;
+        }
+
+        if first == "}" && self.kw_level > 0 {
+            return Step::End(false);
+        }
+
+        match table.iter().find(|k| k.name == first) {
+            Some(kw) => {
+                let mut n = words.len();
+                let mut bob_needed = false;
+                if kw.sub.is_some() {
+                    if words.last().is_some_and(|w| w.text == "{") {
+                        n -= 1;
+                    } else {
+                        bob_needed = true;
+                    }
+                }
+                if let Some(h) = kw.handler {
+                    // A missing parameter is recorded inside `arg`.
+                    let _ = h(self, &words[..n]);
+                }
+                Step::Enter(kw, bob_needed)
+            }
+            None => {
+                let hint = (!self.r.diags.listing_full())
+                    .then(|| keywords::did_you_mean(first, table))
+                    .flatten()
+                    .map(|s| format!("did you mean '{s}'?"))
+                    .unwrap_or_else(|| {
+                        if first == "}" {
+                            "this '}' closes no block; remove it".to_string()
+                        } else {
+                            "the line is ignored".to_string()
+                        }
+                    });
+                let pos = self.pos.clone();
+                self.r.diags.push(
+                    &pos,
+                    ErrClass::UnknownKeyword,
+                    format!("Unknown keyword '{first}'"),
+                    Some(words[0].column),
+                    Some(hint),
+                );
+                Step::Next
+            }
+        }
     }
 
     /// `global_defs` as keepalived's processes read it: the parent parses it

@@ -19,68 +19,71 @@ pub fn ping_open(p: P, _w: &[Word]) -> HandlerResult {
     Ok(())
 }
 pub fn http_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Http(HttpCheck {
+    p.checker = Some(Checker::Http(Box::new(HttpCheck {
         common: new_common(p),
         http_protocol: "1.0".into(),
         ..HttpCheck::default()
-    }));
+    })));
     Ok(())
 }
 pub fn ssl_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Ssl(HttpCheck {
+    p.checker = Some(Checker::Ssl(Box::new(HttpCheck {
         common: new_common(p),
         http_protocol: "1.0".into(),
         ..HttpCheck::default()
-    }));
+    })));
     Ok(())
 }
 pub fn misc_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Misc(MiscCheck {
+    p.checker = Some(Checker::Misc(Box::new(MiscCheck {
         common: new_common(p),
         ..MiscCheck::default()
-    }));
+    })));
     Ok(())
 }
 pub fn smtp_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Smtp(SmtpCheck {
+    p.checker = Some(Checker::Smtp(Box::new(SmtpCheck {
         common: new_common(p),
         helo_name: None,
-    }));
+    })));
     Ok(())
 }
 pub fn dns_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Dns(DnsCheck {
+    p.checker = Some(Checker::Dns(Box::new(DnsCheck {
         common: new_common(p),
         r#type: "SOA".into(),
         name: ".".into(),
-    }));
+    })));
     Ok(())
 }
 pub fn udp_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Udp(UdpCheck {
+    p.checker = Some(Checker::Udp(Box::new(UdpCheck {
         common: new_common(p),
         max_reply_length: 255,
         ..UdpCheck::default()
-    }));
+    })));
     Ok(())
 }
 pub fn file_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::File(FileCheck {
+    p.checker = Some(Checker::File(Box::new(FileCheck {
         common: new_common(p),
         ..FileCheck::default()
-    }));
+    })));
     Ok(())
 }
 pub fn bfd_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.checker = Some(Checker::Bfd(BfdCheck {
+    p.checker = Some(Checker::Bfd(Box::new(BfdCheck {
         common: new_common(p),
         name: None,
-    }));
+    })));
     Ok(())
 }
 
 pub(super) fn push_checker(p: P, c: Checker) {
     if let Some(r) = p.rs.as_mut() {
+        // Exact capacity: a real server nearly always has one checker, and
+        // a Vec's first push reserves four (a kilobyte per real server).
+        r.checkers.reserve_exact(1);
         r.checkers.push(c);
     }
 }

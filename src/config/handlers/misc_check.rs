@@ -73,10 +73,10 @@ pub fn misc_user(p: P, w: &[Word]) -> HandlerResult {
             format!("Failed to set uid/gid for misc checker script {cmd} - removing"),
         );
         // dequeue_new_checker(): the rest of the block is read into nothing.
-        p.checker = Some(Checker::Misc(MiscCheck {
+        p.checker = Some(Checker::Misc(Box::new(MiscCheck {
             removed: true,
             ..MiscCheck::default()
-        }));
+        })));
         return Ok(());
     }
     m.user = Some((u, g));

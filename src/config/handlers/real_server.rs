@@ -75,7 +75,7 @@ pub fn rs_close(p: P) {
                 if let Some(vs) = p.vs.as_mut() {
                     vs.orphaned_misc
                         .extend(rs.checkers.into_iter().filter_map(|c| match c {
-                            Checker::Misc(m) => Some(m),
+                            Checker::Misc(m) => Some(*m),
                             _ => None,
                         }));
                 }
@@ -146,14 +146,14 @@ pub fn rs_inhibit(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn rs_notify_up(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.notify_script(w)?;
+    let s = p.notify_script(w)?.map(Box::new);
     set_once(p, "notify_up script", s, |p| {
         rs(p).map(|r| &mut r.notify_up)
     })
 }
 
 pub fn rs_notify_down(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.notify_script(w)?;
+    let s = p.notify_script(w)?.map(Box::new);
     set_once(p, "notify_down script", s, |p| {
         rs(p).map(|r| &mut r.notify_down)
     })

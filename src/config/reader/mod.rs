@@ -10,7 +10,7 @@
 //! braces. File access goes through [`SourceLoader`] so tests can feed text.
 
 use super::diag::{Diagnostics, ErrClass, Pos};
-use super::lexer::{decomment, decomment_owned, split_brace_owned, tokenize};
+use super::lexer::{decomment, decomment_owned, is_plain, split_brace_owned, tokenize};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,6 +26,28 @@ use definitions::{Def, StdDef};
 use repeat::Repeat;
 use source::Source;
 pub use source::{expand_braces, FsLoader, IncludeCheck, MemLoader, SourceLoader};
+
+/// What a byte means to [`Reader::physical_line`]'s one pass: a NUL ends the
+/// C string keepalived reads; a quote, escape or comment character needs
+/// [`decomment`].
+const NUL: u8 = 1;
+const DECOMMENT: u8 = 2;
+/// Trimmed around a line (`' '`, `'\t'`).
+const BLANK: u8 = 4;
+/// A CR is trimmed at the line's end only, before its blanks.
+const CR: u8 = 8;
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[0] = NUL;
+    t[b' ' as usize] = BLANK;
+    t[b'\t' as usize] = BLANK;
+    t[b'\r' as usize] = CR;
+    t[b'"' as usize] = DECOMMENT;
+    t[b'\\' as usize] = DECOMMENT;
+    t[b'#' as usize] = DECOMMENT;
+    t[b'!' as usize] = DECOMMENT;
+    t
+};
 
 /// A logical line handed to the block parser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +79,8 @@ pub struct Reader<'l> {
     pub diags: Diagnostics,
     /// The files actually read, in order (for `-d` and reload bookkeeping).
     pub files_read: Vec<PathBuf>,
+    /// A line's buffer handed back by the parser, for the next line.
+    spare: String,
 }
 
 impl<'l> Reader<'l> {
@@ -86,6 +110,7 @@ impl<'l> Reader<'l> {
             last_pos: Pos::none(),
             diags: Diagnostics::default(),
             files_read: Vec::new(),
+            spare: String::new(),
         };
         for (name, std) in [
             ("_PWD", StdDef::Pwd),
@@ -115,6 +140,15 @@ impl<'l> Reader<'l> {
     /// Sets the include checks for files opened from now on (`include_check`).
     pub fn set_include_check(&mut self, c: IncludeCheck) {
         self.include_check = c;
+    }
+
+    /// Takes back a line's buffer once its reader is done with it, so
+    /// that the next physical line is read without an allocation.
+    pub fn recycle(&mut self, mut s: String) {
+        if s.capacity() > self.spare.capacity() {
+            s.clear();
+            self.spare = s;
+        }
     }
 
     /// The position of the line read last (what keepalived reports errors at).
@@ -148,27 +182,49 @@ impl<'l> Reader<'l> {
     }
 
     /// Reads one physical line (an `fgets` chunk) from the innermost file,
-    /// popping finished files. `None` at the end of all input.
-    fn physical_line(&mut self) -> Option<String> {
+    /// popping finished files. `None` at the end of all input. The flag says
+    /// the line had no quote, escape or comment character and was trimmed
+    /// already, so that decommenting it would change nothing (most lines of
+    /// a config: they are read without a second pass).
+    fn physical_line(&mut self) -> Option<(String, bool)> {
         loop {
             let f = self.files.last_mut()?;
-            if f.offset >= f.data.len() {
+            // Field by field: `data` is read while the position moves.
+            let data: &[u8] = match &f.data {
+                Ok(s) => s.as_bytes(),
+                Err(b) => b,
+            };
+            if f.offset >= data.len() {
                 let done = self.files.pop().expect("a file is open");
                 self.include_check = done.saved_include_check;
                 continue;
             }
-            let rest = &f.data[f.offset..];
+            let rest = &data[f.offset..];
             let limit = rest.len().min(MAXBUF - 1);
-            let (chunk_len, has_nl) = match rest[..limit].iter().position(|&b| b == b'\n') {
-                Some(p) => (p + 1, true),
-                None => (limit, false),
+            // One pass finds the line's end, what it holds and where its
+            // text starts and ends without the blanks around it.
+            let (mut end, mut class, mut first, mut last) = (0, 0, usize::MAX, 0);
+            while end < limit && rest[end] != b'\n' {
+                let c = BYTE_CLASS[rest[end] as usize];
+                class |= c;
+                if c & BLANK == 0 {
+                    first = first.min(end);
+                    last = end + 1;
+                }
+                end += 1;
+            }
+            let (chunk_len, has_nl) = if end < limit {
+                (end + 1, true)
+            } else {
+                (limit, false)
             };
-            let chunk = &rest[..chunk_len];
+            let start = f.offset;
+            let data_len = data.len();
             f.offset += chunk_len;
-            if has_nl || f.offset >= f.data.len() {
+            if has_nl || f.offset >= data_len {
                 f.line_no += 1;
             }
-            if !has_nl && chunk_len == MAXBUF - 1 && f.offset < f.data.len() {
+            if !has_nl && chunk_len == MAXBUF - 1 && f.offset < data_len {
                 // keepalived drops the chunk; the rest of the physical line
                 // is then read as if it were a line of its own.
                 let pos = Pos {
@@ -179,23 +235,38 @@ impl<'l> Reader<'l> {
                     .report(&pos, ErrClass::GeneralError, "line too long - ignoring");
                 continue;
             }
+            let mut line = std::mem::take(&mut self.spare);
+            line.clear();
+            // Nothing to decomment, no NUL, no CR: the line is its text
+            // without the blanks around it, sliced from the file's.
+            if class & (DECOMMENT | NUL | CR) == 0 {
+                if first == usize::MAX {
+                    return Some((line, true));
+                }
+                let (a, b) = (start + first, start + last);
+                if let Ok(text) = &f.data {
+                    if text.is_char_boundary(a) && text.is_char_boundary(b) {
+                        line.push_str(&text[a..b]);
+                        return Some((line, true));
+                    }
+                }
+            }
+            let chunk = &data[start..start + chunk_len];
             // keepalived reads the line as a C string: it ends at a NUL,
             // silently (a NUL-only line is an empty one).
-            let chunk = match chunk.iter().position(|&b| b == 0) {
-                Some(i) => &chunk[..i],
-                None => chunk,
+            let chunk = match class & NUL != 0 {
+                true => &chunk[..chunk.iter().position(|&b| b == 0).unwrap_or(chunk.len())],
+                false => chunk,
             };
-            let text = match std::str::from_utf8(chunk) {
-                Ok(t) => t,
-                Err(_) => {
-                    return Some(
-                        String::from_utf8_lossy(chunk)
-                            .trim_end_matches(['\n', '\r'])
-                            .to_string(),
-                    )
-                }
-            };
-            return Some(text.trim_end_matches(['\n', '\r']).to_string());
+            let text = String::from_utf8_lossy(chunk);
+            let text = text.trim_end_matches(['\n', '\r']);
+            let plain = is_plain(text);
+            line.push_str(if plain {
+                text.trim_matches([' ', '\t'])
+            } else {
+                text
+            });
+            return Some((line, plain));
         }
     }
 
@@ -225,7 +296,7 @@ impl<'l> Reader<'l> {
                     }
                 }
             } else {
-                let raw = match self.physical_line() {
+                let (raw, plain) = match self.physical_line() {
                     Some(l) => l,
                     None => {
                         if let Some(d) = self.defining.take() {
@@ -239,14 +310,18 @@ impl<'l> Reader<'l> {
                 // keepalived's parent writes decommented lines to the copy
                 // its children parse again, so a `\#` that survived the first
                 // pass is a comment in the second: decomment twice.
-                let first = decomment_owned(raw);
-                if first.unterminated_quote {
-                    self.report(
-                        ErrClass::GeneralError,
-                        format!("Unterminated quote '{}'", first.text),
-                    );
-                }
-                buf = decomment_owned(first.text).text;
+                buf = if plain {
+                    raw
+                } else {
+                    let first = decomment_owned(raw);
+                    if first.unterminated_quote {
+                        self.report(
+                            ErrClass::GeneralError,
+                            format!("Unterminated quote '{}'", first.text),
+                        );
+                    }
+                    decomment_owned(first.text).text
+                };
                 self.last_pos = self.current_pos();
                 if buf.is_empty() {
                     if let Some(d) = self.defining.take() {

@@ -186,7 +186,8 @@ impl IncludeCheck {
 pub(super) struct Source {
     pub(super) name: Arc<str>,
     pub(super) dir: PathBuf,
-    pub(super) data: Vec<u8>,
+    /// The file's text, or its bytes when it is not UTF-8 (read lossily).
+    pub(super) data: Result<String, Vec<u8>>,
     pub(super) offset: usize,
     pub(super) line_no: usize,
     pub(super) saved_include_check: IncludeCheck,
@@ -298,7 +299,7 @@ impl<'l> Reader<'l> {
             self.files.push(Source {
                 name: Arc::from(shown.as_str()),
                 dir,
-                data,
+                data: String::from_utf8(data).map_err(|e| e.into_bytes()),
                 offset: 0,
                 line_no: 0,
                 saved_include_check: saved,

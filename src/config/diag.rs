@@ -84,6 +84,15 @@ pub struct Pos {
 }
 
 impl Pos {
+    /// Becomes line `line` of `file`, sharing the name (not copying the
+    /// pointer, whose count is atomic) when it is the file already held.
+    pub fn follow(&mut self, file: &Arc<str>, line: usize) {
+        if !Arc::ptr_eq(&self.file, file) {
+            self.file = file.clone();
+        }
+        self.line = line;
+    }
+
     /// A position that refers to no file (problems found after parsing).
     pub fn none() -> Pos {
         Pos {

@@ -229,7 +229,15 @@ pub fn tokenize_into(line: &str, out: &mut Vec<Word>) -> (usize, bool) {
 
 /// [`split_brace`] on an owned line, reusing its buffer for the head.
 pub fn split_brace_owned(mut buf: String) -> (String, Option<String>) {
-    let trim = |s: &str| s.trim_end_matches([' ', '\t']).len();
+    // Blanks are ASCII: byte loops, not char patterns (a loader's hot path).
+    let trim = |s: &str| {
+        let b = s.as_bytes();
+        let mut n = b.len();
+        while n > 0 && matches!(b[n - 1], b' ' | b'\t') {
+            n -= 1;
+        }
+        n
+    };
     match brace_at(&buf) {
         None => {
             buf.truncate(trim(&buf));
@@ -237,7 +245,11 @@ pub fn split_brace_owned(mut buf: String) -> (String, Option<String>) {
         }
         Some(0) => {
             let after = &buf[1..];
-            let rest = after.trim_start_matches([' ', '\t']);
+            let lead = after
+                .bytes()
+                .take_while(|b| matches!(b, b' ' | b'\t'))
+                .count();
+            let rest = &after[lead..];
             let rest = &rest[..trim(rest)];
             let residue = (!rest.is_empty()).then(|| rest.to_string());
             buf.truncate(1);

@@ -13,6 +13,7 @@ use super::diag::{ErrClass, Pos};
 use super::keywords::{self, Kw};
 use super::lexer::{split_quoted, split_quoted_escaped, tokenize, tokenize_into, Word};
 use super::model::*;
+use super::reader::LogicalLine;
 use super::reader::Reader;
 use std::net::IpAddr;
 
@@ -54,11 +55,11 @@ pub struct Parser<'r, 'l> {
     /// first script that needs it.
     pub(crate) default_user: DefaultUser,
     /// Lines to read again before the reader's (see [`Parser::global_defs`]).
-    replay: std::collections::VecDeque<crate::config::reader::LogicalLine>,
+    replay: std::collections::VecDeque<LogicalLine>,
     /// Only the replayed lines are read (the rest of the input waits).
     replay_only: bool,
     /// The lines read while `global_defs` is being parsed.
-    record: Option<Vec<crate::config::reader::LogicalLine>>,
+    record: Option<Vec<LogicalLine>>,
     /// Lines' words handed back for their buffers.
     spare_words: Vec<Vec<Word>>,
 }
@@ -246,33 +247,43 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// [`Parser::next_words`] in a buffer from the pool: the words are
     /// the first `n`, the rest spare buffers.
     fn next_words_lent(&mut self) -> Option<(Vec<Word>, usize)> {
-        let line = match self.replay.pop_front() {
-            Some(l) => Some(l),
+        let text = match self.replay.pop_front() {
+            Some(l) => {
+                self.pos = l.pos;
+                Some(l.text)
+            }
             None if self.replay_only => None,
-            None => self.r.next_line(),
+            None => {
+                let t = self.r.next_text();
+                let at = self.r.pos_ref();
+                self.pos.follow(&at.file, at.line);
+                t
+            }
         };
-        if let (Some(rec), Some(l)) = (self.record.as_mut(), line.as_ref()) {
-            rec.push(l.clone());
-        }
-        let Some(line) = line else {
+        let Some(text) = text else {
             // Blocks left open at the end are closed with no line current:
             // keepalived reports what their end handlers find without one.
             self.pos = Pos::none();
             return None;
         };
-        self.pos = line.pos;
+        if let Some(rec) = self.record.as_mut() {
+            rec.push(LogicalLine {
+                text: text.clone(),
+                pos: self.pos.clone(),
+            });
+        }
         // The words of the line before (handed back by `process_stream`)
         // lend their buffers: no allocation per word once warm.
         let mut words = self.spare_words.pop().unwrap_or_default();
-        let (n, unmatched) = tokenize_into(&line.text, &mut words);
+        let (n, unmatched) = tokenize_into(&text, &mut words);
         if unmatched {
             self.err_hint(
                 ErrClass::UnmatchedQuote,
-                format!("Unmatched quote: '{}'", line.text),
+                format!("Unmatched quote: '{text}'"),
                 "close the double quote; the rest of the line was ignored",
             );
         }
-        let old = std::mem::replace(&mut self.raw_line, line.text);
+        let old = std::mem::replace(&mut self.raw_line, text);
         self.r.recycle(old);
         Some((words, n))
     }
@@ -711,9 +722,11 @@ pub(crate) fn strtod(s: &str) -> (f64, &str) {
     if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
         i += 1;
     }
-    let lower = t[i..].to_ascii_lowercase();
-    if lower.starts_with("inf") {
-        let n = if lower.starts_with("infinity") { 8 } else { 3 };
+    let starts = |word: &str| {
+        b.len() >= i + word.len() && b[i..i + word.len()].eq_ignore_ascii_case(word.as_bytes())
+    };
+    if starts("inf") {
+        let n = if starts("infinity") { 8 } else { 3 };
         let v = if b.first() == Some(&b'-') {
             f64::NEG_INFINITY
         } else {
@@ -721,7 +734,7 @@ pub(crate) fn strtod(s: &str) -> (f64, &str) {
         };
         return (v, &t[i + n..]);
     }
-    if lower.starts_with("nan") {
+    if starts("nan") {
         return (f64::NAN, &t[i + 3..]);
     }
     let ds = i;

@@ -37,13 +37,13 @@ fn num_arg(
     max: u64,
     bad: Option<&str>,
 ) -> Result<Option<u64>, crate::config::parser::MissingParameter> {
-    let s = p.arg(w, 1)?.to_string();
+    let s = p.arg(w, 1)?;
     let v = match kind {
-        Num::Timer => p.read_timer(&s, min, max, true),
-        Num::Unsigned => p.read_unsigned(&s, min, max, true),
+        Num::Timer => p.read_timer(s, min, max, true),
+        Num::Unsigned => p.read_unsigned(s, min, max, true),
     };
     if let (None, Some(b)) = (v, bad) {
-        p.err(ErrClass::GeneralError, b.replace("{}", &s));
+        p.err(ErrClass::GeneralError, b.replace("{}", s));
     }
     Ok(v)
 }

@@ -3,10 +3,10 @@
 use super::*;
 
 pub fn rs_open(p: P, w: &[Word]) -> HandlerResult {
-    let a = p.arg(w, 1)?.to_string();
-    let ps = w.get(2).map(|x| x.text.clone());
-    let ip = parse_ip(&a);
-    let port = match &ps {
+    let a = p.arg(w, 1)?;
+    let ps = w.get(2).map(|x| x.text.as_str());
+    let ip = parse_ip(a);
+    let port = match ps {
         None => Some(0),
         Some(s) => parse_port(s),
     };

@@ -156,6 +156,11 @@ impl<'l> Reader<'l> {
         self.last_pos.clone()
     }
 
+    /// [`Reader::pos`] without a copy.
+    pub fn pos_ref(&self) -> &Pos {
+        &self.last_pos
+    }
+
     /// True when a fatal include error stopped reading.
     pub fn aborted(&self) -> bool {
         self.aborted
@@ -272,6 +277,17 @@ impl<'l> Reader<'l> {
 
     /// The next logical line for the block parser, or `None` at the end.
     pub fn next_line(&mut self) -> Option<LogicalLine> {
+        let text = self.next_text()?;
+        Some(LogicalLine {
+            text,
+            pos: self.last_pos.clone(),
+        })
+    }
+
+    /// [`Reader::next_line`]'s text; its position is [`Reader::pos`], and
+    /// [`Pos::follow`] keeps a copy of it without touching the file name's
+    /// count while the file is the same (an atomic operation per line).
+    pub fn next_text(&mut self) -> Option<String> {
         if self.aborted {
             return None;
         }
@@ -322,7 +338,9 @@ impl<'l> Reader<'l> {
                     }
                     decomment_owned(first.text).text
                 };
-                self.last_pos = self.current_pos();
+                if let Some(f) = self.files.last() {
+                    self.last_pos.follow(&f.name, f.line_no);
+                }
                 if buf.is_empty() {
                     if let Some(d) = self.defining.take() {
                         if self.defs[d].value.is_empty() {
@@ -438,10 +456,7 @@ impl<'l> Reader<'l> {
                 self.block_depth = 0;
             }
         }
-        Some(LogicalLine {
-            text: head,
-            pos: self.last_pos.clone(),
-        })
+        Some(head)
     }
 }
 

@@ -136,3 +136,39 @@ fn a_definition_that_refers_to_itself_ends_with_an_error() {
         l.diagnostics.items()
     );
 }
+
+/// The one-pass reading of plain lines gives what keepalived's steps give
+/// one after the other: the line up to a NUL, CR/LF off, decommented twice,
+/// split at its braces (every logical line of the split, in order).
+fn by_steps(text: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.split(|&b| b == b'\n') {
+        let raw = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
+        let line = String::from_utf8_lossy(raw);
+        let line = line.trim_end_matches(['\n', '\r']);
+        let mut buf = decomment(&decomment(line).text).text;
+        while !buf.is_empty() {
+            let (head, rest) = super::super::lexer::split_brace(&buf);
+            out.push(head);
+            buf = rest.unwrap_or_default();
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #[test]
+    fn one_pass_lines_match_the_steps(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "a", "bc", " ", "\t", "\r", "{", "}", "#", "!", "\"", "\\", "é", "\0", "\n", "12",
+            ]),
+            0..60,
+        )
+    ) {
+        let text = parts.concat();
+        let (got, _) = lines(text.as_bytes());
+        let got: Vec<String> = got.into_iter().map(|(t, _)| t).collect();
+        proptest::prop_assert_eq!(got, by_steps(text.as_bytes()));
+    }
+}

@@ -27,6 +27,8 @@ pub struct ConnOpts {
     pub fwmark: Option<u32>,
     /// `connect_timeout`, also the per-read timeout.
     pub timeout: Duration,
+    /// `half_open` (extension, TCP_CHECK): a SYN instead of a connect.
+    pub half_open: bool,
 }
 
 impl ConnOpts {
@@ -51,6 +53,7 @@ impl ConnOpts {
             bind_if: c.bind_if.clone(),
             fwmark: c.fwmark,
             timeout: t.connect_timeout.max(Duration::from_micros(1)),
+            half_open: false,
         }
     }
 
@@ -62,6 +65,7 @@ impl ConnOpts {
             bind_if: None,
             fwmark: None,
             timeout,
+            half_open: false,
         }
     }
 

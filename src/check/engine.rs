@@ -41,6 +41,7 @@ impl Engine {
         mut jitter: Jitter,
     ) -> Engine {
         let mut tasks = JoinSet::new();
+        prober.prepare(plan);
         let board = Arc::new(Board::new(plan));
         let mut files = Vec::new();
         for (i, c) in plan.checks.iter().enumerate() {

@@ -210,7 +210,10 @@ fn probe_kind(
 ) -> Result<Option<ProbeKind>, String> {
     let conn = || ConnOpts::from_common(c.common());
     Ok(Some(match c {
-        Checker::Tcp(_) => ProbeKind::Tcp(conn()),
+        Checker::Tcp(t) => ProbeKind::Tcp(ConnOpts {
+            half_open: t.half_open.unwrap_or(vs.half_open),
+            ..conn()
+        }),
         Checker::Ping(_) => ProbeKind::Ping(conn()),
         Checker::Http(h) | Checker::Ssl(h) => {
             let t = if matches!(c, Checker::Ssl(_)) {

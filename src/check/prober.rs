@@ -4,8 +4,9 @@
 //! I/O shell of the checker, called by the [`super::engine`]'s tasks.
 
 use super::conn::Failure;
+use super::halfopen::HalfOpen;
 use super::misc::{self, Scripts};
-use super::plan::{Planned, ProbeKind};
+use super::plan::{Plan, Planned, ProbeKind};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -15,6 +16,10 @@ pub type Outcome = Result<Option<u8>, Failure>;
 
 /// Runs one probe. The real one does I/O; tests script results.
 pub trait Prober: Send + Sync + 'static {
+    /// Makes ready what the plan's probes need before they start (the
+    /// half-open probes' raw sockets), reporting what is missing then.
+    fn prepare(&self, _plan: &Plan) {}
+
     /// Runs check `check` of the plan against url `url` (HTTP) with
     /// sequence number `seq` (PING/DNS).
     fn probe<'a>(
@@ -26,20 +31,33 @@ pub trait Prober: Send + Sync + 'static {
 }
 
 /// The prober that talks to the real servers.
-#[derive(Debug, Clone)]
 pub struct NetProber {
     scripts: Scripts,
+    half_open: HalfOpen,
 }
 
 impl NetProber {
     /// MISC_CHECK scripts run under `scripts`' cap, shared with the notify
     /// scripts.
     pub fn new(scripts: Scripts) -> NetProber {
-        NetProber { scripts }
+        NetProber {
+            scripts,
+            half_open: HalfOpen::new(),
+        }
     }
 }
 
 impl Prober for NetProber {
+    fn prepare(&self, plan: &Plan) {
+        for c in &plan.checks {
+            if let ProbeKind::Tcp(c) = &c.kind {
+                if c.half_open {
+                    self.half_open.prepare(c);
+                }
+            }
+        }
+    }
+
     fn probe<'a>(
         &'a self,
         check: &'a Planned,
@@ -48,6 +66,11 @@ impl Prober for NetProber {
     ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
         Box::pin(async move {
             match &check.kind {
+                ProbeKind::Tcp(c) if c.half_open => match self.half_open.probe(c).await {
+                    Some(r) => r.map(|()| None),
+                    // No raw socket there (logged when the checks started).
+                    None => super::tcp::check(c).await.map(|()| None),
+                },
                 ProbeKind::Tcp(c) => super::tcp::check(c).await.map(|()| None),
                 ProbeKind::Http(h) => h.check(url).await.map(|()| None),
                 ProbeKind::Smtp(c, helo) => super::smtp::check(c, helo).await.map(|()| None),

@@ -515,8 +515,11 @@ fn checkers() -> Vec<Kw> {
         kw("min_reply_length", h::udp_min_reply_length),
         kw("max_reply_length", h::udp_max_reply_length),
     ]);
+    let mut tcp = checker_common();
+    // Extension of keepalived-rs (grammar/keywords.md).
+    tcp.push(kw("half_open", h::ck_half_open));
     vec![
-        block("TCP_CHECK", h::tcp_open, checker_common(), h::checker_close),
+        block("TCP_CHECK", h::tcp_open, tcp, h::checker_close),
         block("HTTP_GET", h::http_open, http_block(), h::http_close),
         block("SSL_GET", h::ssl_open, http_block(), h::http_close),
         block("MISC_CHECK", h::misc_open, misc, h::misc_close),
@@ -592,6 +595,8 @@ fn virtual_server() -> Vec<Kw> {
         kw("ha_suspend", h::vs_ha_suspend),
         kw("alpha", h::vs_alpha),
         kw("omega", h::vs_omega),
+        // Extension of keepalived-rs (grammar/keywords.md).
+        kw("half_open", h::vs_half_open),
         kw("quorum", h::vs_quorum),
         kw("hysteresis", h::vs_hysteresis),
         kw("quorum_up", h::vs_quorum_up),

@@ -462,6 +462,9 @@ pub struct CheckerCommon {
     pub alpha: Option<bool>,
     /// `log_all_failures`.
     pub log_all_failures: Option<bool>,
+    /// `half_open` (extension, TCP_CHECK): SYN out, SYN-ACK up, RST down;
+    /// unset = the virtual server's.
+    pub half_open: Option<bool>,
 }
 
 /// A `url { }` block of HTTP_GET / SSL_GET.
@@ -713,6 +716,9 @@ pub struct VirtualServer {
     pub warmup: Option<u64>,
     /// `inhibit_on_failure`.
     pub inhibit_on_failure: bool,
+    /// `half_open` (extension): its TCP_CHECKs probe half-open unless they
+    /// say otherwise.
+    pub half_open: bool,
     /// Real servers.
     pub real_servers: Vec<RealServer>,
     /// The MISC_CHECKs of its real servers dropped at their block's end

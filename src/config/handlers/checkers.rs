@@ -261,6 +261,15 @@ pub fn ck_alpha(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
+/// `half_open [BOOL]` (extension, TCP_CHECK).
+pub fn ck_half_open(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "half_open") {
+        if let Some(c) = common(p) {
+            c.half_open = Some(b);
+        }
+    }
+    Ok(())
+}
 pub fn ck_log_all_failures(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "log_all_failures") {
         if let Some(c) = common(p) {

@@ -85,6 +85,7 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         delay_before_retry: None,
         warmup: None,
         inhibit_on_failure: false,
+        half_open: false,
         real_servers: Vec::new(),
         orphaned_misc: Vec::new(),
         first_rs_af: None,
@@ -378,6 +379,16 @@ vs_flag_setter!(vs_ha_suspend, ha_suspend);
 vs_flag_setter!(vs_alpha, alpha);
 vs_flag_setter!(vs_omega, omega);
 vs_flag_setter!(vs_inhibit, inhibit_on_failure);
+
+/// `half_open [BOOL]` (extension): the virtual server's TCP_CHECKs default.
+pub fn vs_half_open(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "half_open") {
+        if let Some(v) = vs(p) {
+            v.half_open = b;
+        }
+    }
+    Ok(())
+}
 
 pub fn vs_quorum(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();

@@ -1,0 +1,492 @@
+//! Half-open TCP probes (extension `half_open`): a SYN out, a SYN-ACK is up,
+//! a RST is down, silence within `connect_timeout` is a timeout. No
+//! connection is made: the backend's SYN-ACK reaches a port we hold bound
+//! but not listening, so the kernel answers it with a RST (we send our own
+//! where we could not hold the port). It proves less than a connect (an
+//! application that never accepts still passes: docs/compat.md).
+//!
+//! I/O shell of the checker, beside [`super::tcp`], called by the prober.
+//! One raw socket per source (address family, source address, `bind_if`,
+//! `fwmark`), filtered in the kernel by [`super::syn::filter`] to replies
+//! to our ports; SYNs leave in batches (`sendmmsg`) and replies are read in
+//! batches (`recvmmsg`), each by one task per source. The wire format is
+//! [`super::syn`].
+
+use super::conn::{ConnOpts, Failure};
+use super::syn::{self, Answer};
+use nix::sys::socket::{
+    recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage,
+};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::unix::AsyncFd;
+use tokio::sync::{mpsc, oneshot};
+
+/// Ports held per source: probes of one destination in flight at once.
+const PORTS: u16 = 8;
+/// SYNs per `sendmmsg`, replies per `recvmmsg`.
+const BATCH: usize = 64;
+
+/// Where probes leave from: one raw socket each.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    src: IpAddr,
+    /// `bind_port`, else 0 (ports of our own).
+    port: u16,
+    bind_if: Option<String>,
+    fwmark: Option<u32>,
+}
+
+/// A destination with the device and mark its route is looked up with.
+type RouteKey = (IpAddr, Option<String>, Option<u32>);
+/// A probe in flight: its SYN's sequence number, and who waits.
+type Pending = (u32, oneshot::Sender<Answer>);
+
+/// The half-open prober: its sources, opened at first need.
+#[derive(Default)]
+pub struct HalfOpen {
+    sources: Mutex<HashMap<Key, Option<Arc<Source>>>>,
+    /// The source address the kernel picks per destination and options.
+    routes: Mutex<HashMap<RouteKey, IpAddr>>,
+    seq: AtomicU64,
+}
+
+/// One raw socket, its ports and the probes in flight on it.
+struct Source {
+    lo: u16,
+    hi: u16,
+    /// The TCP sockets holding our ports (bound, never listening): the
+    /// kernel resets what a backend sends them. Empty when `bind_port` was
+    /// already taken: then we send the RST.
+    _held: Vec<Socket>,
+    own_rst: bool,
+    inflight: Mutex<HashMap<(SocketAddr, u16), Pending>>,
+    tx: mpsc::UnboundedSender<(SocketAddr, Packet)>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Packet {
+    Syn([u8; syn::SYN_LEN]),
+    Rst([u8; syn::RST_LEN]),
+}
+
+impl Packet {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Packet::Syn(b) => b,
+            Packet::Rst(b) => b,
+        }
+    }
+}
+
+/// Takes a probe's place in flight back when it ends, however it ends.
+struct Claim<'a> {
+    src: &'a Source,
+    key: (SocketAddr, u16),
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.src
+            .inflight
+            .lock()
+            .expect("inflight")
+            .remove(&self.key);
+    }
+}
+
+impl HalfOpen {
+    /// A prober with no source open yet.
+    pub fn new() -> HalfOpen {
+        HalfOpen::default()
+    }
+
+    /// Opens the source `c` probes from, so that a missing capability is
+    /// reported when the checks start. False when half-open probes cannot
+    /// run there (the error logged once): `c` connects in full instead.
+    pub fn prepare(&self, c: &ConnOpts) -> bool {
+        match self.key(c) {
+            Ok(k) => self.source(&k, c).is_some(),
+            Err(_) => false,
+        }
+    }
+
+    /// One half-open probe of `c`'s destination; `None` when this source
+    /// cannot probe half-open (then the caller connects in full).
+    pub async fn probe(&self, c: &ConnOpts) -> Option<Result<(), Failure>> {
+        let key = match self.key(c) {
+            Ok(k) => k,
+            Err(e) => return Some(Err(Failure::Socket(e))),
+        };
+        let src = self.source(&key, c)?;
+        Some(self.run(&src, &key, c).await)
+    }
+
+    async fn run(&self, src: &Source, key: &Key, c: &ConnOpts) -> Result<(), Failure> {
+        let seq = self.next_seq();
+        let (done, answer) = oneshot::channel();
+        let port = {
+            let mut inflight = src.inflight.lock().expect("inflight");
+            let span = src.hi - src.lo + 1;
+            let start = (seq % u32::from(span)) as u16;
+            let free = (0..span)
+                .map(|i| src.lo + (start + i) % span)
+                .find(|p| !inflight.contains_key(&(c.dst, *p)));
+            let Some(port) = free else {
+                // Every port already has a probe of this destination out.
+                return Err(Failure::Socket(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    "every half-open probe port is busy for this destination",
+                )));
+            };
+            inflight.insert((c.dst, port), (seq, done));
+            port
+        };
+        let _claim = Claim {
+            src,
+            key: (c.dst, port),
+        };
+        let from = SocketAddr::new(key.src, port);
+        if src
+            .tx
+            .send((c.dst, Packet::Syn(syn::syn(from, c.dst, seq))))
+            .is_err()
+        {
+            return Err(Failure::Socket(io::Error::other(
+                "half-open sender stopped",
+            )));
+        }
+        match tokio::time::timeout(c.timeout, answer).await {
+            Ok(Ok(Answer::Open)) => {
+                if src.own_rst {
+                    let rst = syn::rst(from, c.dst, seq.wrapping_add(1));
+                    let _ = src.tx.send((c.dst, Packet::Rst(rst)));
+                }
+                Ok(())
+            }
+            Ok(Ok(Answer::Refused)) => Err(Failure::Connect(io::Error::from_raw_os_error(
+                nix::libc::ECONNREFUSED,
+            ))),
+            Ok(Err(_)) => Err(Failure::Socket(io::Error::other(
+                "half-open receiver stopped",
+            ))),
+            Err(_) => Err(Failure::ConnectTimeout),
+        }
+    }
+
+    fn next_seq(&self) -> u32 {
+        // Unpredictable initial sequence numbers, as a connect's: a keyed
+        // hash of a counter (std's per-process random keys).
+        let n = self.seq.fetch_add(1, Ordering::Relaxed);
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.finish() as u32
+    }
+
+    /// The source `c` probes from: `bindto`, else the address the kernel
+    /// picks for the destination (asked once per destination).
+    fn key(&self, c: &ConnOpts) -> io::Result<Key> {
+        let bound = c.bind.map(|b| b.ip()).filter(|ip| !ip.is_unspecified());
+        let src = match bound {
+            Some(ip) => ip,
+            None => {
+                let rk = (c.dst.ip(), c.bind_if.clone(), c.fwmark);
+                let cached = self.routes.lock().expect("routes").get(&rk).copied();
+                match cached {
+                    Some(ip) => ip,
+                    None => {
+                        let ip = route_source(c)?;
+                        self.routes.lock().expect("routes").insert(rk, ip);
+                        ip
+                    }
+                }
+            }
+        };
+        Ok(Key {
+            src,
+            port: c.bind.map(|b| b.port()).unwrap_or(0),
+            bind_if: c.bind_if.clone(),
+            fwmark: c.fwmark,
+        })
+    }
+
+    fn source(&self, key: &Key, c: &ConnOpts) -> Option<Arc<Source>> {
+        let mut sources = self.sources.lock().expect("sources");
+        if let Some(s) = sources.get(key) {
+            return s.clone();
+        }
+        let s = match Source::open(key) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+                    " (CAP_NET_RAW is needed)"
+                } else {
+                    ""
+                };
+                log::error!(
+                    "TCP_CHECK half_open to {}: cannot open a raw socket from {}: {e}{hint} - connecting in full instead",
+                    c.dst,
+                    key.src
+                );
+                None
+            }
+        };
+        sources.insert(key.clone(), s.clone());
+        s
+    }
+}
+
+/// The source address the kernel routes `c`'s destination from (with its
+/// device and mark): a UDP socket connected there tells.
+fn route_source(c: &ConnOpts) -> io::Result<IpAddr> {
+    let s = c.socket(Type::DGRAM, Some(Protocol::UDP))?;
+    s.connect(&SockAddr::from(c.dst))?;
+    s.local_addr()?
+        .as_socket()
+        .map(|a| a.ip())
+        .ok_or_else(|| io::Error::other("no source address"))
+}
+
+impl Source {
+    fn open(key: &Key) -> io::Result<Arc<Source>> {
+        let v6 = key.src.is_ipv6();
+        let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
+        let raw = Socket::new(
+            domain,
+            Type::RAW.nonblocking().cloexec(),
+            Some(Protocol::TCP),
+        )?;
+        if let Some(dev) = &key.bind_if {
+            raw.bind_device(Some(dev.as_bytes()))?;
+        }
+        if let Some(mark) = key.fwmark {
+            raw.set_mark(mark)?;
+        }
+        // The source of every SYN, and only replies to it are read.
+        raw.bind(&SockAddr::from(SocketAddr::new(key.src, 0)))?;
+        let (held, lo, hi, own_rst) = hold_ports(key)?;
+        raw.attach_filter(&syn::filter(v6, lo, hi))?;
+        // Replies that came before the filter was in place: drop them.
+        let mut junk = [std::mem::MaybeUninit::<u8>::uninit(); 128];
+        while raw.recv(&mut junk).is_ok() {}
+        // SAFETY: the AsyncFd owns the socket, and so its descriptor, which
+        // stays open and the same until the AsyncFd is dropped.
+        let raw = Arc::new(unsafe { AsyncFd::register(raw) }.map_err(io::Error::from)?);
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok(Arc::new_cyclic(|me| Source {
+            lo,
+            hi,
+            _held: held,
+            own_rst,
+            inflight: Mutex::new(HashMap::new()),
+            tx,
+            tasks: vec![
+                tokio::spawn(send_loop(raw.clone(), rx)),
+                tokio::spawn(recv_loop(raw, me.clone(), v6)),
+            ],
+        }))
+    }
+}
+
+/// Binds TCP sockets (never listening) to `PORTS` consecutive ports of the
+/// key's family, or to its `bind_port`: no local socket can take them, and
+/// the kernel resets a SYN-ACK sent to them. Returns them, the range, and
+/// whether we must send the RST ourselves (a `bind_port` already taken).
+fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
+    let any = match key.src {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    let bind = |port: u16| -> io::Result<Socket> {
+        let s = Socket::new(
+            Domain::for_address(SocketAddr::new(any, 0)),
+            Type::STREAM.cloexec(),
+            Some(Protocol::TCP),
+        )?;
+        if any.is_ipv6() {
+            s.set_only_v6(true)?;
+        }
+        s.bind(&SockAddr::from(SocketAddr::new(any, port)))?;
+        Ok(s)
+    };
+    if key.port != 0 {
+        return Ok(match bind(key.port) {
+            Ok(s) => (vec![s], key.port, key.port, false),
+            Err(_) => (Vec::new(), key.port, key.port, true),
+        });
+    }
+    for _ in 0..16 {
+        let first = bind(0)?;
+        let lo = first
+            .local_addr()?
+            .as_socket()
+            .map(|a| a.port())
+            .unwrap_or(0);
+        if lo == 0 || lo > u16::MAX - PORTS {
+            continue;
+        }
+        let mut held = vec![first];
+        for p in lo + 1..lo + PORTS {
+            match bind(p) {
+                Ok(s) => held.push(s),
+                Err(_) => break,
+            }
+        }
+        let hi = lo + held.len() as u16 - 1;
+        if held.len() as u16 == PORTS {
+            return Ok((held, lo, hi, false));
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        "no free range of ports for half-open probes",
+    ))
+}
+
+/// Sends what is queued, in batches of up to [`BATCH`] per `sendmmsg`.
+async fn send_loop(
+    fd: Arc<AsyncFd<Socket>>,
+    mut rx: mpsc::UnboundedReceiver<(SocketAddr, Packet)>,
+) {
+    let mut batch: Vec<(SocketAddr, Packet)> = Vec::with_capacity(BATCH);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        let mut sent = 0;
+        while sent < batch.len() {
+            let Ok(mut guard) = fd.writable().await else {
+                return;
+            };
+            let rest = &batch[sent..];
+            match guard.try_io(|s| send_batch(s.get_ref(), rest)) {
+                Ok(Ok(n)) => sent += n.max(1),
+                Ok(Err(e)) => {
+                    // A destination the kernel refuses (no route) must not
+                    // hold up the others: that SYN is dropped and its probe
+                    // times out.
+                    log::debug!("half-open: sendmmsg to {}: {e}", rest[0].0);
+                    sent += 1;
+                }
+                Err(_would_block) => {}
+            }
+        }
+        batch.clear();
+    }
+}
+
+fn send_batch(s: &Socket, batch: &[(SocketAddr, Packet)]) -> io::Result<usize> {
+    // Made per batch: its pointers keep it on one thread (not `Send`).
+    let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(batch.len(), None);
+    let iovs: Vec<[IoSlice<'_>; 1]> = batch
+        .iter()
+        .map(|(_, p)| [IoSlice::new(p.bytes())])
+        .collect();
+    // A raw socket's destination port is not a TCP port: 0.
+    let addrs: Vec<Option<SockaddrStorage>> = batch
+        .iter()
+        .map(|(d, _)| Some(SockaddrStorage::from(SocketAddr::new(d.ip(), 0))))
+        .collect();
+    let none: [ControlMessage<'_>; 0] = [];
+    let r = sendmmsg(
+        s.as_raw_fd(),
+        &mut hdrs,
+        &iovs,
+        &addrs,
+        none,
+        MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(io::Error::from)?;
+    Ok(r.count())
+}
+
+/// Reads replies in batches of up to [`BATCH`] per `recvmmsg` and hands
+/// each to the probe waiting for it.
+async fn recv_loop(fd: Arc<AsyncFd<Socket>>, src: std::sync::Weak<Source>, v6: bool) {
+    let mut bufs = vec![[0u8; syn::SNAP as usize]; BATCH];
+    loop {
+        let Ok(mut guard) = fd.readable().await else {
+            return;
+        };
+        let got = guard.try_io(|s| recv_batch(s.get_ref(), &mut bufs));
+        let got = match got {
+            Ok(Ok(g)) => g,
+            Ok(Err(e)) => {
+                log::debug!("half-open: recvmmsg: {e}");
+                continue;
+            }
+            Err(_would_block) => continue,
+        };
+        let Some(src) = src.upgrade() else {
+            return;
+        };
+        for (i, (len, from)) in got.into_iter().enumerate() {
+            let pkt = &bufs[i][..len.min(syn::SNAP as usize)];
+            let reply = match (v6, from) {
+                (true, Some(IpAddr::V6(a))) => syn::parse_v6(a, pkt),
+                (false, _) => syn::parse_v4(pkt),
+                _ => None,
+            };
+            let Some(r) = reply else { continue };
+            let mut inflight = src.inflight.lock().expect("inflight");
+            let key = (r.from, r.to_port);
+            if inflight
+                .get(&key)
+                .is_some_and(|(seq, _)| seq.wrapping_add(1) == r.ack)
+            {
+                if let Some((_, done)) = inflight.remove(&key) {
+                    let _ = done.send(r.answer);
+                }
+            }
+        }
+    }
+}
+
+fn recv_batch(
+    s: &Socket,
+    bufs: &mut [[u8; syn::SNAP as usize]],
+) -> io::Result<Vec<(usize, Option<IpAddr>)>> {
+    let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(bufs.len(), None);
+    let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
+        bufs.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
+    let r = recvmmsg(
+        s.as_raw_fd(),
+        &mut hdrs,
+        iovs.iter_mut(),
+        MsgFlags::MSG_DONTWAIT,
+        None,
+    )
+    .map_err(io::Error::from)?;
+    Ok(r.map(|m| {
+        let from = m.address.and_then(|a: SockaddrStorage| match a.family() {
+            Some(nix::sys::socket::AddressFamily::Inet6) => {
+                a.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip()))
+            }
+            Some(nix::sys::socket::AddressFamily::Inet) => {
+                a.as_sockaddr_in().map(|s| IpAddr::V4(s.ip()))
+            }
+            _ => None,
+        });
+        (m.bytes, from)
+    })
+    .collect())
+}

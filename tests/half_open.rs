@@ -1,0 +1,203 @@
+//! Half-open TCP probes (extension `half_open`) against real loopback
+//! listeners: a SYN-ACK is up and the backend accepts nothing, a RST is
+//! down, silence is a timeout; IPv4 and IPv6; without CAP_NET_RAW the
+//! daemon says so at start and connects in full.
+
+use keepalived::check::engine::{plan, NetProber, Outcome, PlanOptions, Planned, Prober};
+use keepalived::check::misc::Scripts;
+use keepalived::config::load_str;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+fn planned(addr: SocketAddr, checker: &str) -> Planned {
+    let ip = match addr {
+        SocketAddr::V4(a) => a.ip().to_string(),
+        SocketAddr::V6(a) => a.ip().to_string(),
+    };
+    let vip = if addr.is_ipv6() {
+        "2001:db8::1"
+    } else {
+        "192.0.2.1"
+    };
+    let text = format!(
+        "virtual_server {vip} 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n \
+         real_server {ip} {} {{\n {checker}\n }}\n}}\n",
+        addr.port()
+    );
+    let l = load_str(&text);
+    assert!(
+        l.diagnostics.items().is_empty(),
+        "{:?}",
+        l.diagnostics.items()
+    );
+    let (p, errors) = plan(&l.config, &PlanOptions::default());
+    assert!(errors.is_empty(), "{errors:?}");
+    p.checks.into_iter().next().expect("one check")
+}
+
+const HALF: &str = "TCP_CHECK {\n connect_timeout 1\n half_open\n }";
+const FULL: &str = "TCP_CHECK {\n connect_timeout 1\n }";
+
+/// How many connections completed and wait in the listener's queue.
+fn queued(l: &TcpListener) -> usize {
+    l.set_nonblocking(true).unwrap();
+    let mut n = 0;
+    loop {
+        match l.accept() {
+            Ok(_) => n += 1,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return n,
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+async fn probe_all(p: &NetProber, c: &Planned, n: usize) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(p.probe(c, 0, 1).await);
+    }
+    out
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn syn_ack_is_up_and_the_backend_accepts_nothing() {
+    for bind in ["127.0.0.1:0", "[::1]:0"] {
+        let l = TcpListener::bind(bind).unwrap();
+        let addr = l.local_addr().unwrap();
+        let p = NetProber::new(Scripts::new(4));
+        let c = planned(addr, HALF);
+        let mut plan = keepalived::check::engine::Plan::default();
+        plan.checks.push(c.clone());
+        p.prepare(&plan);
+        let out = probe_all(&p, &c, 5).await;
+        assert!(out.iter().all(|o| o.is_ok()), "{bind}: {out:?}");
+        // Five SYN-ACKs, each reset by the kernel: no connection completed.
+        assert_eq!(queued(&l), 0, "{bind}");
+        // The same check connecting in full does leave connections: the
+        // count above could have seen them.
+        let c = planned(addr, FULL);
+        let out = probe_all(&p, &c, 2).await;
+        assert!(out.iter().all(|o| o.is_ok()), "{bind}: {out:?}");
+        assert_eq!(queued(&l), 2, "{bind}");
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn rst_is_down_as_a_refused_connect() {
+    for bind in ["127.0.0.1:0", "[::1]:0"] {
+        // A port nobody listens on: bound a moment, then released.
+        let addr = TcpListener::bind(bind).unwrap().local_addr().unwrap();
+        let p = NetProber::new(Scripts::new(4));
+        let c = planned(addr, HALF);
+        let t = Instant::now();
+        let o = p.probe(&c, 0, 1).await;
+        assert!(
+            matches!(&o, Err(e) if e.to_string().contains("Connection refused")),
+            "{bind}: {o:?}"
+        );
+        // Answered, not timed out.
+        assert!(
+            t.elapsed() < Duration::from_millis(900),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn silence_is_a_timeout() {
+    // A listener whose accept queue is full drops new SYNs unanswered.
+    let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    l.listen(0).unwrap();
+    let addr = l.local_addr().unwrap().as_socket().unwrap();
+    let _fill: Vec<TcpStream> = (0..2)
+        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok())
+        .collect();
+    let p = NetProber::new(Scripts::new(4));
+    let c = planned(addr, HALF);
+    let t = Instant::now();
+    let o = p.probe(&c, 0, 1).await;
+    assert!(
+        matches!(&o, Err(e) if e.to_string().contains("timed out")),
+        "{o:?}"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(990),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root to drop CAP_NET_RAW with setpriv: cargo test --features root"
+)]
+async fn without_cap_net_raw_the_daemon_says_so_and_connects_in_full() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let dir = std::env::temp_dir().join(format!("ka-halfopen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("k.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "virtual_server 192.0.2.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n delay_loop 1\n half_open\n \
+             real_server 127.0.0.1 {port} {{\n TCP_CHECK {{\n connect_timeout 1\n }}\n }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new("setpriv")
+        .args(["--bounding-set=-net_raw", "--inh-caps=-net_raw", "--"])
+        .arg(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--dry-run", "-n", "-l", "-f"])
+        .arg(&conf)
+        .arg("--status-socket")
+        .arg(dir.join("s.sock"))
+        .arg("-p")
+        .arg(dir.join("p"))
+        .arg("-c")
+        .arg(dir.join("c"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("setpriv");
+    // Its first check runs 1 s after the start: connections queue up.
+    let t = Instant::now();
+    let mut n = 0;
+    while n == 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+        n += queued(&l);
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let out = child.wait_with_output().unwrap();
+    let log =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(n > 0, "no full connect came: {log}");
+    assert!(
+        log.contains("TCP_CHECK half_open to 127.0.0.1:")
+            && log.contains("cannot open a raw socket")
+            && log.contains("CAP_NET_RAW is needed")
+            && log.contains("connecting in full instead"),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -175,33 +175,44 @@ const JSET: u16 = 0x40;
 /// The operand is the constant `k` (0, spelt out for reading).
 const K: u16 = 0x00;
 
+/// One classic BPF instruction: opcode, jump if true, jump if false, k.
+pub type Insn = (u16, u8, u8, u32);
+
 /// The filter of a raw TCP socket: only segments to our ports `lo..=hi`
 /// with RST, or SYN and ACK, reach the socket, cut to [`SNAP`] bytes. An
 /// IPv4 raw socket sees the IP header first (its length read from it); an
 /// IPv6 one sees the TCP segment.
-pub fn filter(v6: bool, lo: u16, hi: u16) -> Vec<SockFilter> {
+pub fn program(v6: bool, lo: u16, hi: u16) -> Vec<Insn> {
     let (lo, hi) = (u32::from(lo), u32::from(hi));
     let mut f = Vec::new();
     let mode = if v6 {
         ABS
     } else {
         // X = the IP header's length.
-        f.push(SockFilter::new(LDX | B | MSH, 0, 0, 0));
+        f.push((LDX | B | MSH, 0, 0, 0));
         IND
     };
-    // From the instruction after the checks: drop is 4 further on, accept 5.
+    // Jumps count the instructions skipped: drop is the second last.
     f.extend([
-        SockFilter::new(LD | H | mode, 0, 0, 2),
-        SockFilter::new(JMP | JGE | K, 0, 5, lo),
-        SockFilter::new(JMP | JGT | K, 4, 0, hi),
-        SockFilter::new(LD | B | mode, 0, 0, 13),
-        SockFilter::new(JMP | JSET | K, 3, 0, u32::from(RST)),
-        SockFilter::new(ALU | AND | K, 0, 0, u32::from(SYN | ACK)),
-        SockFilter::new(JMP | JEQ | K, 1, 0, u32::from(SYN | ACK)),
-        SockFilter::new(RET, 0, 0, 0),
-        SockFilter::new(RET, 0, 0, SNAP),
+        (LD | H | mode, 0, 0, 2),
+        (JMP | JGE | K, 0, 5, lo),
+        (JMP | JGT | K, 4, 0, hi),
+        (LD | B | mode, 0, 0, 13),
+        (JMP | JSET | K, 3, 0, u32::from(RST)),
+        (ALU | AND | K, 0, 0, u32::from(SYN | ACK)),
+        (JMP | JEQ | K, 1, 0, u32::from(SYN | ACK)),
+        (RET, 0, 0, 0),
+        (RET, 0, 0, SNAP),
     ]);
     f
+}
+
+/// [`program`] as the kernel takes it.
+pub fn filter(v6: bool, lo: u16, hi: u16) -> Vec<SockFilter> {
+    program(v6, lo, hi)
+        .into_iter()
+        .map(|(code, jt, jf, k)| SockFilter::new(code, jt, jf, k))
+        .collect()
 }
 
 #[cfg(test)]
@@ -259,30 +270,7 @@ mod tests {
     }
 
     /// Runs a classic BPF program over a packet (the subset we use).
-    fn run(f: &[SockFilter], pkt: &[u8]) -> u32 {
-        // SockFilter's fields are private: read them back through its
-        // C layout (u16 code, u8 jt, u8 jf, u32 k).
-        let ins: Vec<(u16, u8, u8, u32)> = f
-            .iter()
-            .map(|i| {
-                let s = format!("{i:?}");
-                let num = |name: &str| -> u32 {
-                    let at = s.find(&format!("{name}: ")).unwrap() + name.len() + 2;
-                    s[at..]
-                        .split(|c: char| !c.is_ascii_digit())
-                        .next()
-                        .unwrap()
-                        .parse()
-                        .unwrap()
-                };
-                (
-                    num("code") as u16,
-                    num("jt") as u8,
-                    num("jf") as u8,
-                    num("k"),
-                )
-            })
-            .collect();
+    fn run(ins: &[Insn], pkt: &[u8]) -> u32 {
         let (mut acc, mut x, mut pc) = (0u32, 0u32, 0usize);
         loop {
             let (code, jt, jf, k) = ins[pc];
@@ -312,7 +300,7 @@ mod tests {
 
     #[test]
     fn the_filter_keeps_replies_to_our_ports_only() {
-        let f = filter(false, 40000, 40007);
+        let f = program(false, 40000, 40007);
         assert_eq!(run(&f, &reply_v4(SYN | ACK, 1)), SNAP);
         assert_eq!(run(&f, &reply_v4(RST | ACK, 1)), SNAP);
         assert_eq!(run(&f, &reply_v4(ACK, 1)), 0);
@@ -328,7 +316,7 @@ mod tests {
             p[22..24].copy_from_slice(&port.to_be_bytes());
             assert_eq!(run(&f, &p), 0, "{port}");
         }
-        let f6 = filter(true, 40000, 40007);
+        let f6 = program(true, 40000, 40007);
         let mut t = [0u8; 20];
         header(&mut t, 443, 40007, 1, 2, RST | ACK, 5);
         assert_eq!(run(&f6, &t), SNAP);

@@ -40,6 +40,18 @@ fn cells(line: &str) -> Vec<String> {
 }
 
 /// The table rows (cells) after the header line starting with `header`.
+/// The rows of every table under `header`, in order.
+fn tables(md: &str, header: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut rest = md;
+    while let Some(at) = rest.find(header) {
+        rest = &rest[at..];
+        rows.extend(table(rest, header));
+        rest = &rest[header.len()..];
+    }
+    rows
+}
+
 fn table(md: &str, header: &str) -> Vec<Vec<String>> {
     let mut lines = md.lines().skip_while(|l| !l.starts_with(header));
     lines.next();
@@ -107,12 +119,17 @@ fn render(md: &str) -> String {
         }
         let _ = writeln!(o, ".TP\n.B {}\n{}", roff(&row[0]), text.trim());
     }
-    let ext = table(md, "| keyword | arguments | default | meaning |");
-    let ext_names: Vec<String> = ext.iter().map(|r| r[0].replace('`', "")).collect();
+    let ext = tables(md, "| keyword | arguments | default | meaning |");
+    // The keyword is the first word in backticks ("`half_open` (TCP_CHECK, VS)").
+    let ext_names: Vec<String> = ext
+        .iter()
+        .map(|r| r[0].split('`').nth(1).unwrap_or(&r[0]).to_string())
+        .collect();
     let _ = writeln!(o, ".SH \"EXTENSIONS OF KEEPALIVED\\-RS\"");
     let _ = writeln!(
         o,
-        "keepalived 2.2.7 does not know these \\fBglobal_defs\\fR keywords (it reports them as unknown)."
+        "keepalived 2.2.7 does not know these keywords (it reports them as unknown); where\n\
+         they are not written, keepalived's behaviour holds."
     );
     for row in &ext {
         if row.len() < 4 {

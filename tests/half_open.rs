@@ -201,3 +201,29 @@ async fn without_cap_net_raw_the_daemon_says_so_and_connects_in_full() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn a_bind_port_held_elsewhere_gets_our_own_reset() {
+    // The port `bind_port` names is taken (bound, not listening): the
+    // prober cannot hold it, so the backend's SYN-ACK is answered by the
+    // RST we send, and still nothing is accepted.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let taken = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    taken
+        .bind(&"0.0.0.0:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    let port = taken.local_addr().unwrap().as_socket().unwrap().port();
+    let p = NetProber::new(Scripts::new(4));
+    let c = planned(
+        addr,
+        &format!("TCP_CHECK {{\n connect_timeout 1\n bind_port {port}\n half_open\n }}"),
+    );
+    let out = probe_all(&p, &c, 3).await;
+    assert!(out.iter().all(|o| o.is_ok()), "{out:?}");
+    assert_eq!(queued(&l), 0);
+}

@@ -33,10 +33,12 @@ const PORTS: u16 = 8;
 /// SYNs per `sendmmsg`, replies per `recvmmsg`.
 const BATCH: usize = 64;
 
-/// Where probes leave from: one raw socket each.
+/// Where probes leave from: one raw socket each. An IPv4 socket writes
+/// each packet's IP header (`IP_HDRINCL`), so one serves every source
+/// address; an IPv6 one is bound to its source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
-    src: IpAddr,
+    v6: Option<Ipv6Addr>,
     /// `bind_port`, else 0 (ports of our own).
     port: u16,
     bind_if: Option<String>,
@@ -79,18 +81,30 @@ impl Drop for Source {
     }
 }
 
+/// One packet to send: a SYN or RST, after its IPv4 header if any.
 #[derive(Clone, Copy)]
-enum Packet {
-    Syn([u8; syn::SYN_LEN]),
-    Rst([u8; syn::RST_LEN]),
+struct Packet {
+    buf: [u8; 20 + syn::SYN_LEN],
+    len: usize,
 }
 
 impl Packet {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Packet::Syn(b) => b,
-            Packet::Rst(b) => b,
+    fn new(src: SocketAddr, dst: SocketAddr, segment: &[u8]) -> Packet {
+        let mut buf = [0u8; 20 + syn::SYN_LEN];
+        let mut len = 0;
+        if let (IpAddr::V4(s), IpAddr::V4(d)) = (src.ip(), dst.ip()) {
+            buf[..20].copy_from_slice(&syn::ipv4_header(s, d, segment.len()));
+            len = 20;
         }
+        buf[len..len + segment.len()].copy_from_slice(segment);
+        Packet {
+            buf,
+            len: len + segment.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 }
 
@@ -121,7 +135,7 @@ impl HalfOpen {
     /// run there (the error logged once): `c` connects in full instead.
     pub fn prepare(&self, c: &ConnOpts) -> bool {
         match self.key(c) {
-            Ok(k) => self.source(&k, c).is_some(),
+            Ok((k, _)) => self.source(&k, c).is_some(),
             Err(_) => false,
         }
     }
@@ -129,15 +143,15 @@ impl HalfOpen {
     /// One half-open probe of `c`'s destination; `None` when this source
     /// cannot probe half-open (then the caller connects in full).
     pub async fn probe(&self, c: &ConnOpts) -> Option<Result<(), Failure>> {
-        let key = match self.key(c) {
+        let (key, from) = match self.key(c) {
             Ok(k) => k,
             Err(e) => return Some(Err(Failure::Socket(e))),
         };
         let src = self.source(&key, c)?;
-        Some(self.run(&src, &key, c).await)
+        Some(self.run(&src, from, c).await)
     }
 
-    async fn run(&self, src: &Source, key: &Key, c: &ConnOpts) -> Result<(), Failure> {
+    async fn run(&self, src: &Source, from: IpAddr, c: &ConnOpts) -> Result<(), Failure> {
         let seq = self.next_seq();
         let (done, answer) = oneshot::channel();
         let port = {
@@ -161,12 +175,9 @@ impl HalfOpen {
             src,
             key: (c.dst, port),
         };
-        let from = SocketAddr::new(key.src, port);
-        if src
-            .tx
-            .send((c.dst, Packet::Syn(syn::syn(from, c.dst, seq))))
-            .is_err()
-        {
+        let from = SocketAddr::new(from, port);
+        let packet = Packet::new(from, c.dst, &syn::syn(from, c.dst, seq));
+        if src.tx.send((c.dst, packet)).is_err() {
             return Err(Failure::Socket(io::Error::other(
                 "half-open sender stopped",
             )));
@@ -175,7 +186,7 @@ impl HalfOpen {
             Ok(Ok(Answer::Open)) => {
                 if src.own_rst {
                     let rst = syn::rst(from, c.dst, seq.wrapping_add(1));
-                    let _ = src.tx.send((c.dst, Packet::Rst(rst)));
+                    let _ = src.tx.send((c.dst, Packet::new(from, c.dst, &rst)));
                 }
                 Ok(())
             }
@@ -198,9 +209,10 @@ impl HalfOpen {
         h.finish() as u32
     }
 
-    /// The source `c` probes from: `bindto`, else the address the kernel
-    /// picks for the destination (asked once per destination).
-    fn key(&self, c: &ConnOpts) -> io::Result<Key> {
+    /// The socket `c` probes from, and its source address: `bindto`, else
+    /// the address the kernel picks for the destination (asked once per
+    /// destination).
+    fn key(&self, c: &ConnOpts) -> io::Result<(Key, IpAddr)> {
         let bound = c.bind.map(|b| b.ip()).filter(|ip| !ip.is_unspecified());
         let src = match bound {
             Some(ip) => ip,
@@ -217,12 +229,16 @@ impl HalfOpen {
                 }
             }
         };
-        Ok(Key {
-            src,
+        let key = Key {
+            v6: match src {
+                IpAddr::V6(a) => Some(a),
+                IpAddr::V4(_) => None,
+            },
             port: c.bind.map(|b| b.port()).unwrap_or(0),
             bind_if: c.bind_if.clone(),
             fwmark: c.fwmark,
-        })
+        };
+        Ok((key, src))
     }
 
     fn source(&self, key: &Key, c: &ConnOpts) -> Option<Arc<Source>> {
@@ -239,9 +255,8 @@ impl HalfOpen {
                     ""
                 };
                 log::error!(
-                    "TCP_CHECK half_open to {}: cannot open a raw socket from {}: {e}{hint} - connecting in full instead",
-                    c.dst,
-                    key.src
+                    "TCP_CHECK half_open to {}: cannot open a raw socket: {e}{hint} - connecting in full instead",
+                    c.dst
                 );
                 None
             }
@@ -264,7 +279,7 @@ fn route_source(c: &ConnOpts) -> io::Result<IpAddr> {
 
 impl Source {
     fn open(key: &Key) -> io::Result<Arc<Source>> {
-        let v6 = key.src.is_ipv6();
+        let v6 = key.v6.is_some();
         let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
         let raw = Socket::new(
             domain,
@@ -277,8 +292,11 @@ impl Source {
         if let Some(mark) = key.fwmark {
             raw.set_mark(mark)?;
         }
-        // The source of every SYN, and only replies to it are read.
-        raw.bind(&SockAddr::from(SocketAddr::new(key.src, 0)))?;
+        match key.v6 {
+            // The source of every SYN, and only replies to it are read.
+            Some(a) => raw.bind(&SockAddr::from(SocketAddr::new(IpAddr::V6(a), 0)))?,
+            None => raw.set_header_included_v4(true)?,
+        }
         let (held, lo, hi, own_rst) = hold_ports(key)?;
         raw.attach_filter(&syn::filter(v6, lo, hi))?;
         // Replies that came before the filter was in place: drop them.
@@ -308,9 +326,9 @@ impl Source {
 /// the kernel resets a SYN-ACK sent to them. Returns them, the range, and
 /// whether we must send the RST ourselves (a `bind_port` already taken).
 fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
-    let any = match key.src {
-        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    let any = match key.v6 {
+        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        Some(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
     let bind = |port: u16| -> io::Result<Socket> {
         let s = Socket::new(
@@ -321,6 +339,10 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
         if any.is_ipv6() {
             s.set_only_v6(true)?;
         }
+        // A port whose old connections linger in TIME_WAIT (a checker that
+        // closed with FIN ran before) is free for us: their 4-tuples are
+        // not ours to reuse, and a SYN-ACK still reaches the raw socket.
+        s.set_reuse_address(true)?;
         s.bind(&SockAddr::from(SocketAddr::new(any, port)))?;
         Ok(s)
     };
@@ -330,6 +352,9 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
             Err(_) => (Vec::new(), key.port, key.port, true),
         });
     }
+    // The widest range found, should no try give all PORTS.
+    let mut best: Vec<Socket> = Vec::new();
+    let mut best_lo = 0;
     for _ in 0..16 {
         let first = bind(0)?;
         let lo = first
@@ -347,15 +372,19 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
                 Err(_) => break,
             }
         }
-        let hi = lo + held.len() as u16 - 1;
         if held.len() as u16 == PORTS {
+            let hi = lo + PORTS - 1;
             return Ok((held, lo, hi, false));
         }
+        if held.len() > best.len() {
+            best = held;
+            best_lo = lo;
+        }
     }
-    Err(io::Error::new(
-        io::ErrorKind::AddrInUse,
-        "no free range of ports for half-open probes",
-    ))
+    // Fewer ports only limit how many probes of one destination can be
+    // out at once.
+    let hi = best_lo + best.len() as u16 - 1;
+    Ok((best, best_lo, hi, false))
 }
 
 /// Sends what is queued, in batches of up to [`BATCH`] per `sendmmsg`.

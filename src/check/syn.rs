@@ -7,7 +7,7 @@
 //! sends and reads these through one raw socket per source. No sockets here.
 
 use socket2::SockFilter;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// A SYN's length: the TCP header and an MSS option (what a connect sends
 /// first, so a backend treats the probe as any client's).
@@ -42,6 +42,22 @@ pub fn rst(src: SocketAddr, dst: SocketAddr, seq: u32) -> [u8; RST_LEN] {
     let c = checksum(src.ip(), dst.ip(), &p);
     p[16..18].copy_from_slice(&c.to_be_bytes());
     p
+}
+
+/// The IPv4 header the raw socket sends before a segment (`IP_HDRINCL`:
+/// each probe names its own source). The kernel fills in the identifier
+/// and the header checksum.
+pub fn ipv4_header(src: Ipv4Addr, dst: Ipv4Addr, segment_len: usize) -> [u8; 20] {
+    let mut h = [0u8; 20];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&((20 + segment_len) as u16).to_be_bytes());
+    // Don't fragment, as a connect's SYN.
+    h[6] = 0x40;
+    h[8] = 64;
+    h[9] = 6;
+    h[12..16].copy_from_slice(&src.octets());
+    h[16..20].copy_from_slice(&dst.octets());
+    h
 }
 
 fn header(p: &mut [u8], sport: u16, dport: u16, seq: u32, ack: u32, flags: u8, words: u8) {
@@ -238,6 +254,15 @@ mod tests {
             assert_eq!(checksum(a(s).ip(), a(d).ip(), &r), 0);
             assert_eq!(r[13], RST);
         }
+    }
+
+    #[test]
+    fn the_ipv4_header_names_source_destination_and_tcp() {
+        let h = ipv4_header([192, 0, 2, 1].into(), [192, 0, 2, 9].into(), SYN_LEN);
+        assert_eq!(h[0], 0x45);
+        assert_eq!(u16::from_be_bytes([h[2], h[3]]), 44);
+        assert_eq!((h[8], h[9]), (64, 6));
+        assert_eq!(&h[12..20], &[192, 0, 2, 1, 192, 0, 2, 9]);
     }
 
     fn reply_v4(flags: u8, ack: u32) -> Vec<u8> {

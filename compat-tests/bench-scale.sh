@@ -1,0 +1,199 @@
+#!/bin/bash
+# Benchmark: cost at scale, side by side with keepalived 2.2.7 on this host
+# (issue 18). keepalived's checker runs here through ../shared/tools/ipvs-shim
+# (an LD_PRELOAD that answers its IPVS socket options as our --dry-run does),
+# both against the same loopback backends (examples/bench_backends.rs).
+#
+# For each size (real servers, delay_loop 1) and each run:
+#   keepalived        keepalived 2.2.7 -C, TCP_CHECK (full connect) / HTTP_GET
+#   ours              keepalived-rs --dry-run, the same config
+#   ours-half-open    keepalived-rs, TCP_CHECKs with `half_open` (TCP only)
+# it prints checks/s achieved (offered: one per server per second), CPU per
+# 1,000 checks (utime+stime of the checker process, children included) and
+# anonymous memory (RssAnon of the checker process) after the warm-up; then
+# memory per real server as the slope between the smallest and largest size.
+# Then the half-open rate: SCALE_RATE_SERVERS TCP servers at delay_loop 0.2.
+#
+# Checks are counted outside the checker where a connection is made (the
+# backends count accepts and HTTP answers); a half-open probe makes none,
+# so its count is our own (the check_duration_seconds_count metric, read
+# twice: before and after the window).
+#
+#   compat-tests/bench-scale.sh             sizes "1000 5000 20000 50000"
+#   SCALE_SIZES="1000 5000" SCALE_KINDS="tcp http" SCALE_WINDOW=10 SCALE_WARMUP=8
+#   SCALE_RATE_SERVERS=10000 (0: skip)  SCALE_IMPLS="keepalived ours ours-half-open"
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+SIZES=${SCALE_SIZES:-1000 5000 20000 50000}
+KINDS=${SCALE_KINDS:-tcp http}
+WINDOW=${SCALE_WINDOW:-10}
+WARMUP=${SCALE_WARMUP:-8}
+RATE_SERVERS=${SCALE_RATE_SERVERS:-10000}
+IMPLS=${SCALE_IMPLS:-keepalived ours ours-half-open}
+cd "$ROOT"
+cargo build --release --quiet --bin keepalived --example bench_backends
+OURS=$ROOT/target/release/keepalived
+BACKENDS=$ROOT/target/release/examples/bench_backends
+KA=${KEEPALIVED:-/usr/sbin/keepalived}
+WORK=$(mktemp -d)
+trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$WORK"; true' EXIT
+gcc -O2 -shared -fPIC -o "$WORK/shim.so" "$ROOT/../shared/tools/ipvs-shim/shim.c" -ldl
+ulimit -n 20000 2>/dev/null || true
+METRICS_PORT=19652
+
+# gen KIND N DELAY HALF(0|1) > config; writes $WORK/list.N (backends, 15,000 a file)
+gen() {
+    local kind=$1 n=$2 delay=$3 half=$4
+    python3 - "$kind" "$n" "$delay" "$half" "$WORK" "$METRICS_PORT" <<'PY'
+import sys
+kind, n, delay, half, work, port = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1", sys.argv[5], sys.argv[6]
+per = 200
+lists = []
+body = []
+for i in range(n):
+    if i % per == 0:
+        if i:
+            body.append("}\n")
+        v = i // per
+        body.append(f"virtual_server 10.40.{v // 250}.{v % 250 + 1} 80 {{\n    delay_loop {delay}\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n")
+        if half:
+            body.append("    half_open\n")
+    a = f"127.{40 + i // 62500}.{(i // 250) % 250}.{i % 250 + 1}"
+    if i % 15000 == 0:
+        lists.append([])
+    lists[-1].append(f"{a} 80 {kind}")
+    check = "TCP_CHECK {\n            connect_timeout 5\n        }" if kind == "tcp" else \
+        "HTTP_GET {\n            url {\n                path /\n            }\n            connect_timeout 5\n        }"
+    body.append(f"    real_server {a} 80 {{\n        {check}\n    }}\n")
+if n:
+    body.append("}\n")
+print("".join(body), end="")
+for k, l in enumerate(lists):
+    with open(f"{work}/list.{k}", "w") as f:
+        f.write("\n".join(l) + "\n")
+PY
+}
+
+cpu_ticks() { # PID: utime+stime of the process (all its threads)
+    local f
+    f=$(sed 's/^.*) //' "/proc/$1/stat")
+    set -- $f
+    echo $((${12} + ${13}))
+}
+anon_kb() { awk '/^RssAnon:/{print $2}' "/proc/$1/status"; }
+backend_count() { # "tcp http", summed over the backends' logs
+    local tt=0 hh=0 l
+    for l in "$WORK"/list.*.log; do
+        set -- $(grep '^@@COUNT' "$l" | tail -n 1 | awk '{print $3, $4}')
+        tt=$((tt + ${1:-0})); hh=$((hh + ${2:-0}))
+    done
+    echo $((tt + hh))
+}
+metric_count() {
+    curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
+        awk '/_check_duration_seconds_count/{s+=$2} END{print s+0}'
+}
+
+# run NAME IMPL KIND N DELAY: one measurement line
+run() {
+    local name=$1 impl=$2 kind=$3 n=$4 delay=$5 half=0 pid cpid conf=$WORK/k.conf
+    [ "$impl" = ours-half-open ] && half=1
+    rm -f "$WORK"/list.*
+    gen "$kind" "$n" "$delay" "$half" > "$conf"
+    if [ "$impl" != keepalived ]; then
+        # Our metrics count the half-open probes (read twice, not scraped).
+        { printf 'global_defs {\n    metrics_listen 127.0.0.1 %s\n}\n' "$METRICS_PORT"; cat "$conf"; } > "$conf.m"
+        mv "$conf.m" "$conf"
+    fi
+    local bpids="" l
+    for l in "$WORK"/list.[0-9]*; do
+        "$BACKENDS" "$l" 100000 > "$l.log" 2>&1 &
+        bpids="$bpids $!"
+        while ! grep -q '^@@LISTENING' "$l.log"; do sleep 0.2; done
+    done
+    if [ "$impl" = keepalived ]; then
+        LD_PRELOAD=$WORK/shim.so "$KA" -C -n -l -G -f "$conf" -p "$WORK/ka.pid" -c "$WORK/ka_c.pid" > "$WORK/run.log" 2>&1 &
+        pid=$!
+        for _ in $(seq 50); do [ -s "$WORK/ka_c.pid" ] && break; sleep 0.2; done
+        cpid=$(cat "$WORK/ka_c.pid")
+    else
+        "$OURS" --dry-run -n -l -f "$conf" --status-socket "$WORK/s.sock" > "$WORK/run.log" 2>&1 &
+        pid=$!
+        cpid=$pid
+    fi
+    sleep "$WARMUP"
+    local c0 b0 m0 t0 c1 b1 m1 t1 anon
+    c0=$(cpu_ticks "$cpid"); b0=$(backend_count); t0=$(date +%s%N)
+    m0=$([ "$impl" = keepalived ] && echo 0 || metric_count)
+    sleep "$WINDOW"
+    c1=$(cpu_ticks "$cpid"); b1=$(backend_count); t1=$(date +%s%N)
+    m1=$([ "$impl" = keepalived ] && echo 0 || metric_count)
+    anon=$(anon_kb "$cpid")
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    # shellcheck disable=SC2086
+    kill $bpids 2>/dev/null || true
+    wait 2>/dev/null || true
+    # A half-open run that could not open its raw socket says so.
+    grep -h "half_open" "$WORK/run.log" | head -n 3 >&2 || true
+    local checks=$((b1 - b0))
+    [ "$half" = 1 ] && checks=$((m1 - m0))
+    echo "@@ $name impl=$impl kind=$kind n=$n delay=$delay checks=$checks counted_outside=$((b1 - b0)) ns=$((t1 - t0)) cpu_ticks=$((c1 - c0)) anon_kb=$anon"
+}
+
+LINES=()
+for kind in $KINDS; do
+    for n in $SIZES; do
+        for impl in $IMPLS; do
+            [ "$kind" = http ] && [ "$impl" = ours-half-open ] && continue
+            LINES+=("$(run "$impl-$kind-$n" "$impl" "$kind" "$n" 1)")
+            echo "${LINES[-1]}" >&2
+        done
+    done
+done
+if [ "$RATE_SERVERS" != 0 ]; then
+    for impl in $IMPLS; do
+        LINES+=("$(run "$impl-tcp-rate" "$impl" tcp "$RATE_SERVERS" 0.2)")
+        echo "${LINES[-1]}" >&2
+    done
+fi
+
+python3 - "${LINES[@]}" <<'PY'
+import sys
+rows = []
+for line in sys.argv[1:]:
+    f = dict(kv.split("=", 1) for kv in line.split()[2:])
+    rows.append(f)
+def num(r, k): return float(r[k])
+print(f"{'run':<28} {'offered/s':>10} {'checks/s':>10} {'CPU ms/1000':>12} {'anon MB':>8}")
+for r in rows:
+    secs = num(r, "ns") / 1e9
+    checks = num(r, "checks")
+    offered = int(r["n"]) / float(r["delay"])
+    cpu = num(r, "cpu_ticks") / 100
+    per_k = cpu / checks * 1e6 if checks else float("nan")
+    name = f"{r['impl']} {r['kind']} {r['n']}" + (f" @{r['delay']}s" if r["delay"] != "1" else "")
+    print(f"{name:<28} {offered:>10.0f} {checks / secs:>10.0f} {per_k:>12.1f} {num(r, 'anon_kb') / 1024:>8.1f}")
+print()
+print("memory per real server (anonymous memory slope between the smallest and largest size):")
+by = {}
+for r in rows:
+    if r["delay"] == "1":
+        by.setdefault((r["impl"], r["kind"]), []).append((int(r["n"]), num(r, "anon_kb") * 1024))
+for (impl, kind), pts in sorted(by.items()):
+    pts.sort()
+    if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
+        slope = (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
+        print(f"  {impl:<16} {kind:<5} {slope:>8.0f} B  ({pts[0][0]}..{pts[-1][0]})")
+print()
+print("CPU per check, ratio to keepalived's TCP_CHECK at the same size:")
+ka = {r["n"]: r for r in rows if r["impl"] == "keepalived" and r["kind"] == "tcp" and r["delay"] == "1"}
+for r in rows:
+    if r["kind"] != "tcp" or r["impl"] == "keepalived" or r["n"] not in ka or r["delay"] != "1":
+        continue
+    k = ka[r["n"]]
+    a = num(r, "cpu_ticks") / max(num(r, "checks"), 1)
+    b = num(k, "cpu_ticks") / max(num(k, "checks"), 1)
+    print(f"  {r['impl']:<16} {r['n']:>6}: {a / b:.2f}x")
+PY

@@ -31,7 +31,7 @@ fn planned(checker: &str, port: u16) -> Planned {
     );
     let (p, errors) = plan(&l.config, &PlanOptions::default());
     assert!(errors.is_empty(), "{errors:?}");
-    p.checks.into_iter().next().expect("one check")
+    p.checks.first().cloned().expect("one check")
 }
 
 async fn probe(c: &Planned, url: usize) -> Outcome {

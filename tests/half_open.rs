@@ -33,7 +33,7 @@ fn planned(addr: SocketAddr, checker: &str) -> Planned {
     );
     let (p, errors) = plan(&l.config, &PlanOptions::default());
     assert!(errors.is_empty(), "{errors:?}");
-    p.checks.into_iter().next().expect("one check")
+    p.checks.first().cloned().expect("one check")
 }
 
 const HALF: &str = "TCP_CHECK {\n connect_timeout 1\n half_open\n }";
@@ -71,8 +71,10 @@ async fn syn_ack_is_up_and_the_backend_accepts_nothing() {
         let addr = l.local_addr().unwrap();
         let p = NetProber::new(Scripts::new(4));
         let c = planned(addr, HALF);
-        let mut plan = keepalived::check::engine::Plan::default();
-        plan.checks.push(c.clone());
+        let plan = keepalived::check::engine::Plan {
+            checks: vec![c.clone()].into(),
+            ..Default::default()
+        };
         p.prepare(&plan);
         let out = probe_all(&p, &c, 5).await;
         assert!(out.iter().all(|o| o.is_ok()), "{bind}: {out:?}");

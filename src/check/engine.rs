@@ -1,12 +1,15 @@
-//! The checker engine: runs a [`Plan`], one tokio task per distinct
-//! check, and reports their changes as [`Event`]s.
+//! The checker engine: runs a [`Plan`] and reports its checks' changes as
+//! [`Event`]s.
 //!
-//! Between the plan and the daemon. Each check is its own task, so a hung
-//! backend only ever delays its own check, cut at its timeout. A task
-//! sleeps, probes through [`Prober`], hands the verdict to its pure
+//! Between the plan and the daemon. One scheduler task holds every check's
+//! small record (its pure [`Schedule`]) and a queue of when each runs next;
+//! a check that is due gets a task of its own for its probe only, so a hung
+//! backend only ever delays its own check, cut at its timeout, and tens of
+//! thousands of checks cost a record each, not a task and a timer each.
+//! When a probe ends, the scheduler hands the verdict to the check's
 //! [`Schedule`], writes the [`Board`] and then reports, with no await
-//! between; FILE_CHECKs are watched by one task. The probes, the jitter
-//! and the clock (tokio's) are passed in, so scheduling is tested on paused
+//! between; FILE_CHECKs are watched by one task. The probes, the jitter and
+//! the clock (tokio's) are passed in, so scheduling is tested on paused
 //! time with scripted results.
 
 pub use super::board::{Board, CheckStatus, LastRun, LATENCY_BUCKETS};
@@ -19,11 +22,14 @@ pub use super::plan::{
 pub use super::prober::{NetProber, Outcome, Prober};
 use super::schedule::{Schedule, Verdict};
 pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// Running checks. Dropping it stops them (scripts are killed).
 pub struct Engine {
@@ -43,23 +49,32 @@ impl Engine {
         let mut tasks = JoinSet::new();
         prober.prepare(plan);
         let board = Arc::new(Board::new(plan));
+        let now = Instant::now();
         let mut files = Vec::new();
+        let mut queue = BinaryHeap::with_capacity(plan.checks.len());
+        let mut schedules = Vec::with_capacity(plan.checks.len());
         for (i, c) in plan.checks.iter().enumerate() {
             if let ProbeKind::File { .. } = c.kind {
                 files.push(i);
+                schedules.push(None);
                 continue;
             }
             // register_checkers_thread(): 1 s plus a random part of warmup.
-            let first = Duration::from_secs(1) + jitter.upto(c.warmup);
-            let check = Arc::new(c.clone());
-            tasks.spawn(run_check(
-                i,
-                check,
-                prober.clone(),
-                tx.clone(),
-                board.clone(),
-                first,
-            ));
+            let first = now + Duration::from_secs(1) + jitter.upto(c.warmup);
+            board.update(i, |b| b.next_run = Some(first));
+            queue.push(Reverse((first, i)));
+            schedules.push(Some(Schedule::new(i, c)));
+        }
+        if !queue.is_empty() {
+            let s = Scheduler {
+                checks: plan.checks.clone(),
+                schedules,
+                queue,
+                prober,
+                tx: tx.clone(),
+                board: board.clone(),
+            };
+            tasks.spawn(s.run());
         }
         if !files.is_empty() {
             let checks: Vec<(usize, Planned)> =
@@ -85,26 +100,75 @@ impl Engine {
     }
 }
 
-async fn run_check(
-    id: usize,
-    c: Arc<Planned>,
+/// What a probe's task hands back: the check, its outcome, when it started
+/// and ended.
+type Ran = (usize, Outcome, Instant, Instant);
+
+/// Every check's record and when each runs next; the probes out now.
+struct Scheduler {
+    checks: Arc<[Planned]>,
+    /// Per check (`None`: a FILE_CHECK, watched elsewhere).
+    schedules: Vec<Option<Schedule>>,
+    /// (when, check), earliest first.
+    queue: BinaryHeap<Reverse<(Instant, usize)>>,
     prober: Arc<dyn Prober>,
     tx: mpsc::UnboundedSender<Event>,
     board: Arc<Board>,
-    first: Duration,
-) {
-    let mut sch = Schedule::new(id, &c);
-    board.update(id, |b| {
-        b.next_run = Some(tokio::time::Instant::now() + first)
-    });
-    tokio::time::sleep(first).await;
-    loop {
-        let started = tokio::time::Instant::now();
-        let seq = sch.next_seq();
-        let outcome = prober.probe(&c, sch.urls.current, seq).await;
-        let ended = tokio::time::Instant::now();
+}
+
+impl Scheduler {
+    async fn run(mut self) {
+        // Dropped with the scheduler (a halt): every probe out is aborted.
+        let mut out: JoinSet<Ran> = JoinSet::new();
+        loop {
+            let next = self.queue.peek().map(|Reverse((at, _))| *at);
+            tokio::select! {
+                _ = sleep_until(next) => {
+                    let now = Instant::now();
+                    while let Some(&Reverse((at, id))) = self.queue.peek() {
+                        if at > now {
+                            break;
+                        }
+                        self.queue.pop();
+                        self.launch(&mut out, id);
+                    }
+                }
+                Some(done) = out.join_next(), if !out.is_empty() => match done {
+                    Ok((id, outcome, started, ended)) => self.observe(id, outcome, started, ended),
+                    Err(e) if e.is_panic() => {
+                        // A probe that panicked is a bug; its check goes on.
+                        log::error!("checker probe panicked: {e}");
+                    }
+                    Err(_) => {}
+                },
+            }
+        }
+    }
+
+    /// Starts check `id`'s probe in a task of its own.
+    fn launch(&mut self, out: &mut JoinSet<Ran>, id: usize) {
+        let Some(sch) = self.schedules[id].as_mut() else {
+            return;
+        };
+        let (url, seq) = (sch.urls.current, sch.next_seq());
+        let checks = self.checks.clone();
+        let prober = self.prober.clone();
+        out.spawn(async move {
+            let started = Instant::now();
+            let outcome = prober.probe(&checks[id], url, seq).await;
+            (id, outcome, started, Instant::now())
+        });
+    }
+
+    /// A probe's verdict: the schedule's step, the board, the reports, and
+    /// the check's next run.
+    fn observe(&mut self, id: usize, outcome: Outcome, started: Instant, ended: Instant) {
+        let c = &self.checks[id];
+        let Some(sch) = self.schedules[id].as_mut() else {
+            return;
+        };
         let verdict = Verdict::of(outcome);
-        let step = sch.observe(&c, &verdict);
+        let step = sch.observe(c, &verdict);
         for l in &step.warn {
             log::warn!("{l}");
         }
@@ -113,9 +177,9 @@ async fn run_check(
         }
         let next = if step.from_start { started } else { ended } + step.delay;
         // Written before the events are sent, with no await between: a
-        // reload that stops the tasks then drains the events finds the
+        // reload that stops the engine then drains the events finds the
         // board and the events in agreement.
-        board.update(id, |b| {
+        self.board.update(id, |b| {
             if step.judged {
                 let (ok, reason, kind) = match &verdict {
                     Verdict::Fail(r, k) => (false, r.as_str(), *k),
@@ -129,9 +193,17 @@ async fn run_check(
             b.next_run = Some(next);
         });
         for (change, reason) in step.changes {
-            send(&tx, id, change, reason);
+            send(&self.tx, id, change, reason);
         }
-        tokio::time::sleep_until(next).await;
+        self.queue.push(Reverse((next, id)));
+    }
+}
+
+/// Sleeps until `at`; for ever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -118,8 +118,9 @@ pub struct Planned {
 /// The checks of a configuration.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
-    /// Distinct checks.
-    pub checks: Vec<Planned>,
+    /// Distinct checks, shared with the engine that runs them (one copy,
+    /// at exact size).
+    pub checks: Arc<[Planned]>,
     /// Per (vs, rs): the check of each of its checkers, in order.
     pub by_rs: HashMap<(usize, usize), Vec<usize>>,
 }
@@ -311,6 +312,7 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
 /// over to the same checkers of the new one.
 pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
     let mut p = Plan::default();
+    let mut checks: Vec<Planned> = Vec::new();
     let mut errors = Vec::new();
     // ProbeKind's Hash and Eq read only what never changes: a regex's
     // pattern (not its match cache), not the TLS context.
@@ -395,7 +397,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     match seen.get(&key) {
                         Some(&i) => Some(i),
                         None => {
-                            seen.insert(key, p.checks.len());
+                            seen.insert(key, checks.len());
                             None
                         }
                     }
@@ -404,20 +406,23 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 };
                 match shared {
                     Some(i) => {
-                        p.checks[i].subscribers.push(sub);
+                        checks[i].subscribers.push(sub);
                         ids.push(i);
                     }
                     None => {
-                        ids.push(p.checks.len());
+                        ids.push(checks.len());
                         let mut planned = planned;
+                        // Most checks have one subscriber: no slack.
+                        planned.subscribers.reserve_exact(1);
                         planned.subscribers.push(sub);
-                        p.checks.push(planned);
+                        checks.push(planned);
                     }
                 }
             }
             p.by_rs.insert((vi, ri), ids);
         }
     }
+    p.checks = checks.into();
     (p, errors)
 }
 

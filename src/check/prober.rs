@@ -49,7 +49,7 @@ impl NetProber {
 
 impl Prober for NetProber {
     fn prepare(&self, plan: &Plan) {
-        for c in &plan.checks {
+        for c in plan.checks.iter() {
             if let ProbeKind::Tcp(c) = &c.kind {
                 if c.half_open {
                     self.half_open.prepare(c);

@@ -235,7 +235,7 @@ mod tests {
         let cfg = load_str(&text).config;
         let (p, errors) = plan(&cfg, &PlanOptions::default());
         assert!(errors.is_empty(), "{errors:?}");
-        p.checks.into_iter().next().unwrap()
+        p.checks[0].clone()
     }
 
     fn fail() -> Verdict {

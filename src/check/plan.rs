@@ -312,7 +312,14 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
 /// over to the same checkers of the new one.
 pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
     let mut p = Plan::default();
-    let mut checks: Vec<Planned> = Vec::new();
+    // At most one check per configured checker: no slack to copy from.
+    let most = cfg
+        .virtual_servers
+        .iter()
+        .flat_map(|vs| &vs.real_servers)
+        .map(|rs| rs.checkers.len())
+        .sum();
+    let mut checks: Vec<Planned> = Vec::with_capacity(most);
     let mut errors = Vec::new();
     // ProbeKind's Hash and Eq read only what never changes: a regex's
     // pattern (not its match cache), not the TLS context.

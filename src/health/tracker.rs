@@ -11,7 +11,6 @@ use super::model::{real_weight, Health, RsHealth};
 use super::transition::Transition;
 use crate::config::model::Config;
 use crate::config::validate::format_vs;
-use std::collections::HashMap;
 use std::hash::Hash;
 
 /// Where a check's results go: a checker of a real server of a virtual
@@ -78,10 +77,32 @@ pub struct Event {
 /// Per real server: failed checkers and dynamic weights.
 #[derive(Debug, Clone, Default)]
 struct RsTrack {
-    failed: usize,
-    up: Vec<bool>,
-    cur_weight: Vec<i64>,
+    failed: u32,
+    up: Box<[bool]>,
+    cur_weight: Box<[i64]>,
     iweight: i64,
+}
+
+/// The real servers' records, by virtual server then real server (indexes
+/// of the configuration): a record each, no hashing.
+#[derive(Debug, Clone, Default)]
+struct ByRs(Vec<Vec<RsTrack>>);
+
+impl ByRs {
+    fn get(&self, &(vs, rs): &(usize, usize)) -> Option<&RsTrack> {
+        self.0.get(vs)?.get(rs)
+    }
+
+    fn get_mut(&mut self, &(vs, rs): &(usize, usize)) -> Option<&mut RsTrack> {
+        self.0.get_mut(vs)?.get_mut(rs)
+    }
+}
+
+impl std::ops::Index<&(usize, usize)> for ByRs {
+    type Output = RsTrack;
+    fn index(&self, k: &(usize, usize)) -> &RsTrack {
+        self.get(k).expect("a configured real server")
+    }
 }
 
 /// What a checker's change did, for logs and notifications.
@@ -129,7 +150,7 @@ impl Effect {
 /// `cur_weight`), pure.
 #[derive(Debug, Clone)]
 pub struct Tracker {
-    rs: HashMap<(usize, usize), RsTrack>,
+    rs: ByRs,
 }
 
 impl Tracker {
@@ -138,21 +159,28 @@ impl Tracker {
     /// file read when planned). Returns the tracker and the matching
     /// [`Health`]: what a start, a reload and an offline `--plan` program.
     pub fn start(cfg: &Config, roster: &impl Roster) -> (Tracker, Health) {
-        let mut rs: HashMap<(usize, usize), RsTrack> = HashMap::new();
-        for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-            for (ri, r) in vs.real_servers.iter().enumerate() {
-                let n = roster.checks_of(vi, ri).len();
-                rs.insert(
-                    (vi, ri),
-                    RsTrack {
-                        failed: 0,
-                        up: vec![true; n],
-                        cur_weight: vec![0; n],
-                        iweight: i64::from(r.iweight()),
-                    },
-                );
-            }
-        }
+        let rs = ByRs(
+            cfg.virtual_servers
+                .iter()
+                .enumerate()
+                .map(|(vi, vs)| {
+                    vs.real_servers
+                        .iter()
+                        .enumerate()
+                        .map(|(ri, r)| {
+                            let n = roster.checks_of(vi, ri).len();
+                            RsTrack {
+                                failed: 0,
+                                up: vec![true; n].into(),
+                                cur_weight: vec![0; n].into(),
+                                iweight: i64::from(r.iweight()),
+                            }
+                        })
+                        .collect()
+                })
+                .collect(),
+        );
+        let mut rs = rs;
         for c in 0..roster.len() {
             let start = roster.start(c);
             for s in roster.subscribers(c) {
@@ -223,7 +251,7 @@ impl Tracker {
 
     /// How many of a real server's checkers are down.
     pub fn failed(&self, vs: usize, rs: usize) -> usize {
-        self.rs.get(&(vs, rs)).map_or(0, |t| t.failed)
+        self.rs.get(&(vs, rs)).map_or(0, |t| t.failed as usize)
     }
 
     /// Whether a subscriber's checker is up.

@@ -33,9 +33,9 @@ pub enum ProbeKind {
     /// SMTP_CHECK with its HELO name.
     Smtp(ConnOpts, String),
     /// UDP_CHECK.
-    Udp(UdpProbe),
+    Udp(Box<UdpProbe>),
     /// DNS_CHECK.
-    Dns(DnsProbe),
+    Dns(Box<DnsProbe>),
     /// PING_CHECK.
     Ping(ConnOpts),
     /// MISC_CHECK.
@@ -247,8 +247,8 @@ fn probe_kind(
             ))
         }
         Checker::Smtp(s) => ProbeKind::Smtp(conn(), s.helo().to_string()),
-        Checker::Udp(u) => ProbeKind::Udp(UdpProbe::new(u, conn())),
-        Checker::Dns(d) => ProbeKind::Dns(DnsProbe::new(d, conn())),
+        Checker::Udp(u) => ProbeKind::Udp(Box::new(UdpProbe::new(u, conn()))),
+        Checker::Dns(d) => ProbeKind::Dns(Box::new(DnsProbe::new(d, conn()))),
         Checker::Misc(m) => {
             let Some(argv) = m.misc_path.clone() else {
                 return Ok(None);

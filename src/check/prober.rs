@@ -64,29 +64,36 @@ impl Prober for NetProber {
         url: usize,
         seq: u16,
     ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
-        Box::pin(async move {
-            match &check.kind {
-                ProbeKind::Tcp(c) if c.half_open => match self.half_open.probe(c).await {
+        // One box per kind, each the size of its own probe: a future over
+        // all kinds would be the size of the largest (HTTP's) for every
+        // TCP probe out, and tens of thousands can be out at once.
+        match &check.kind {
+            ProbeKind::Tcp(c) if c.half_open => Box::pin(async move {
+                match self.half_open.probe(c).await {
                     Some(r) => r.map(|()| None),
                     // No raw socket there (logged when the checks started).
                     None => super::tcp::check(c).await.map(|()| None),
-                },
-                ProbeKind::Tcp(c) => super::tcp::check(c).await.map(|()| None),
-                ProbeKind::Http(h) => h.check(url).await.map(|()| None),
-                ProbeKind::Smtp(c, helo) => super::smtp::check(c, helo).await.map(|()| None),
-                ProbeKind::Udp(u) => u.check().await.map(|()| None),
-                ProbeKind::Dns(d) => d.check(seq).await.map(|()| None),
-                ProbeKind::Ping(c) => super::ping::check(c, seq).await.map(|()| None),
-                ProbeKind::Misc {
-                    script,
-                    timeout,
-                    dynamic,
-                } => {
-                    let end = self.scripts.run(script, *timeout).await?;
-                    misc::verdict(end, *dynamic)
                 }
-                ProbeKind::File { .. } => Ok(None),
+            }),
+            ProbeKind::Tcp(c) => Box::pin(async move { super::tcp::check(c).await.map(|()| None) }),
+            ProbeKind::Http(h) => Box::pin(async move { h.check(url).await.map(|()| None) }),
+            ProbeKind::Smtp(c, helo) => {
+                Box::pin(async move { super::smtp::check(c, helo).await.map(|()| None) })
             }
-        })
+            ProbeKind::Udp(u) => Box::pin(async move { u.check().await.map(|()| None) }),
+            ProbeKind::Dns(d) => Box::pin(async move { d.check(seq).await.map(|()| None) }),
+            ProbeKind::Ping(c) => {
+                Box::pin(async move { super::ping::check(c, seq).await.map(|()| None) })
+            }
+            ProbeKind::Misc {
+                script,
+                timeout,
+                dynamic,
+            } => Box::pin(async move {
+                let end = self.scripts.run(script, *timeout).await?;
+                misc::verdict(end, *dynamic)
+            }),
+            ProbeKind::File { .. } => Box::pin(std::future::ready(Ok(None))),
+        }
     }
 }

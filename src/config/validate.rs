@@ -255,26 +255,25 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
             );
             vs.ha_suspend = false;
         }
-        // Duplicate real servers: the second is removed.
-        let mut seen: Vec<(std::net::IpAddr, u16)> = Vec::new();
-        let mut rss = Vec::new();
-        for rs in std::mem::take(&mut vs.real_servers) {
-            if seen.contains(&(rs.ip, rs.port)) {
-                diags.report(
-                    &none,
-                    ErrClass::GeneralError,
-                    format!(
-                        "VS {}: real server {} is duplicated - removing second rs",
-                        format_vs(&vs),
-                        format_rs(rs.ip, rs.port, vs.protocol)
-                    ),
-                );
-                continue;
+        // Duplicate real servers: the second is removed, in place (no
+        // second list, no quadratic search at thousands per service).
+        let mut seen = std::collections::HashSet::with_capacity(vs.real_servers.len());
+        let vs_name = format_vs(&vs);
+        let protocol = vs.protocol;
+        vs.real_servers.retain(|rs| {
+            if seen.insert((rs.ip, rs.port)) {
+                return true;
             }
-            seen.push((rs.ip, rs.port));
-            rss.push(rs);
-        }
-        vs.real_servers = rss;
+            diags.report(
+                &none,
+                ErrClass::GeneralError,
+                format!(
+                    "VS {vs_name}: real server {} is duplicated - removing second rs",
+                    format_rs(rs.ip, rs.port, protocol)
+                ),
+            );
+            false
+        });
         resolve_defaults(&mut vs, cfg.global_defs.checker_log_all_failures, diags);
         check_sorry_server(&mut vs, diags);
         check_quorum(&mut vs, diags);

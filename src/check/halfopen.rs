@@ -32,6 +32,8 @@ use tokio::sync::{mpsc, oneshot};
 const PORTS: u16 = 8;
 /// SYNs per `sendmmsg`, replies per `recvmmsg`.
 const BATCH: usize = 64;
+/// The raw socket's receive buffer, bytes.
+const RCVBUF: usize = 16 << 20;
 
 /// Where probes leave from: one raw socket each. An IPv4 socket writes
 /// each packet's IP header (`IP_HDRINCL`), so one serves every source
@@ -112,15 +114,20 @@ impl Packet {
 struct Claim<'a> {
     src: &'a Source,
     key: (SocketAddr, u16),
+    seq: u32,
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        self.src
-            .inflight
-            .lock()
-            .expect("inflight")
-            .remove(&self.key);
+        let mut inflight = self.src.inflight.lock().expect("inflight");
+        // A reply took it out already, and another probe of the same
+        // destination may have taken the place since: leave that one.
+        if inflight
+            .get(&self.key)
+            .is_some_and(|(seq, _)| *seq == self.seq)
+        {
+            inflight.remove(&self.key);
+        }
     }
 }
 
@@ -174,6 +181,7 @@ impl HalfOpen {
         let _claim = Claim {
             src,
             key: (c.dst, port),
+            seq,
         };
         let from = SocketAddr::new(from, port);
         let packet = Packet::new(from, c.dst, &syn::syn(from, c.dst, seq));
@@ -296,6 +304,13 @@ impl Source {
             // The source of every SYN, and only replies to it are read.
             Some(a) => raw.bind(&SockAddr::from(SocketAddr::new(IpAddr::V6(a), 0)))?,
             None => raw.set_header_included_v4(true)?,
+        }
+        // Replies come in bursts (every check of a start is due at once):
+        // room for tens of thousands, beyond rmem_max when we may.
+        if nix::sys::socket::setsockopt(&raw, nix::sys::socket::sockopt::RcvBufForce, &RCVBUF)
+            .is_err()
+        {
+            let _ = raw.set_recv_buffer_size(RCVBUF);
         }
         let (held, lo, hi, own_rst) = hold_ports(key)?;
         raw.attach_filter(&syn::filter(v6, lo, hi))?;

@@ -84,8 +84,21 @@ pub fn checker_keys<P: Clone + Eq + Hash>(
     rs: &RsKey,
     probes: impl Iterator<Item = P>,
 ) -> Vec<CheckerKey<P>> {
+    let probes: Vec<P> = probes.collect();
+    // Most real servers have one checker: nothing to number apart.
+    if probes.len() <= 1 {
+        return probes
+            .into_iter()
+            .map(|probe| CheckerKey {
+                rs: rs.clone(),
+                probe,
+                nth: 0,
+            })
+            .collect();
+    }
     let mut seen: HashMap<P, usize> = HashMap::new();
     probes
+        .into_iter()
         .map(|p| {
             let n = seen.entry(p.clone()).or_insert(0);
             let key = CheckerKey {

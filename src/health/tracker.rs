@@ -226,6 +226,14 @@ impl Tracker {
                 .collect(),
             ..Carry::default()
         };
+        // Sized once: tens of thousands of entries grow by rehashing.
+        let servers = cfg
+            .virtual_servers
+            .iter()
+            .map(|v| v.real_servers.len())
+            .sum();
+        out.rs.reserve(servers);
+        out.checkers.reserve(roster.len());
         for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
             let vs_name = format_vs(vs);
             for (ri, rs) in vs.real_servers.iter().enumerate() {

@@ -229,3 +229,43 @@ async fn a_bind_port_held_elsewhere_gets_our_own_reset() {
     assert!(out.iter().all(|o| o.is_ok()), "{out:?}");
     assert_eq!(queued(&l), 0);
 }
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn bindto_is_the_syn_s_source() {
+    // What leaves the director, read with a raw socket of our own: the SYN
+    // to the listener carries `bindto` as its source, and no connection
+    // follows it.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let tap = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::RAW,
+        Some(socket2::Protocol::TCP),
+    )
+    .unwrap();
+    tap.set_nonblocking(true).unwrap();
+    let p = NetProber::new(Scripts::new(4));
+    let c = planned(
+        addr,
+        "TCP_CHECK {\n connect_timeout 1\n bindto 127.0.0.2\n half_open\n }",
+    );
+    let o = p.probe(&c, 0, 1).await;
+    assert!(o.is_ok(), "{o:?}");
+    let mut syns = Vec::new();
+    let mut buf = [0u8; 128];
+    while let Ok(n) = std::io::Read::read(&mut &tap, &mut buf) {
+        let pkt = &buf[..n];
+        let ihl = usize::from(pkt[0] & 0x0f) * 4;
+        let dport = u16::from_be_bytes([pkt[ihl + 2], pkt[ihl + 3]]);
+        let flags = pkt[ihl + 13];
+        if dport == addr.port() && flags & 0x02 != 0 {
+            syns.push(std::net::Ipv4Addr::new(pkt[12], pkt[13], pkt[14], pkt[15]));
+        }
+    }
+    assert_eq!(syns, vec![std::net::Ipv4Addr::new(127, 0, 0, 2)]);
+    assert_eq!(queued(&l), 0);
+}

@@ -6,11 +6,13 @@
 //! application that never accepts still passes: docs/compat.md).
 //!
 //! I/O shell of the checker, beside [`super::tcp`], called by the prober.
-//! One raw socket per source (address family, source address, `bind_if`,
-//! `fwmark`), filtered in the kernel by [`super::syn::filter`] to replies
-//! to our ports; SYNs leave in batches (`sendmmsg`) and replies are read in
-//! batches (`recvmmsg`), each by one task per source. The wire format is
-//! [`super::syn`].
+//! One raw socket per [`Key`] (IPv4, or an IPv6 source address; `bind_if`,
+//! `fwmark`, `bind_port`), filtered in the kernel by [`super::syn::filter`]
+//! to replies to our ports; SYNs leave in batches (`sendmmsg`) and replies
+//! are read in batches (`recvmmsg`), each by one task per socket. The
+//! source address of a destination is the kernel's route, asked once and
+//! asked again after a timeout (the route may have moved). The wire format
+//! is [`super::syn`].
 
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};
@@ -45,6 +47,18 @@ struct Key {
     port: u16,
     bind_if: Option<String>,
     fwmark: Option<u32>,
+}
+
+impl Key {
+    /// The IPv4 socket `c` probes from (its source is per packet).
+    fn v4(c: &ConnOpts) -> Key {
+        Key {
+            v6: None,
+            port: c.bind.map(|b| b.port()).unwrap_or(0),
+            bind_if: c.bind_if.clone(),
+            fwmark: c.fwmark,
+        }
+    }
 }
 
 /// A destination with the device and mark its route is looked up with.
@@ -137,13 +151,17 @@ impl HalfOpen {
         HalfOpen::default()
     }
 
-    /// Opens the source `c` probes from, so that a missing capability is
-    /// reported when the checks start. False when half-open probes cannot
-    /// run there (the error logged once): `c` connects in full instead.
-    pub fn prepare(&self, c: &ConnOpts) -> bool {
-        match self.key(c) {
-            Ok((k, _)) => self.source(&k, c).is_some(),
-            Err(_) => false,
+    /// Opens the socket `c` probes from, so that a missing capability is
+    /// reported (once) when the checks start; `c` then connects in full.
+    /// An IPv4 socket serves every source: no route is asked here, so tens
+    /// of thousands of checks add no lookup to the start.
+    pub fn prepare(&self, c: &ConnOpts) {
+        let key = match c.dst.ip() {
+            IpAddr::V4(_) => Ok(Key::v4(c)),
+            IpAddr::V6(_) => self.key(c).map(|(k, _)| k),
+        };
+        if let Ok(k) = key {
+            self.source(&k, c);
         }
     }
 
@@ -204,7 +222,16 @@ impl HalfOpen {
             Ok(Err(_)) => Err(Failure::Socket(io::Error::other(
                 "half-open receiver stopped",
             ))),
-            Err(_) => Err(Failure::ConnectTimeout),
+            Err(_) => {
+                // Ask the route again next time: a source that moved gets
+                // no answer.
+                self.routes.lock().expect("routes").remove(&(
+                    c.dst.ip(),
+                    c.bind_if.clone(),
+                    c.fwmark,
+                ));
+                Err(Failure::ConnectTimeout)
+            }
         }
     }
 
@@ -242,9 +269,7 @@ impl HalfOpen {
                 IpAddr::V6(a) => Some(a),
                 IpAddr::V4(_) => None,
             },
-            port: c.bind.map(|b| b.port()).unwrap_or(0),
-            bind_if: c.bind_if.clone(),
-            fwmark: c.fwmark,
+            ..Key::v4(c)
         };
         Ok((key, src))
     }
@@ -397,7 +422,13 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
         }
     }
     // Fewer ports only limit how many probes of one destination can be
-    // out at once.
+    // out at once; none at all is an error (then connects in full).
+    if best.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            "no free port to probe half-open from",
+        ));
+    }
     let hi = best_lo + best.len() as u16 - 1;
     Ok((best, best_lo, hi, false))
 }

@@ -111,17 +111,15 @@ pub fn render(v: &View) -> String {
     // Per checker type: the histogram and the errors, summed over checks.
     let mut hist: BTreeMap<&str, ([u64; LATENCY_BUCKETS.len() + 1], f64)> = BTreeMap::new();
     let mut errors: BTreeMap<(&str, &str), u64> = BTreeMap::new();
-    for (id, check) in v.plan.checks.iter().enumerate() {
-        let Some(st) = v.board.get(id) else { continue };
-        let t = check.kind.type_name();
+    for (t, totals) in v.board.totals() {
         let e = hist
             .entry(t)
             .or_insert(([0; LATENCY_BUCKETS.len() + 1], 0.0));
-        for (a, b) in e.0.iter_mut().zip(st.latency_counts.iter()) {
+        for (a, b) in e.0.iter_mut().zip(totals.latency_counts.iter()) {
             *a += b;
         }
-        e.1 += st.latency_sum;
-        for (kind, n) in &st.errors {
+        e.1 += totals.latency_sum;
+        for (kind, n) in &totals.errors {
             *errors.entry((t, kind)).or_insert(0) += n;
         }
     }

@@ -157,19 +157,24 @@ pub fn render(cfg: &Config, live: &Live) -> String {
             let _ = writeln!(o, "   Up = {}", yes_no(live.tracker.checker_up(s)));
             let _ = writeln!(o, "   Has run = {}", yes_no(st.now.state.has_run));
             let _ = writeln!(o, "   Current weight = {}", live.tracker.checker_weight(s));
-            let _ = writeln!(o, "   Alpha = {}", yes_no(c.alpha));
-            let _ = writeln!(o, "   Delay loop = {} us", c.delay_loop.as_micros());
-            let _ = writeln!(o, "   Warmup = {} us", c.warmup.as_micros());
-            let _ = writeln!(o, "   Retries = {}", c.retry);
+            let _ = writeln!(o, "   Alpha = {}", yes_no(c.timing.alpha));
+            let _ = writeln!(o, "   Delay loop = {} us", c.timing.delay_loop.as_micros());
+            let _ = writeln!(o, "   Warmup = {} us", c.timing.warmup.as_micros());
+            let _ = writeln!(o, "   Retries = {}", c.timing.retry);
             let _ = writeln!(
                 o,
                 "   Delay before retry = {} us",
-                c.delay_before_retry.as_micros()
+                c.timing.delay_before_retry.as_micros()
             );
             let _ = writeln!(o, "   Retries iterations = {}", st.now.state.retry_it);
-            let _ = writeln!(o, "   Log all failures = {}", yes_no(c.log_all_failures));
+            let _ = writeln!(
+                o,
+                "   Log all failures = {}",
+                yes_no(c.timing.log_all_failures)
+            );
             let conn = match &c.kind {
-                ProbeKind::Tcp(c) | ProbeKind::Ping(c) | ProbeKind::Smtp(c, _) => Some(c),
+                ProbeKind::Tcp(c) | ProbeKind::Ping(c) => Some(c),
+                ProbeKind::Smtp(s) => Some(&s.0),
                 ProbeKind::Http(h) => Some(&h.conn),
                 ProbeKind::Udp(u) => Some(&u.conn),
                 ProbeKind::Dns(d) => Some(&d.conn),

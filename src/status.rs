@@ -186,7 +186,7 @@ pub fn document(v: &View) -> Value {
         let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
-            let ids = v.plan.by_rs.get(&(vi, ri)).map_or(&[][..], Vec::as_slice);
+            let ids = v.plan.checks_of(vi, ri);
             let mut words = Vec::new();
             let mut checkers = Vec::new();
             for (n, &id) in ids.iter().enumerate() {
@@ -209,7 +209,7 @@ pub fn document(v: &View) -> Value {
                     "consecutive_successes": st.successes,
                     "consecutive_failures": st.failures,
                     "runs": st.runs,
-                    "retry": c.retry,
+                    "retry": c.timing.retry,
                     "retries_counted": st.now.state.retry_it,
                     "last_result": last.map(|l| if l.ok { "success" } else { "failure" }),
                     "last_error": last.filter(|l| !l.ok).map(|l| l.error.clone()),

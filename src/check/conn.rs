@@ -22,7 +22,7 @@ pub struct ConnOpts {
     /// `bindto` + `bind_port`.
     pub bind: Option<SocketAddr>,
     /// `bind_if`.
-    pub bind_if: Option<String>,
+    pub bind_if: Option<Box<str>>,
     /// `fwmark`.
     pub fwmark: Option<u32>,
     /// `connect_timeout`, also the per-read timeout.
@@ -50,7 +50,7 @@ impl ConnOpts {
         ConnOpts {
             dst: SocketAddr::new(ip, t.connect_port),
             bind,
-            bind_if: c.bind_if.clone(),
+            bind_if: c.bind_if.as_deref().map(Into::into),
             fwmark: c.fwmark,
             timeout: t.connect_timeout.max(Duration::from_micros(1)),
             half_open: false,

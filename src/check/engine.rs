@@ -12,7 +12,7 @@
 //! the clock (tokio's) are passed in, so scheduling is tested on paused
 //! time with scripted results.
 
-pub use super::board::{Board, CheckStatus, LastRun, LATENCY_BUCKETS};
+pub use super::board::{Board, CheckStatus, LastRun, Run, TypeTotals, LATENCY_BUCKETS};
 use super::file::{self, FileState};
 pub use super::jitter::Jitter;
 pub use super::plan::{
@@ -60,7 +60,7 @@ impl Engine {
                 continue;
             }
             // register_checkers_thread(): 1 s plus a random part of warmup.
-            let first = now + Duration::from_secs(1) + jitter.upto(c.warmup);
+            let first = now + Duration::from_secs(1) + jitter.upto(c.timing.warmup);
             board.update(i, |b| b.next_run = Some(first));
             queue.push(Reverse((first, i)));
             schedules.push(Some(Schedule::new(i, c)));
@@ -181,17 +181,29 @@ impl Scheduler {
         // board and the events in agreement.
         self.board.update(id, |b| {
             if step.judged {
-                let (ok, reason, kind) = match &verdict {
-                    Verdict::Fail(r, k) => (false, r.as_str(), *k),
-                    _ => (true, "", ""),
-                };
                 b.now.state = sch.state;
                 b.now.url = (sch.urls.current, sch.urls.failed);
                 b.now.misc_status = sch.misc_status;
-                b.record(ok, reason, kind, ended - started, ended);
             }
             b.next_run = Some(next);
         });
+        if step.judged {
+            let (ok, reason, kind) = match &verdict {
+                Verdict::Fail(r, k) => (false, r.as_str(), *k),
+                _ => (true, "", ""),
+            };
+            self.board.record(
+                id,
+                Run {
+                    type_name: c.kind.type_name(),
+                    ok,
+                    reason,
+                    kind,
+                    latency: ended - started,
+                    at: ended,
+                },
+            );
+        }
         for (change, reason) in step.changes {
             send(&self.tx, id, change, reason);
         }
@@ -331,8 +343,8 @@ mod tests {
                 self.runs
                     .lock()
                     .unwrap()
-                    .push((check.name.clone(), t0.elapsed()));
-                let takes = self.takes.lock().unwrap().get(&check.name).copied();
+                    .push((check.name.to_string(), t0.elapsed()));
+                let takes = self.takes.lock().unwrap().get(&*check.name).copied();
                 if let Some(d) = takes {
                     tokio::time::sleep(d).await;
                 }
@@ -340,7 +352,7 @@ mod tests {
                     .ok
                     .lock()
                     .unwrap()
-                    .get(&check.name)
+                    .get(&*check.name)
                     .copied()
                     .unwrap_or(true)
                 {
@@ -627,7 +639,7 @@ mod tests {
         );
         // check_new_rs_state(): the alpha one down; neither's first failure
         // is decisive after a reload.
-        assert_eq!(p.checks[1].name, "[127.0.0.1]:tcp:8003");
+        assert_eq!(&*p.checks[1].name, "[127.0.0.1]:tcp:8003");
         assert_eq!(p.checks[1].start.state, st(false, false, 0, 1));
         assert_eq!(p.checks[2].start.state, st(true, false, 0, 1));
         let alive: Vec<bool> = h.vs[0].rs.iter().map(|r| r.alive).collect();

@@ -45,7 +45,7 @@ struct Key {
     v6: Option<Ipv6Addr>,
     /// `bind_port`, else 0 (ports of our own).
     port: u16,
-    bind_if: Option<String>,
+    bind_if: Option<Box<str>>,
     fwmark: Option<u32>,
 }
 
@@ -62,7 +62,7 @@ impl Key {
 }
 
 /// A destination with the device and mark its route is looked up with.
-type RouteKey = (IpAddr, Option<String>, Option<u32>);
+type RouteKey = (IpAddr, Option<Box<str>>, Option<u32>);
 /// A probe in flight: its SYN's sequence number, and who waits.
 type Pending = (u32, oneshot::Sender<Answer>);
 

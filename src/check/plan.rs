@@ -30,8 +30,9 @@ pub enum ProbeKind {
     Tcp(ConnOpts),
     /// HTTP_GET / SSL_GET.
     Http(Arc<HttpProbe>),
-    /// SMTP_CHECK with its HELO name.
-    Smtp(ConnOpts, String),
+    /// SMTP_CHECK with its HELO name (boxed: a TCP_CHECK is the common
+    /// check and sets the size of each).
+    Smtp(Box<(ConnOpts, String)>),
     /// UDP_CHECK.
     Udp(Box<UdpProbe>),
     /// DNS_CHECK.
@@ -85,11 +86,11 @@ impl ProbeKind {
     }
 }
 
-/// One distinct check and who listens to it.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// What it does.
-    pub kind: ProbeKind,
+/// How a check is scheduled: what its checker's timers and retry say.
+/// Most checks of a configuration share one (the virtual server's), so a
+/// plan keeps one copy of each and the checks point to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Timing {
     /// `delay_loop`.
     pub delay_loop: Duration,
     /// `delay_before_retry`.
@@ -104,12 +105,63 @@ pub struct Planned {
     pub log_all_failures: bool,
     /// HTTP `fast_recovery`.
     pub fast_recovery: bool,
+}
+
+/// Who gets a check's results: mostly one checker, stored in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subscribers {
+    /// The one checker (a check not shared).
+    One(Subscriber),
+    /// Several virtual servers' checkers of one real server.
+    Many(Vec<Subscriber>),
+}
+
+impl Subscribers {
+    /// Every subscriber, in the order they were added.
+    pub fn as_slice(&self) -> &[Subscriber] {
+        match self {
+            Subscribers::One(s) => std::slice::from_ref(s),
+            Subscribers::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, sub: Subscriber) {
+        match self {
+            Subscribers::One(s) => *self = Subscribers::Many(vec![*s, sub]),
+            Subscribers::Many(v) => v.push(sub),
+        }
+    }
+}
+
+impl std::ops::Deref for Subscribers {
+    type Target = [Subscriber];
+    fn deref(&self) -> &[Subscriber] {
+        self.as_slice()
+    }
+}
+
+impl<'a> IntoIterator for &'a Subscribers {
+    type Item = &'a Subscriber;
+    type IntoIter = std::slice::Iter<'a, Subscriber>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+/// One distinct check and who listens to it.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// What it does.
+    pub kind: ProbeKind,
+    /// How it is scheduled (shared with the checks timed alike).
+    pub timing: Arc<Timing>,
     /// keepalived's name for the checked service, `[ip]:proto:port`.
-    pub name: String,
-    /// The (first) virtual server's name, for MISC_CHECK's lines.
-    pub vs_name: String,
+    pub name: Box<str>,
+    /// The (first) virtual server's name, for MISC_CHECK's lines (one copy
+    /// per virtual server).
+    pub vs_name: Arc<str>,
     /// Who gets the results.
-    pub subscribers: Vec<Subscriber>,
+    pub subscribers: Subscribers,
     /// The state its task starts in: keepalived's startup rules, or what a
     /// reload carried over from the same checker (§6.8).
     pub start: Start,
@@ -121,8 +173,49 @@ pub struct Plan {
     /// Distinct checks, shared with the engine that runs them (one copy,
     /// at exact size).
     pub checks: Arc<[Planned]>,
-    /// Per (vs, rs): the check of each of its checkers, in order.
-    pub by_rs: HashMap<(usize, usize), Vec<usize>>,
+    /// Per virtual server: the index in `rs_starts` of its first real
+    /// server.
+    vs_base: Vec<usize>,
+    /// Per real server of every virtual server, in config order: where its
+    /// checks start in `rs_checks` (one more at the end).
+    rs_starts: Vec<usize>,
+    /// Every real server's checks, one per checker, in order.
+    rs_checks: Vec<usize>,
+}
+
+impl Plan {
+    /// A plan of these checks alone, with no real server subscribed to
+    /// them (probes run outside a configuration).
+    pub fn of_checks(checks: Vec<Planned>) -> Plan {
+        Plan {
+            checks: checks.into(),
+            ..Plan::default()
+        }
+    }
+
+    /// The checks of real server `rs` of virtual server `vs`, one per
+    /// checker, in order (none for a server the plan does not have).
+    pub fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
+        let Some(&base) = self.vs_base.get(vs) else {
+            return &[];
+        };
+        let end = self
+            .vs_base
+            .get(vs + 1)
+            .copied()
+            .unwrap_or(self.rs_starts.len().saturating_sub(1));
+        let i = base + rs;
+        if i >= end {
+            return &[];
+        }
+        &self.rs_checks[self.rs_starts[i]..self.rs_starts[i + 1]]
+    }
+
+    /// How many checkers the real servers have in all (shared checks
+    /// counted once per checker).
+    pub fn checker_count(&self) -> usize {
+        self.rs_checks.len()
+    }
 }
 
 /// The carry of a checker's state across a reload, keyed by its probe.
@@ -136,7 +229,7 @@ impl Roster for Plan {
     }
 
     fn subscribers(&self, check: usize) -> &[Subscriber] {
-        &self.checks[check].subscribers
+        self.checks[check].subscribers.as_slice()
     }
 
     fn start(&self, check: usize) -> Start {
@@ -148,7 +241,7 @@ impl Roster for Plan {
     }
 
     fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
-        self.by_rs.get(&(vs, rs)).map_or(&[], Vec::as_slice)
+        Plan::checks_of(self, vs, rs)
     }
 }
 
@@ -158,13 +251,8 @@ impl Roster for Plan {
 struct ShareKey {
     kind: ProbeKind,
     start: Start,
-    delay_loop: Duration,
-    delay_before_retry: Duration,
-    warmup: Duration,
-    retry: u32,
-    alpha: bool,
-    fast_recovery: bool,
-    name: String,
+    timing: Timing,
+    name: Box<str>,
 }
 
 /// How [`plan`] builds checks.
@@ -246,7 +334,7 @@ fn probe_kind(
                 .map_err(|e| e.to_string())?,
             ))
         }
-        Checker::Smtp(s) => ProbeKind::Smtp(conn(), s.helo().to_string()),
+        Checker::Smtp(s) => ProbeKind::Smtp(Box::new((conn(), s.helo().to_string()))),
         Checker::Udp(u) => ProbeKind::Udp(Box::new(UdpProbe::new(u, conn()))),
         Checker::Dns(d) => ProbeKind::Dns(Box::new(DnsProbe::new(d, conn()))),
         Checker::Misc(m) => {
@@ -326,8 +414,19 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     #[allow(clippy::mutable_key_type)]
     let mut seen: HashMap<ShareKey, usize> = HashMap::new();
     let mut tls = None;
+    let mut timings: HashMap<Timing, Arc<Timing>> = HashMap::new();
+    p.vs_base.reserve_exact(cfg.virtual_servers.len());
+    p.rs_starts.reserve_exact(
+        cfg.virtual_servers
+            .iter()
+            .map(|vs| vs.real_servers.len())
+            .sum::<usize>()
+            + 1,
+    );
+    p.rs_checks.reserve_exact(most);
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-        let vs_name = crate::config::validate::format_vs(vs);
+        let vs_name: Arc<str> = crate::config::validate::format_vs(vs).into();
+        p.vs_base.push(p.rs_starts.len());
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let mut kinds = Vec::new();
             for c in &rs.checkers {
@@ -355,7 +454,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 })
                 .collect();
             let starts = start_states(carry, &rk, &keys, &conf);
-            let mut ids = Vec::with_capacity(kinds.len());
+            p.rs_starts.push(p.rs_checks.len());
             for (n, ((c, kind), mut start)) in kinds.into_iter().zip(starts).enumerate() {
                 // FILE_CHECK starts from the file as it reads now, at a
                 // start as at a reload.
@@ -367,7 +466,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     };
                 }
                 let t = c.common().resolved();
-                let planned = Planned {
+                let timing = Timing {
                     delay_loop: t.delay_loop,
                     delay_before_retry: t.delay_before_retry,
                     warmup: t.warmup,
@@ -375,11 +474,14 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     alpha: t.alpha,
                     log_all_failures: t.log_all_failures,
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
-                    name: format_rs(rs, vs),
-                    vs_name: vs_name.clone(),
-                    start,
-                    kind,
-                    subscribers: Vec::new(),
+                };
+                let timing = match timings.get(&timing) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t = Arc::new(timing.clone());
+                        timings.insert(timing, t.clone());
+                        t
+                    }
                 };
                 let sub = Subscriber {
                     vs: vi,
@@ -389,17 +491,17 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 // Two checks are the same when everything they do, how
                 // they are scheduled and the state they start in is; only
                 // then may they share a probe.
+                let name: Box<str> = format_rs(rs, vs).into();
                 let shared = if opts.share {
                     let key = ShareKey {
-                        kind: planned.kind.clone(),
-                        start: planned.start,
-                        delay_loop: planned.delay_loop,
-                        delay_before_retry: planned.delay_before_retry,
-                        warmup: planned.warmup,
-                        retry: planned.retry,
-                        alpha: planned.alpha,
-                        fast_recovery: planned.fast_recovery,
-                        name: planned.name.clone(),
+                        kind: kind.clone(),
+                        start,
+                        // log_all_failures does not keep checks apart.
+                        timing: Timing {
+                            log_all_failures: false,
+                            ..(*timing).clone()
+                        },
+                        name: name.clone(),
                     };
                     match seen.get(&key) {
                         Some(&i) => Some(i),
@@ -414,21 +516,24 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 match shared {
                     Some(i) => {
                         checks[i].subscribers.push(sub);
-                        ids.push(i);
+                        p.rs_checks.push(i);
                     }
                     None => {
-                        ids.push(checks.len());
-                        let mut planned = planned;
-                        // Most checks have one subscriber: no slack.
-                        planned.subscribers.reserve_exact(1);
-                        planned.subscribers.push(sub);
-                        checks.push(planned);
+                        p.rs_checks.push(checks.len());
+                        checks.push(Planned {
+                            kind,
+                            timing,
+                            name,
+                            vs_name: vs_name.clone(),
+                            subscribers: Subscribers::One(sub),
+                            start,
+                        });
                     }
                 }
             }
-            p.by_rs.insert((vi, ri), ids);
         }
     }
+    p.rs_starts.push(p.rs_checks.len());
     p.checks = checks.into();
     (p, errors)
 }

@@ -77,7 +77,8 @@ impl Prober for NetProber {
             }),
             ProbeKind::Tcp(c) => Box::pin(async move { super::tcp::check(c).await.map(|()| None) }),
             ProbeKind::Http(h) => Box::pin(async move { h.check(url).await.map(|()| None) }),
-            ProbeKind::Smtp(c, helo) => {
+            ProbeKind::Smtp(s) => {
+                let (c, helo) = &**s;
                 Box::pin(async move { super::smtp::check(c, helo).await.map(|()| None) })
             }
             ProbeKind::Udp(u) => Box::pin(async move { u.check().await.map(|()| None) }),

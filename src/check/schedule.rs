@@ -105,13 +105,13 @@ impl Schedule {
             Verdict::Local(r) => {
                 step.warn
                     .push(format!("{} on {}: {r}", c.kind.type_name(), c.name));
-                step.delay = c.delay_loop;
+                step.delay = c.timing.delay_loop;
                 return step;
             }
         };
         let st = &mut self.state;
         let (was_up, had_run, retry_it) = (st.is_up, st.has_run, st.retry_it);
-        if !ok && c.log_all_failures {
+        if !ok && c.timing.log_all_failures {
             step.info.push(format!(
                 "{} on service {} failed: {reason}",
                 c.kind.type_name(),
@@ -119,7 +119,7 @@ impl Schedule {
             ));
         }
         let d = match (&c.kind, c.kind.family()) {
-            (ProbeKind::Http(_), _) => st.http_result(&mut self.urls, ok, c.fast_recovery),
+            (ProbeKind::Http(_), _) => st.http_result(&mut self.urls, ok, c.timing.fast_recovery),
             (_, Some(f)) => {
                 if self.cycle_start {
                     st.start_cycle(f);
@@ -129,7 +129,7 @@ impl Schedule {
             // A kind without a retry family (FILE_CHECK is watched, not
             // probed): no decision, and never a run without a wait.
             (_, None) => {
-                step.delay = c.delay_loop.max(Duration::from_secs(1));
+                step.delay = c.timing.delay_loop.max(Duration::from_secs(1));
                 return step;
             }
         };
@@ -157,9 +157,9 @@ impl Schedule {
             let retries = if matches!(c.kind, ProbeKind::Http(_)) {
                 retry_it
             } else {
-                c.retry
+                c.timing.retry
             };
-            if had_run && c.retry > 0 {
+            if had_run && c.timing.retry > 0 {
                 step.info.push(format!(
                     "{} on service {} failed after {retries} retries.",
                     check_word(c),
@@ -176,9 +176,9 @@ impl Schedule {
             ));
         }
         step.delay = match d.next {
-            Next::DelayLoop => c.delay_loop,
-            Next::DelayBeforeRetry => c.delay_before_retry,
-            Next::LongerOfBoth => c.delay_loop.max(c.delay_before_retry),
+            Next::DelayLoop => c.timing.delay_loop,
+            Next::DelayBeforeRetry => c.timing.delay_before_retry,
+            Next::LongerOfBoth => c.timing.delay_loop.max(c.timing.delay_before_retry),
             Next::Now => Duration::ZERO,
         };
         // MISC_CHECK schedules from the start of the run.
@@ -296,7 +296,7 @@ mod tests {
             weight: 0,
             reverse: false,
         };
-        c.delay_loop = Duration::ZERO;
+        std::sync::Arc::make_mut(&mut c.timing).delay_loop = Duration::ZERO;
         let mut s = Schedule::new(0, &c);
         let st = s.observe(&c, &Verdict::Pass(None));
         assert!(st.delay > Duration::ZERO, "{st:?}");

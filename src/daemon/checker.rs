@@ -21,7 +21,7 @@ use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::{self, Loaded};
 use crate::control::{self, Query, Request};
-use crate::health::{Change, Effect, Event, Health, Roster, Tracker, Transition};
+use crate::health::{Change, Effect, Event, Health, Tracker, Transition};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon};
@@ -245,7 +245,7 @@ impl Checking {
         log::info!(
             "checkers: {} check(s) for {} configured checker(s)",
             plan.checks.len(),
-            plan.by_rs.values().map(Vec::len).sum::<usize>()
+            plan.checker_count()
         );
         Checking {
             plan,
@@ -312,7 +312,7 @@ impl Checking {
             counters.transition(TransitionRecord {
                 at,
                 vs: crate::config::validate::format_vs(vs),
-                rs: c.name.clone(),
+                rs: c.name.to_string(),
                 checker: c.kind.type_name(),
                 from,
                 to,

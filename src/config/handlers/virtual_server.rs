@@ -112,6 +112,8 @@ pub fn vs_close(p: P) {
             vs.sorry_server = None;
         }
     }
+    // The model is kept for reloads: no doubling slack per virtual server.
+    vs.real_servers.shrink_to_fit();
     p.cfg.virtual_servers.push(vs);
 }
 

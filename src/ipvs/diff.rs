@@ -54,8 +54,9 @@ impl fmt::Display for Op {
 pub struct Owned {
     /// Services.
     pub services: BTreeSet<ServiceKey>,
-    /// Destinations, per service.
-    pub dests: BTreeSet<(ServiceKey, DestKey)>,
+    /// Destinations, per service (the service's key once, not per
+    /// destination: tens of thousands of them).
+    dests: BTreeMap<ServiceKey, BTreeSet<DestKey>>,
 }
 
 impl Owned {
@@ -70,10 +71,42 @@ impl Owned {
     pub fn extend(&mut self, table: &Table) {
         for (k, ts) in &table.services {
             self.services.insert(*k);
-            for dk in ts.dests.keys() {
-                self.dests.insert((*k, *dk));
+            if !ts.dests.is_empty() {
+                self.dests.entry(*k).or_default().extend(ts.dests.keys());
             }
         }
+    }
+
+    /// Whether destination `d` of service `k` is ours.
+    pub fn owns_dest(&self, k: &ServiceKey, d: &DestKey) -> bool {
+        self.dests.get(k).is_some_and(|s| s.contains(d))
+    }
+
+    /// Makes destination `d` of service `k` ours.
+    pub fn insert_dest(&mut self, k: ServiceKey, d: DestKey) {
+        self.dests.entry(k).or_default().insert(d);
+    }
+
+    /// Destination `d` of service `k` is no longer ours.
+    pub fn remove_dest(&mut self, k: &ServiceKey, d: &DestKey) {
+        if let Some(s) = self.dests.get_mut(k) {
+            s.remove(d);
+            if s.is_empty() {
+                self.dests.remove(k);
+            }
+        }
+    }
+
+    /// Every destination we own, by service.
+    pub fn dests(&self) -> impl Iterator<Item = (ServiceKey, DestKey)> + '_ {
+        self.dests
+            .iter()
+            .flat_map(|(k, s)| s.iter().map(move |d| (*k, *d)))
+    }
+
+    /// The destinations of service `k` we own.
+    pub fn dests_of(&self, k: &ServiceKey) -> impl Iterator<Item = DestKey> + '_ {
+        self.dests.get(k).into_iter().flatten().copied()
     }
 }
 
@@ -92,7 +125,7 @@ pub fn diff(current: &Table, desired: &Table, owned: &Owned) -> Vec<Op> {
                     svc_ops.push(Op::DelService(*k));
                 } else {
                     for dk in cur.dests.keys() {
-                        if owned.dests.contains(&(*k, *dk)) {
+                        if owned.owns_dest(k, dk) {
                             dels.push(Op::DelDest(*k, *dk));
                         }
                     }
@@ -100,7 +133,7 @@ pub fn diff(current: &Table, desired: &Table, owned: &Owned) -> Vec<Op> {
             }
             Some(want) => {
                 for dk in cur.dests.keys() {
-                    if !want.dests.contains_key(dk) && owned.dests.contains(&(*k, *dk)) {
+                    if !want.dests.contains_key(dk) && owned.owns_dest(k, dk) {
                         dels.push(Op::DelDest(*k, *dk));
                     }
                 }

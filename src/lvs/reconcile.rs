@@ -159,14 +159,14 @@ impl<B: Backend> Reconciler<B> {
                 owned.services.insert(*k);
             }
         }
-        for (k, d) in &self.owned.dests {
+        for (k, d) in self.owned.dests() {
             if self
                 .expected
                 .services
-                .get(k)
-                .is_some_and(|ts| ts.dests.contains_key(d))
+                .get(&k)
+                .is_some_and(|ts| ts.dests.contains_key(&d))
             {
-                owned.dests.insert((*k, *d));
+                owned.insert_dest(k, d);
             }
         }
         self.owned = owned;
@@ -181,7 +181,7 @@ impl<B: Backend> Reconciler<B> {
         for (k, s) in partial.services {
             self.owned.services.insert(k);
             for dk in s.dests.keys() {
-                self.owned.dests.insert((k, *dk));
+                self.owned.insert_dest(k, *dk);
             }
             self.desired.services.insert(k, s);
         }
@@ -198,15 +198,9 @@ impl<B: Backend> Reconciler<B> {
                         .get(k)
                         .is_some_and(|s| s.dests.contains_key(dk))
             };
-            let gone: Vec<(ServiceKey, DestKey)> = self
-                .owned
-                .dests
-                .range((*k, DestKey::MIN)..=(*k, DestKey::MAX))
-                .filter(|(_, dk)| !keep(dk))
-                .copied()
-                .collect();
+            let gone: Vec<DestKey> = self.owned.dests_of(k).filter(|dk| !keep(dk)).collect();
             for g in gone {
-                self.owned.dests.remove(&g);
+                self.owned.remove_dest(k, &g);
             }
         }
         report
@@ -325,7 +319,7 @@ impl<B: Backend> Reconciler<B> {
                     for (k, ts) in &self.expected.services {
                         if mode == FlushOnStop::Off {
                             for dk in ts.dests.keys() {
-                                if self.owned.dests.contains(&(*k, *dk)) {
+                                if self.owned.owns_dest(k, dk) {
                                     ops.push(Op::DelDest(*k, *dk));
                                 }
                             }

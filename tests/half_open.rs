@@ -3,7 +3,9 @@
 //! down, silence is a timeout; IPv4 and IPv6; without CAP_NET_RAW the
 //! daemon says so at start and connects in full.
 
-use keepalived::check::engine::{plan, NetProber, Outcome, PlanOptions, Planned, Prober};
+use keepalived::check::engine::{
+    plan, Change, Engine, Jitter, NetProber, Outcome, PlanOptions, Planned, ProbeKind, Prober,
+};
 use keepalived::check::misc::Scripts;
 use keepalived::config::load_str;
 use std::io::ErrorKind;
@@ -52,10 +54,30 @@ fn queued(l: &TcpListener) -> usize {
     }
 }
 
+/// `n` probes as a probe's future, then `n` launched as the engine's
+/// scheduler launches them (no task of their own, the end told through a
+/// channel): both ways must answer alike.
 async fn probe_all(p: &NetProber, c: &Planned, n: usize) -> Vec<Outcome> {
     let mut out = Vec::new();
     for _ in 0..n {
         out.push(p.probe(c, 0, 1).await);
+    }
+    if matches!(&c.kind, ProbeKind::Tcp(o) if o.half_open) {
+        out.extend(launch_all(p, c, n).await);
+    }
+    out
+}
+
+/// `n` probes launched one after the other, each awaited.
+async fn launch_all(p: &NetProber, c: &Planned, n: usize) -> Vec<Outcome> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut out = Vec::new();
+    for i in 0..n {
+        assert!(p.launch(c, i, &tx), "a half-open probe launches");
+        let (id, r, started, ended) = rx.recv().await.expect("its end is told");
+        assert_eq!(id, i);
+        assert!(ended >= started);
+        out.push(r.map(|()| None));
     }
     out
 }
@@ -109,6 +131,13 @@ async fn rst_is_down_as_a_refused_connect() {
             "{:?}",
             t.elapsed()
         );
+        let t = Instant::now();
+        let o = launch_all(&p, &c, 1).await.remove(0);
+        assert!(
+            matches!(&o, Err(e) if e.to_string().contains("Connection refused")),
+            "{bind}, launched: {o:?}"
+        );
+        assert!(t.elapsed() < Duration::from_millis(900));
     }
 }
 
@@ -140,6 +169,69 @@ async fn silence_is_a_timeout() {
         "{:?}",
         t.elapsed()
     );
+    // Launched: the source's timeout task ends it at connect_timeout.
+    let t = Instant::now();
+    let o = launch_all(&p, &c, 1).await.remove(0);
+    assert!(
+        matches!(&o, Err(e) if e.to_string().contains("timed out")),
+        "launched: {o:?}"
+    );
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(990) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn the_engine_launches_half_open_checks_up_and_down() {
+    // Two real servers, one listening, one refusing: the engine's checks
+    // (launched by its scheduler, no task each) keep the first up with
+    // nothing accepted and take the second down.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = l.local_addr().unwrap();
+    let down = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let rs = |a: SocketAddr| {
+        format!(
+            " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n connect_timeout 1\n delay_loop 1\n warmup 0\n half_open\n }}\n }}\n",
+            a.port()
+        )
+    };
+    let text = format!(
+        "virtual_server 192.0.2.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n{}{}}}\n",
+        rs(up),
+        rs(down)
+    );
+    let cfg = load_str(&text).config;
+    let (p, errors) = plan(&cfg, &PlanOptions::default());
+    assert!(errors.is_empty(), "{errors:?}");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let prober = std::sync::Arc::new(NetProber::new(Scripts::new(4)));
+    let e = Engine::start(&p, prober, tx, Jitter::with_seed(1));
+    let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("a change within 5 s")
+        .expect("an event");
+    assert_eq!(ev.check, 1, "{ev:?}");
+    assert_eq!(ev.change, Change::Down, "{ev:?}");
+    // Two more rounds: the listening one stays up (no event), nothing is
+    // accepted, and the board counts every run of both.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(rx.try_recv().is_err(), "no other change");
+    let board = e.board();
+    let (a, b) = (board.get(0).unwrap(), board.get(1).unwrap());
+    assert!(a.runs >= 2 && b.runs >= 2, "{} {}", a.runs, b.runs);
+    assert!(a.last.as_ref().unwrap().ok);
+    assert!(!b.last.as_ref().unwrap().ok);
+    assert_eq!(queued(&l), 0);
+    e.stop().await;
 }
 
 #[tokio::test]

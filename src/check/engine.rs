@@ -19,7 +19,7 @@ pub use super::plan::{
     file_state, format_rs, plan, plan_carrying, script_identity, Carry, Plan, PlanOptions, Planned,
     ProbeKind,
 };
-pub use super::prober::{NetProber, Outcome, Prober};
+pub use super::prober::{Done, NetProber, Outcome, Prober};
 use super::schedule::{Schedule, Verdict};
 pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
 use std::cmp::Reverse;
@@ -66,7 +66,10 @@ impl Engine {
             schedules.push(Some(Schedule::new(i, c)));
         }
         if !queue.is_empty() {
+            let (done, done_rx) = mpsc::unbounded_channel();
             let s = Scheduler {
+                done,
+                done_rx,
                 checks: plan.checks.clone(),
                 schedules,
                 queue,
@@ -112,6 +115,9 @@ struct Scheduler {
     /// (when, check), earliest first.
     queue: BinaryHeap<Reverse<(Instant, usize)>>,
     prober: Arc<dyn Prober>,
+    /// Where probes launched without a task of their own end.
+    done: mpsc::UnboundedSender<Done>,
+    done_rx: mpsc::UnboundedReceiver<Done>,
     tx: mpsc::UnboundedSender<Event>,
     board: Arc<Board>,
 }
@@ -133,6 +139,9 @@ impl Scheduler {
                         self.launch(&mut out, id);
                     }
                 }
+                Some((id, r, started, ended)) = self.done_rx.recv() => {
+                    self.observe(id, r.map(|()| None), started, ended);
+                }
                 Some(done) = out.join_next(), if !out.is_empty() => match done {
                     Ok((id, outcome, started, ended)) => self.observe(id, outcome, started, ended),
                     Err(e) if e.is_panic() => {
@@ -151,6 +160,9 @@ impl Scheduler {
             return;
         };
         let (url, seq) = (sch.urls.current, sch.next_seq());
+        if self.prober.launch(&self.checks[id], id, &self.done) {
+            return;
+        }
         let checks = self.checks.clone();
         let prober = self.prober.clone();
         out.spawn(async move {

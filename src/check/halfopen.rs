@@ -20,6 +20,8 @@ use nix::sys::socket::{
     recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, IoSlice, IoSliceMut};
@@ -28,7 +30,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::unix::AsyncFd;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::time::Instant;
 
 /// Ports held per source: probes of one destination in flight at once.
 const PORTS: u16 = 8;
@@ -63,15 +66,54 @@ impl Key {
 
 /// A destination with the device and mark its route is looked up with.
 type RouteKey = (IpAddr, Option<Box<str>>, Option<u32>);
+/// The source address the kernel picks per destination and options.
+type Routes = Arc<Mutex<HashMap<RouteKey, IpAddr>>>;
 /// A probe in flight: its SYN's sequence number, and who waits.
-type Pending = (u32, oneshot::Sender<Answer>);
+type Pending = (u32, Waiter);
+
+/// A launched probe's end, told to the engine's scheduler: the check, its
+/// result, when it started and ended.
+pub type Done = (usize, Result<(), Failure>, Instant, Instant);
+
+/// When a launched probe times out: (when, destination, our port, its
+/// sequence number).
+type Deadline = (Instant, SocketAddr, u16, u32);
+
+/// Who waits for a probe's answer.
+enum Waiter {
+    /// A probe's future ([`HalfOpen::probe`]).
+    Future(oneshot::Sender<Answer>),
+    /// The scheduler ([`HalfOpen::launch`]): no task and no timer of the
+    /// probe's own; the source's receiver tells it, or its timeout task.
+    Report(Box<Report>),
+}
+
+/// A launched probe: whom to tell, and what its answer needs.
+struct Report {
+    id: usize,
+    started: Instant,
+    tx: mpsc::UnboundedSender<Done>,
+    /// Our end of the probe, for the RST we send ourselves.
+    from: SocketAddr,
+    /// How its route was looked up (asked again after a timeout).
+    route: Option<RouteKey>,
+}
+
+impl Report {
+    fn tell(self, r: Result<(), Failure>) {
+        let _ = self.tx.send((self.id, r, self.started, Instant::now()));
+    }
+}
+
+fn refused() -> Failure {
+    Failure::Connect(io::Error::from_raw_os_error(nix::libc::ECONNREFUSED))
+}
 
 /// The half-open prober: its sources, opened at first need.
 #[derive(Default)]
 pub struct HalfOpen {
     sources: Mutex<HashMap<Key, Option<Arc<Source>>>>,
-    /// The source address the kernel picks per destination and options.
-    routes: Mutex<HashMap<RouteKey, IpAddr>>,
+    routes: Routes,
     seq: AtomicU64,
 }
 
@@ -85,6 +127,13 @@ struct Source {
     _held: Vec<Socket>,
     own_rst: bool,
     inflight: Mutex<HashMap<(SocketAddr, u16), Pending>>,
+    /// Launched probes' deadlines, earliest first: (when, destination,
+    /// port, sequence number). An entry whose probe was answered is passed
+    /// over when it comes due.
+    deadlines: Mutex<BinaryHeap<Reverse<Deadline>>>,
+    /// Wakes the timeout task when a deadline earlier than all others came.
+    earlier: Arc<Notify>,
+    routes: Routes,
     tx: mpsc::UnboundedSender<(SocketAddr, Packet)>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -176,26 +225,71 @@ impl HalfOpen {
         Some(self.run(&src, from, c).await)
     }
 
+    /// Starts one half-open probe of `c`'s destination as check `id` of
+    /// the engine, whose scheduler `tx` is then told its end: no task and
+    /// no timer of its own. False when this source cannot probe half-open
+    /// (then the caller connects in full).
+    pub fn launch(&self, c: &ConnOpts, id: usize, tx: &mpsc::UnboundedSender<Done>) -> bool {
+        let started = Instant::now();
+        let (key, from) = match self.key(c) {
+            Ok(k) => k,
+            Err(e) => {
+                let _ = tx.send((id, Err(Failure::Socket(e)), started, started));
+                return true;
+            }
+        };
+        let Some(src) = self.source(&key, c) else {
+            return false;
+        };
+        let seq = self.next_seq();
+        let route = c
+            .bind
+            .map(|b| b.ip())
+            .filter(|ip| !ip.is_unspecified())
+            .is_none()
+            .then(|| (c.dst.ip(), c.bind_if.clone(), c.fwmark));
+        let mut report = Report {
+            id,
+            started,
+            tx: tx.clone(),
+            from: SocketAddr::new(from, 0),
+            route,
+        };
+        let claimed = src.claim(c.dst, seq, |port| {
+            report.from.set_port(port);
+            Waiter::Report(Box::new(report))
+        });
+        let port = match claimed {
+            Ok(p) => p,
+            Err((e, w)) => {
+                if let Waiter::Report(r) = w {
+                    r.tell(Err(e));
+                }
+                return true;
+            }
+        };
+        let deadline = started + c.timeout;
+        {
+            let mut d = src.deadlines.lock().expect("deadlines");
+            let first = d.peek().is_none_or(|Reverse((t, ..))| deadline < *t);
+            d.push(Reverse((deadline, c.dst, port, seq)));
+            if first {
+                src.earlier.notify_one();
+            }
+        }
+        let from = SocketAddr::new(from, port);
+        let packet = Packet::new(from, c.dst, &syn::syn(from, c.dst, seq));
+        // A stopped sender: the probe times out.
+        let _ = src.tx.send((c.dst, packet));
+        true
+    }
+
     async fn run(&self, src: &Source, from: IpAddr, c: &ConnOpts) -> Result<(), Failure> {
         let seq = self.next_seq();
         let (done, answer) = oneshot::channel();
-        let port = {
-            let mut inflight = src.inflight.lock().expect("inflight");
-            let span = src.hi - src.lo + 1;
-            let start = (seq % u32::from(span)) as u16;
-            let free = (0..span)
-                .map(|i| src.lo + (start + i) % span)
-                .find(|p| !inflight.contains_key(&(c.dst, *p)));
-            let Some(port) = free else {
-                // Every port already has a probe of this destination out.
-                return Err(Failure::Socket(io::Error::new(
-                    io::ErrorKind::AddrInUse,
-                    "every half-open probe port is busy for this destination",
-                )));
-            };
-            inflight.insert((c.dst, port), (seq, done));
-            port
-        };
+        let port = src
+            .claim(c.dst, seq, |_| Waiter::Future(done))
+            .map_err(|(e, _)| e)?;
         let _claim = Claim {
             src,
             key: (c.dst, port),
@@ -216,9 +310,7 @@ impl HalfOpen {
                 }
                 Ok(())
             }
-            Ok(Ok(Answer::Refused)) => Err(Failure::Connect(io::Error::from_raw_os_error(
-                nix::libc::ECONNREFUSED,
-            ))),
+            Ok(Ok(Answer::Refused)) => Err(refused()),
             Ok(Err(_)) => Err(Failure::Socket(io::Error::other(
                 "half-open receiver stopped",
             ))),
@@ -279,7 +371,7 @@ impl HalfOpen {
         if let Some(s) = sources.get(key) {
             return s.clone();
         }
-        let s = match Source::open(key) {
+        let s = match Source::open(key, self.routes.clone()) {
             Ok(s) => Some(s),
             Err(e) => {
                 let hint = if e.kind() == io::ErrorKind::PermissionDenied {
@@ -311,7 +403,58 @@ fn route_source(c: &ConnOpts) -> io::Result<IpAddr> {
 }
 
 impl Source {
-    fn open(key: &Key) -> io::Result<Arc<Source>> {
+    /// Takes a free port of ours for a probe of `dst`, with who waits on
+    /// it; every port busy for `dst` gives the waiter back with the error.
+    fn claim(
+        &self,
+        dst: SocketAddr,
+        seq: u32,
+        waiter: impl FnOnce(u16) -> Waiter,
+    ) -> Result<u16, (Failure, Waiter)> {
+        let mut inflight = self.inflight.lock().expect("inflight");
+        let span = self.hi - self.lo + 1;
+        let start = (seq % u32::from(span)) as u16;
+        let free = (0..span)
+            .map(|i| self.lo + (start + i) % span)
+            .find(|p| !inflight.contains_key(&(dst, *p)));
+        let w = waiter(free.unwrap_or(0));
+        let Some(port) = free else {
+            // Every port already has a probe of this destination out.
+            return Err((
+                Failure::Socket(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    "every half-open probe port is busy for this destination",
+                )),
+                w,
+            ));
+        };
+        inflight.insert((dst, port), (seq, w));
+        Ok(port)
+    }
+
+    /// A reply's probe answered: its waiter told.
+    fn answered(&self, w: Waiter, answer: Answer, dst: SocketAddr, seq: u32) {
+        match w {
+            Waiter::Future(done) => {
+                let _ = done.send(answer);
+            }
+            Waiter::Report(r) => {
+                let result = match answer {
+                    Answer::Open => {
+                        if self.own_rst {
+                            let rst = syn::rst(r.from, dst, seq.wrapping_add(1));
+                            let _ = self.tx.send((dst, Packet::new(r.from, dst, &rst)));
+                        }
+                        Ok(())
+                    }
+                    Answer::Refused => Err(refused()),
+                };
+                r.tell(result);
+            }
+        }
+    }
+
+    fn open(key: &Key, routes: Routes) -> io::Result<Arc<Source>> {
         let v6 = key.v6.is_some();
         let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
         let raw = Socket::new(
@@ -346,16 +489,21 @@ impl Source {
         // stays open and the same until the AsyncFd is dropped.
         let raw = Arc::new(unsafe { AsyncFd::register(raw) }.map_err(io::Error::from)?);
         let (tx, rx) = mpsc::unbounded_channel();
+        let earlier = Arc::new(Notify::new());
         Ok(Arc::new_cyclic(|me| Source {
             lo,
             hi,
             _held: held,
             own_rst,
             inflight: Mutex::new(HashMap::new()),
+            deadlines: Mutex::new(BinaryHeap::new()),
+            earlier: earlier.clone(),
+            routes,
             tx,
             tasks: vec![
                 tokio::spawn(send_loop(raw.clone(), rx)),
                 tokio::spawn(recv_loop(raw, me.clone(), v6)),
+                tokio::spawn(timeout_loop(me.clone(), earlier)),
             ],
         }))
     }
@@ -528,10 +676,66 @@ async fn recv_loop(fd: Arc<AsyncFd<Socket>>, src: std::sync::Weak<Source>, v6: b
                 .get(&key)
                 .is_some_and(|(seq, _)| seq.wrapping_add(1) == r.ack)
             {
-                if let Some((_, done)) = inflight.remove(&key) {
-                    let _ = done.send(r.answer);
+                if let Some((seq, w)) = inflight.remove(&key) {
+                    src.answered(w, r.answer, r.from, seq);
                 }
             }
+        }
+    }
+}
+
+/// Ends the launched probes no answer came for by their deadline
+/// (`connect_timeout`), asking their route again next time (a source that
+/// moved gets no answer).
+async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Notify>) {
+    loop {
+        // Taken before the queue is read: a deadline pushed after the read
+        // still wakes us (its permit is kept).
+        let notified = earlier.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let at = {
+            let Some(s) = src.upgrade() else { return };
+            let now = Instant::now();
+            let mut expired = Vec::new();
+            let next = {
+                let mut d = s.deadlines.lock().expect("deadlines");
+                while let Some(&Reverse((at, dst, port, seq))) = d.peek() {
+                    if at > now {
+                        break;
+                    }
+                    d.pop();
+                    expired.push((dst, port, seq));
+                }
+                d.peek().map(|Reverse((at, ..))| *at)
+            };
+            for (dst, port, seq) in expired {
+                let w = {
+                    let mut inflight = s.inflight.lock().expect("inflight");
+                    match inflight.get(&(dst, port)) {
+                        Some((s, Waiter::Report(_))) if *s == seq => {
+                            inflight.remove(&(dst, port)).map(|(_, w)| w)
+                        }
+                        _ => None,
+                    }
+                };
+                if let Some(Waiter::Report(r)) = w {
+                    if let Some(rk) = &r.route {
+                        s.routes.lock().expect("routes").remove(rk);
+                    }
+                    r.tell(Err(Failure::ConnectTimeout));
+                }
+            }
+            next
+        };
+        match at {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    _ = &mut notified => {}
+                }
+            }
+            None => notified.await,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! I/O shell of the checker, called by the [`super::engine`]'s tasks.
 
 use super::conn::Failure;
+pub use super::halfopen::Done;
 use super::halfopen::HalfOpen;
 use super::misc::{self, Scripts};
 use super::plan::{Plan, Planned, ProbeKind};
@@ -19,6 +20,18 @@ pub trait Prober: Send + Sync + 'static {
     /// Makes ready what the plan's probes need before they start (the
     /// half-open probes' raw sockets), reporting what is missing then.
     fn prepare(&self, _plan: &Plan) {}
+
+    /// Starts check `id` (`check`) without a task of its own, when its
+    /// probe can (a half-open SYN): its end is sent to `done`. False: run
+    /// it with [`Self::probe`].
+    fn launch(
+        &self,
+        _check: &Planned,
+        _id: usize,
+        _done: &tokio::sync::mpsc::UnboundedSender<Done>,
+    ) -> bool {
+        false
+    }
 
     /// Runs check `check` of the plan against url `url` (HTTP) with
     /// sequence number `seq` (PING/DNS).
@@ -55,6 +68,18 @@ impl Prober for NetProber {
                     self.half_open.prepare(c);
                 }
             }
+        }
+    }
+
+    fn launch(
+        &self,
+        check: &Planned,
+        id: usize,
+        done: &tokio::sync::mpsc::UnboundedSender<Done>,
+    ) -> bool {
+        match &check.kind {
+            ProbeKind::Tcp(c) if c.half_open => self.half_open.launch(c, id, done),
+            _ => false,
         }
     }
 

@@ -11,8 +11,12 @@
 //! to replies to our ports; SYNs leave in batches (`sendmmsg`) and replies
 //! are read in batches (`recvmmsg`), each by one task per socket. The
 //! source address of a destination is the kernel's route, asked once and
-//! asked again after a timeout (the route may have moved). The wire format
-//! is [`super::syn`].
+//! asked again after a timeout (the route may have moved). A probe the
+//! engine's scheduler launches ([`HalfOpen::launch`]) has no task, box or
+//! timer of its own: the receiver, or the source's one timeout task at
+//! `connect_timeout`, sends its end to the scheduler; [`HalfOpen::probe`]
+//! is the same probe as a future (the fallback's and the tests' way). The
+//! wire format is [`super::syn`].
 
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};

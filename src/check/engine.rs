@@ -689,7 +689,7 @@ mod tests {
         assert!(!p.checks[1].start.state.is_up);
         let mut carry = Carry::new();
         carry.live_in_kernel.insert(RsKey {
-            vs: "[10.0.0.1]:tcp:80".to_string(),
+            vs: "[10.0.0.1]:tcp:80".into(),
             ip: "127.0.0.1".parse().unwrap(),
             port: 8002,
         });

@@ -7,11 +7,11 @@
 use crate::check::engine::{self, Carry, Plan, PlanOptions};
 use crate::cli::Options;
 use crate::config::model::{Config, LvsTimeouts};
-use crate::health::{Health, RsKey, Tracker};
+use crate::health::{FxSet, Health, RsKey, Tracker};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::{Backend, IpvsError, Op, Table, Timeouts};
 use crate::lvs::{desired, Reconciler};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// `lvs_timeouts` as the backend takes them (0: left as it is).
@@ -24,13 +24,13 @@ pub fn timeouts(t: Option<LvsTimeouts>) -> Option<Timeouts> {
 }
 
 /// The real servers of `cfg` that `table` (the kernel's at start) has live.
-pub fn live_in_kernel(cfg: &Config, table: &Table) -> HashSet<RsKey> {
-    let mut out = HashSet::new();
+pub fn live_in_kernel(cfg: &Config, table: &Table) -> FxSet<RsKey> {
+    let mut out = FxSet::default();
     if table.services.is_empty() {
         return out;
     }
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-        let name = crate::config::validate::format_vs(vs);
+        let name: std::sync::Arc<str> = crate::config::validate::format_vs(vs).into();
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             if desired::rs_live_in(cfg, vi, ri, table) {
                 out.insert(RsKey::of(&name, rs));

@@ -235,7 +235,7 @@ impl Tracker {
         out.rs.reserve(servers);
         out.checkers.reserve(roster.len());
         for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-            let vs_name = format_vs(vs);
+            let vs_name: std::sync::Arc<str> = format_vs(vs).into();
             for (ri, rs) in vs.real_servers.iter().enumerate() {
                 let Some(t) = self.rs.get(&(vi, ri)) else {
                     continue;

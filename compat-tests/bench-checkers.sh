@@ -47,7 +47,7 @@ block() { # kind(tcp|http) count delay_loop net-octet: virtual servers of 200
     for ((i = 0; i < n; i++)); do
         if ((i % per == 0)); then
             ((i > 0)) && echo "}"
-            echo "virtual_server 10.$net.$((i / per / 250)).$((i / per % 250 + 1)) 80 {"
+            echo "virtual_server 192.0.2.$((i / per % 250 + 1)) $((net * 100 + i / per / 250)) {"
             echo "    delay_loop $delay"
             echo "    lb_algo rr"
             echo "    lb_kind NAT"

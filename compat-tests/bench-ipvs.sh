@@ -22,7 +22,7 @@ trap 'rm -rf "$SHIP" "$PAYLOAD"' EXIT
 gen() { # weight of the first destination of the first service
     local w=$1
     for ((s = 0; s < SERVICES; s++)); do
-        echo "virtual_server 10.20.$((s / 250)).$((s % 250 + 1)) 80 {"
+        echo "virtual_server 192.0.2.$((s % 250 + 1)) $((80 + s / 250)) {"
         echo "    lvs_sched wlc"
         echo "    lvs_method NAT"
         echo "    protocol TCP"
@@ -45,7 +45,7 @@ now() { cut -d' ' -f1 /proc/uptime; }
 count() { grep -c -- '->' /proc/net/ip_vs; }
 # From /proc, not ipvsadm: the capture must hold the daemon's requests only.
 weight7() {
-    awk '/^TCP  0A140001:0050/ { f = 1; next }
+    awk '/^TCP  C0000201:0050/ { f = 1; next }
          f && /^  ->/ { if (\$2 == "7F010001:0050" && \$4 == 7) w = 1; next }
          f { exit }
          END { exit !w }' /proc/net/ip_vs

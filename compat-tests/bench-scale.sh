@@ -56,7 +56,7 @@ for i in range(n):
         if i:
             body.append("}\n")
         v = i // per
-        body.append(f"virtual_server 10.40.{v // 250}.{v % 250 + 1} 80 {{\n    delay_loop {delay}\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n")
+        body.append(f"virtual_server 192.0.2.{v % 250 + 1} {80 + v // 250} {{\n    delay_loop {delay}\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n")
         if half:
             body.append("    half_open\n")
     a = f"127.{40 + i // 62500}.{(i // 250) % 250}.{i % 250 + 1}"

@@ -9,9 +9,9 @@ python3 - "$tmp/big.conf" <<'PY'
 import sys
 with open(sys.argv[1], "w") as f:
     for v in range(500):
-        f.write(f"virtual_server 10.{v // 250}.{v % 250}.1 80 {{\n  lb_algo wlc\n  lb_kind NAT\n  protocol TCP\n  delay_loop 1\n")
+        f.write(f"virtual_server 192.0.2.{v % 250 + 1} {80 + v // 250} {{\n  lb_algo wlc\n  lb_kind NAT\n  protocol TCP\n  delay_loop 1\n")
         for r in range(100):
-            f.write(f"  real_server 10.200.{v % 250}.{r + 1} {8000 + v // 250} {{\n    weight 1\n    TCP_CHECK {{\n      connect_timeout 2\n    }}\n  }}\n")
+            f.write(f"  real_server 192.0.2.{r + 1} {8000 + v} {{\n    weight 1\n    TCP_CHECK {{\n      connect_timeout 2\n    }}\n  }}\n")
         f.write("}\n")
 PY
 # Alternating rounds, medians: this host's timings drift by a third between

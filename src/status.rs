@@ -171,6 +171,66 @@ pub fn rs_state(alive: bool, checkers: &[&'static str]) -> &'static str {
     }
 }
 
+/// The table's window: how soon failures would take the checker out
+/// (`out 3.0s`), or successes put it back (`back 9.0s`).
+fn window_words(c: &Value) -> String {
+    if let Some(f) = c["failure_window_s"].as_f64() {
+        format!("out {f:.1}s")
+    } else if let Some(r) = c["recovery_window_s"].as_f64() {
+        format!("back {r:.1}s")
+    } else {
+        "-".to_string()
+    }
+}
+
+/// Until the next run, then the runs still needed, each taking its
+/// timeout at most.
+fn from_now(st: &CheckStatus, now: tokio::time::Instant, window: std::time::Duration) -> f64 {
+    let next = st
+        .next_run
+        .map(|t| t.saturating_duration_since(now))
+        .unwrap_or_default();
+    (next + window).as_secs_f64()
+}
+
+/// For a checker that is up: how long from now failures would take to
+/// take it out (the failures it still needs, `fast_interval` or
+/// `delay_before_retry` apart). None while it is down.
+pub fn failure_window(
+    c: &crate::check::plan::Planned,
+    st: &CheckStatus,
+    up: bool,
+    now: tokio::time::Instant,
+) -> Option<f64> {
+    if !up {
+        return None;
+    }
+    let t = &c.timing;
+    let remaining = (t.retry + 1).saturating_sub(st.now.state.retry_it).max(1);
+    Some(from_now(st, now, t.window(remaining, t.failing_interval())))
+}
+
+/// For a checker that is down: how long from now successes would take to
+/// put it back (those it still needs for `healthy_threshold`,
+/// `fast_interval` or `delay_loop` apart). None while it is up.
+pub fn recovery_window(
+    c: &crate::check::plan::Planned,
+    st: &CheckStatus,
+    up: bool,
+    now: tokio::time::Instant,
+) -> Option<f64> {
+    if up {
+        return None;
+    }
+    let t = &c.timing;
+    let remaining = t.rise.saturating_sub(st.now.state.rise_it).max(1);
+    Some(from_now(
+        st,
+        now,
+        t.window(remaining, t.recovering_interval()),
+    ))
+}
+
 fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
@@ -217,6 +277,10 @@ pub fn document(v: &View) -> Value {
                     "last_run_ago_s": last.map(|l| v.now.saturating_duration_since(l.at).as_secs_f64()),
                     "next_run_in_s": st.next_run.map(|t| t.saturating_duration_since(v.now).as_secs_f64()),
                     "dynamic_weight": v.tracker.checker_weight(&sub),
+                    "healthy_threshold": c.timing.rise,
+                    "successes_counted": st.now.state.rise_it,
+                    "failure_window_s": failure_window(c, &st, up, v.now),
+                    "recovery_window_s": recovery_window(c, &st, up, v.now),
                 }));
             }
 
@@ -328,7 +392,7 @@ pub fn table(doc: &Value) -> String {
         );
         let _ = writeln!(
             o,
-            "  {:<28} {:<13} {:>6} {:>6}  CHECKER       STATE        OK/FAIL  LATENCY  NEXT   LAST ERROR",
+            "  {:<28} {:<13} {:>6} {:>6}  CHECKER       STATE        OK/FAIL  LATENCY  NEXT   WINDOW      LAST ERROR",
             "REAL SERVER", "STATE", "WEIGHT", "KERNEL"
         );
         for rs in vs["real_servers"].as_array().into_iter().flatten() {
@@ -354,7 +418,7 @@ pub fn table(doc: &Value) -> String {
                 };
                 let _ = writeln!(
                     o,
-                    "{lead}  {:<13} {:<12} {:>3}/{:<4} {:>7} {:>5}  {}",
+                    "{lead}  {:<13} {:<12} {:>3}/{:<4} {:>7} {:>5}  {:<10}  {}",
                     s(c, "type"),
                     s(c, "state"),
                     c["consecutive_successes"].to_string(),
@@ -365,6 +429,7 @@ pub fn table(doc: &Value) -> String {
                     c["next_run_in_s"]
                         .as_f64()
                         .map_or("-".to_string(), |n| format!("{n:.1}s")),
+                    window_words(c),
                     s(c, "last_error")
                 );
             }

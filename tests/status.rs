@@ -12,7 +12,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_keepalived");
 
@@ -39,19 +38,7 @@ impl Drop for Daemon {
     }
 }
 
-fn status_json(sock: &Path) -> Value {
-    let out = Command::new(BIN)
-        .args(["--status", "--json", "--status-socket"])
-        .arg(sock)
-        .output()
-        .expect("run --status");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
-}
+use common::{free_port, status_json, wait_status};
 
 fn metrics(port: u16) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
@@ -68,27 +55,6 @@ fn metric(text: &str, line_start: &str) -> Option<f64> {
         .find(|l| l.starts_with(line_start))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
-}
-
-/// Polls the status document until `f` holds.
-fn wait_status(sock: &Path, what: &str, f: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let doc = status_json(sock);
-        if f(&doc) {
-            return doc;
-        }
-        assert!(Instant::now() < deadline, "{what}: {doc:#}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {

@@ -617,6 +617,8 @@ mod tests {
             has_run,
             retry_it,
             retry,
+            rise_it: 0,
+            rise: 1,
         }
     }
 

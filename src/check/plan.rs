@@ -105,6 +105,39 @@ pub struct Timing {
     pub log_all_failures: bool,
     /// HTTP `fast_recovery`.
     pub fast_recovery: bool,
+    /// How long one run may take at most (`connect_timeout`, MISC_CHECK's
+    /// `misc_timeout`): the status's windows count with it.
+    pub timeout: Duration,
+    /// `healthy_threshold` (extension; 1 = keepalived's).
+    pub rise: u32,
+    /// `fast_interval` (extension): between runs in transition.
+    pub fast_interval: Option<Duration>,
+    /// `down_interval` (extension): between runs while down.
+    pub down_interval: Option<Duration>,
+}
+
+impl Timing {
+    /// How long, at the most, `remaining` consecutive results take that
+    /// are `interval` apart: each may last the timeout (the cloud load
+    /// balancers' window: timeout × threshold + interval × (threshold − 1)).
+    pub fn window(&self, remaining: u32, interval: Duration) -> Duration {
+        self.timeout * remaining + interval * remaining.saturating_sub(1)
+    }
+
+    /// Between the failures that count towards the unhealthy threshold.
+    pub fn failing_interval(&self) -> Duration {
+        self.fast_interval.unwrap_or(self.delay_before_retry)
+    }
+
+    /// Between the successes that count towards the healthy threshold.
+    pub fn recovering_interval(&self) -> Duration {
+        self.fast_interval.unwrap_or(self.delay_loop)
+    }
+
+    /// Between the runs of a checker that is down.
+    pub fn down_delay(&self) -> Duration {
+        self.down_interval.unwrap_or(self.delay_loop)
+    }
 }
 
 /// Who gets a check's results: mostly one checker, stored in place.
@@ -474,7 +507,15 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     alpha: t.alpha,
                     log_all_failures: t.log_all_failures,
                     fast_recovery: matches!(c, Checker::Http(h) | Checker::Ssl(h) if h.fast_recovery),
+                    timeout: match &kind {
+                        ProbeKind::Misc { timeout, .. } => *timeout,
+                        _ => t.connect_timeout,
+                    },
+                    rise: t.healthy_threshold,
+                    fast_interval: t.fast_interval,
+                    down_interval: t.down_interval,
                 };
+                start.state.rise = t.healthy_threshold;
                 let timing = match timings.get(&timing) {
                     Some(t) => t.clone(),
                     None => {

@@ -146,7 +146,15 @@ impl Schedule {
                 self.misc_status = None;
             }
         }
-        if ok && (!was_up || !had_run) && !matches!(c.kind, ProbeKind::Http(_)) {
+        if d.next == Next::Recovering {
+            step.info.push(format!(
+                "{} on service {} passed {} of {} times needed to put it back (healthy_threshold)",
+                c.kind.type_name(),
+                c.name,
+                self.state.rise_it,
+                self.state.rise
+            ));
+        } else if ok && (!was_up || !had_run) && !matches!(c.kind, ProbeKind::Http(_)) {
             step.info.push(success_line(c));
         }
         if d.pass_complete {
@@ -175,10 +183,16 @@ impl Schedule {
                 c.name
             ));
         }
+        let t = &c.timing;
         step.delay = match d.next {
-            Next::DelayLoop => c.timing.delay_loop,
-            Next::DelayBeforeRetry => c.timing.delay_before_retry,
-            Next::LongerOfBoth => c.timing.delay_loop.max(c.timing.delay_before_retry),
+            // down_interval (extension) while down, else keepalived's.
+            Next::DelayLoop if !self.state.is_up => t.down_delay(),
+            Next::DelayLoop => t.delay_loop,
+            Next::DelayBeforeRetry => t.failing_interval(),
+            Next::LongerOfBoth => t
+                .down_interval
+                .unwrap_or(t.delay_loop.max(t.delay_before_retry)),
+            Next::Recovering => t.recovering_interval(),
             Next::Now => Duration::ZERO,
         };
         // MISC_CHECK schedules from the start of the run.
@@ -275,6 +289,52 @@ mod tests {
             st.info,
             vec!["TCP connection to [192.0.2.10]:tcp:80 success."]
         );
+    }
+
+    #[test]
+    fn thresholds_and_intervals_follow_the_checker_s_state() {
+        let c = planned(
+            "TCP_CHECK {\n unhealthy_threshold 2\n healthy_threshold 3\n delay_loop 10\n \
+             delay_before_retry 4\n fast_interval 0.5\n down_interval 30\n }",
+        );
+        assert_eq!(c.timing.retry, 1, "unhealthy_threshold 2 is retry 1");
+        let mut s = Schedule::new(0, &c);
+        assert!(s.observe(&c, &Verdict::Pass(None)).changes.is_empty());
+        // Failing: fast_interval instead of delay_before_retry, then down
+        // and down_interval instead of delay_loop.
+        assert_eq!(s.observe(&c, &fail()).delay, Duration::from_millis(500));
+        let st = s.observe(&c, &fail());
+        assert_eq!(st.changes.len(), 1);
+        assert_eq!(st.delay, Duration::from_secs(30));
+        assert_eq!(s.observe(&c, &fail()).delay, Duration::from_secs(30));
+        // Recovering: two passes counted, fast_interval apart, the third
+        // puts it back and the loop is delay_loop again.
+        for n in 1..=2 {
+            let st = s.observe(&c, &Verdict::Pass(None));
+            assert!(st.changes.is_empty(), "{st:?}");
+            assert_eq!(st.delay, Duration::from_millis(500));
+            assert_eq!(
+                st.info,
+                vec![format!(
+                    "TCP_CHECK on service [192.0.2.10]:tcp:80 passed {n} of 3 times needed to put it back (healthy_threshold)"
+                )]
+            );
+        }
+        let st = s.observe(&c, &Verdict::Pass(None));
+        assert_eq!(st.changes, vec![(Change::Up, "success".into())]);
+        assert_eq!(st.delay, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn without_the_extensions_the_intervals_are_keepalived_s() {
+        let c = planned("TCP_CHECK {\n retry 1\n delay_loop 10\n delay_before_retry 4\n }");
+        let mut s = Schedule::new(0, &c);
+        s.observe(&c, &Verdict::Pass(None));
+        assert_eq!(s.observe(&c, &fail()).delay, Duration::from_secs(4));
+        assert_eq!(s.observe(&c, &fail()).delay, Duration::from_secs(10));
+        assert_eq!(s.observe(&c, &fail()).delay, Duration::from_secs(10));
+        let st = s.observe(&c, &Verdict::Pass(None));
+        assert_eq!(st.changes, vec![(Change::Up, "success".into())]);
     }
 
     #[test]

@@ -450,6 +450,11 @@ fn checker_common_timing() -> Vec<Kw> {
         kw("warmup", h::ck_warmup),
         kw("alpha", h::ck_alpha),
         kw("log_all_failures", h::ck_log_all_failures),
+        // Extensions of keepalived-rs (grammar/keywords.md).
+        kw("healthy_threshold", h::ck_healthy_threshold),
+        kw("unhealthy_threshold", h::ck_unhealthy_threshold),
+        kw("fast_interval", h::ck_fast_interval),
+        kw("down_interval", h::ck_down_interval),
     ]
 }
 
@@ -597,6 +602,10 @@ fn virtual_server() -> Vec<Kw> {
         kw("omega", h::vs_omega),
         // Extension of keepalived-rs (grammar/keywords.md).
         kw("half_open", h::vs_half_open),
+        kw("healthy_threshold", h::vs_healthy_threshold),
+        kw("unhealthy_threshold", h::vs_unhealthy_threshold),
+        kw("fast_interval", h::vs_fast_interval),
+        kw("down_interval", h::vs_down_interval),
         kw("quorum", h::vs_quorum),
         kw("hysteresis", h::vs_hysteresis),
         kw("quorum_up", h::vs_quorum_up),

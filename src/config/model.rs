@@ -465,6 +465,54 @@ pub struct CheckerCommon {
     /// `half_open` (extension, TCP_CHECK): SYN out, SYN-ACK up, RST down;
     /// unset = the virtual server's.
     pub half_open: Option<bool>,
+    /// The threshold and interval extensions written in this checker
+    /// (boxed: unset in a keepalived.conf, and a checker is kept small);
+    /// validation fills in the virtual server's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Box<Thresholds>>,
+}
+
+/// Extensions of keepalived-rs (grammar/keywords.md): hysteresis in both
+/// directions and state-dependent intervals, as cloud load balancers and
+/// HAProxy (`rise`, `fall`, `fastinter`, `downinter`) have them. Written in
+/// a checker or a virtual server (for its checkers); unset = keepalived's
+/// behaviour.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Thresholds {
+    /// `healthy_threshold N`: consecutive successes before a checker that
+    /// is down comes back up (keepalived: 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthy_threshold: Option<u32>,
+    /// `unhealthy_threshold N`: consecutive failures before an up checker
+    /// goes down; `retry N-1` said the other way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy_threshold: Option<u32>,
+    /// `fast_interval` µs: between the runs of a checker in transition
+    /// (failures counting towards the unhealthy threshold, successes
+    /// towards the healthy one); replaces `delay_before_retry`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_interval: Option<u64>,
+    /// `down_interval` µs: between the runs of a checker that is down
+    /// (instead of `delay_loop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down_interval: Option<u64>,
+}
+
+impl Thresholds {
+    /// These settings, with `base`'s where these have none.
+    pub fn or(&self, base: &Thresholds) -> Thresholds {
+        Thresholds {
+            healthy_threshold: self.healthy_threshold.or(base.healthy_threshold),
+            unhealthy_threshold: self.unhealthy_threshold.or(base.unhealthy_threshold),
+            fast_interval: self.fast_interval.or(base.fast_interval),
+            down_interval: self.down_interval.or(base.down_interval),
+        }
+    }
+
+    /// Nothing written.
+    pub fn is_empty(&self) -> bool {
+        *self == Thresholds::default()
+    }
 }
 
 /// A `url { }` block of HTTP_GET / SSL_GET.
@@ -719,6 +767,9 @@ pub struct VirtualServer {
     /// `half_open` (extension): its TCP_CHECKs probe half-open unless they
     /// say otherwise.
     pub half_open: bool,
+    /// Threshold and interval extensions for its checkers.
+    #[serde(skip_serializing_if = "Thresholds::is_empty")]
+    pub thresholds: Thresholds,
     /// Real servers.
     pub real_servers: Vec<RealServer>,
     /// The MISC_CHECKs of its real servers dropped at their block's end
@@ -904,6 +955,12 @@ pub struct CheckerTiming {
     pub alpha: bool,
     /// `log_all_failures`.
     pub log_all_failures: bool,
+    /// `healthy_threshold` (extension; 1 = keepalived's).
+    pub healthy_threshold: u32,
+    /// `fast_interval` (extension).
+    pub fast_interval: Option<std::time::Duration>,
+    /// `down_interval` (extension).
+    pub down_interval: Option<std::time::Duration>,
 }
 
 impl CheckerCommon {
@@ -920,6 +977,21 @@ impl CheckerCommon {
             retry: self.retry.expect(RESOLVED),
             alpha: self.alpha.expect(RESOLVED),
             log_all_failures: self.log_all_failures.expect(RESOLVED),
+            healthy_threshold: self
+                .thresholds
+                .as_ref()
+                .and_then(|t| t.healthy_threshold)
+                .unwrap_or(1),
+            fast_interval: self
+                .thresholds
+                .as_ref()
+                .and_then(|t| t.fast_interval)
+                .map(std::time::Duration::from_micros),
+            down_interval: self
+                .thresholds
+                .as_ref()
+                .and_then(|t| t.down_interval)
+                .map(std::time::Duration::from_micros),
         }
     }
 }

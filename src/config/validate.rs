@@ -415,6 +415,12 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
     };
     let fwmark = matches!(vs.address, VsAddress::Fwmark { .. });
     let vs_protocol = vs.protocol;
+    // unhealthy_threshold (extension) is `retry` counted the other way; the
+    // parser kept at most one of the two per block.
+    if let Some(n) = vs.thresholds.unhealthy_threshold {
+        vs.retry.get_or_insert(n - 1);
+    }
+    let vs_thresholds = vs.thresholds.clone();
     for rs in &mut vs.real_servers {
         rs.weight.get_or_insert(vs.weight);
         rs.lvs_method.get_or_insert(method);
@@ -469,6 +475,13 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
             let is_dns = matches!(c, Checker::Dns(_));
             let is_http = matches!(c, Checker::Http(_) | Checker::Ssl(_));
             let cm = c.common_mut();
+            if let Some(n) = cm.thresholds.as_ref().and_then(|t| t.unhealthy_threshold) {
+                cm.retry.get_or_insert(n - 1);
+            }
+            if !vs_thresholds.is_empty() {
+                let own = cm.thresholds.as_deref().cloned().unwrap_or_default();
+                cm.thresholds = Some(Box::new(own.or(&vs_thresholds)));
+            }
             cm.connect_ip.get_or_insert(ip);
             cm.connect_port.get_or_insert(rs_line_port);
             cm.connect_timeout

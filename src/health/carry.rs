@@ -247,6 +247,9 @@ pub fn start_states<P: Eq + Hash>(
                 if old.state.retry_it > 0 && retry > 0 {
                     s.state.retry_it = old.state.retry_it.min(retry - 1);
                 }
+                // Successes towards a healthy threshold (extension) carry
+                // as the failures do.
+                s.state.rise_it = old.state.rise_it;
                 s.url = old.url;
                 s.misc_status = old.misc_status;
                 s.cur_weight = old.cur_weight;

@@ -30,6 +30,9 @@ pub enum Next {
     LongerOfBoth,
     /// At once (HTTP's `fast_recovery`).
     Now,
+    /// A success of a checker that is down, short of its healthy threshold
+    /// (extension): `fast_interval`, else `delay_loop`.
+    Recovering,
 }
 
 /// What one result did.
@@ -69,6 +72,11 @@ pub struct CheckerState {
     pub retry_it: u32,
     /// `retry` as configured (resolved default).
     pub retry: u32,
+    /// Successes counted towards `healthy_threshold` while down
+    /// (extension; keepalived's checkers come up on the first).
+    pub rise_it: u32,
+    /// `healthy_threshold` (1 unless the extension is written).
+    pub rise: u32,
 }
 
 impl CheckerState {
@@ -81,7 +89,24 @@ impl CheckerState {
             has_run: false,
             retry_it: retry,
             retry,
+            rise_it: 0,
+            rise: 1,
         }
+    }
+
+    /// A success of a checker that is down: short of the healthy
+    /// threshold, it is counted and changes nothing yet.
+    fn rise_pending(&mut self) -> bool {
+        if self.is_up || self.rise <= 1 {
+            self.rise_it = 0;
+            return false;
+        }
+        self.rise_it += 1;
+        if self.rise_it < self.rise {
+            return true;
+        }
+        self.rise_it = 0;
+        false
     }
 
     fn set(&mut self, up: bool) -> Option<bool> {
@@ -105,6 +130,9 @@ impl CheckerState {
         self.has_run = true;
         if success {
             self.retry_it = 0;
+            if self.rise_pending() {
+                return Decision::new(None, Next::Recovering);
+            }
             let changed = if !self.is_up || first {
                 self.set(true)
             } else {
@@ -112,6 +140,7 @@ impl CheckerState {
             };
             return Decision::new(changed, Next::DelayLoop);
         }
+        self.rise_it = 0;
         match family {
             // tcp_epilog() and dns_final() word it differently, but both
             // retry while fewer than `retry` failures are counted.
@@ -169,7 +198,11 @@ impl CheckerState {
         };
         let mut changed = None;
         let mut pass_complete = false;
+        let mut recovering = false;
         let mut url_it = Some(urls.current);
+        if !success {
+            self.rise_it = 0;
+        }
         match method {
             Method::New => {
                 url_it = (urls.current + 1 < urls.count).then_some(urls.current + 1);
@@ -179,7 +212,12 @@ impl CheckerState {
             Method::Failed => {}
         }
         if method == Method::New && url_it.is_none() && urls.failed.is_none() {
-            if !self.is_up || !self.has_run {
+            // A clean pass of a checker that is down counts towards the
+            // healthy threshold (extension): short of it, pass again.
+            if self.rise_pending() {
+                self.has_run = true;
+                recovering = true;
+            } else if !self.is_up || !self.has_run {
                 changed = self.set(true);
                 self.has_run = true;
                 pass_complete = true;
@@ -207,6 +245,9 @@ impl CheckerState {
         } else {
             Next::DelayBeforeRetry
         };
+        if recovering {
+            next = Next::Recovering;
+        }
         if fast_recovery && (!self.has_run || (!self.is_up && urls.failed.is_none())) {
             next = Next::Now;
         }
@@ -302,6 +343,70 @@ mod tests {
         let d = run(&mut c, RetryFamily::Smtp, &[false, false]);
         assert_eq!((d[0].changed, d[0].next), (None, Next::DelayBeforeRetry));
         assert_eq!((d[1].changed, d[1].next), (None, Next::DelayLoop));
+    }
+
+    #[test]
+    fn a_healthy_threshold_needs_that_many_successes_in_a_row_while_down() {
+        let mut c = CheckerState::new(0, false);
+        c.rise = 3;
+        assert_eq!(
+            c.result(RetryFamily::Simple, true).changed,
+            None,
+            "up already"
+        );
+        assert_eq!(c.result(RetryFamily::Simple, false).changed, Some(false));
+        // Two successes count; a failure between starts the count again.
+        let d = run(
+            &mut c,
+            RetryFamily::Simple,
+            &[true, true, false, true, true],
+        );
+        assert!(d.iter().all(|d| d.changed.is_none()), "{d:?}");
+        assert_eq!(d[0].next, Next::Recovering);
+        assert_eq!(
+            d[2].next,
+            Next::DelayLoop,
+            "a failure while down waits a loop"
+        );
+        assert_eq!(c.rise_it, 2);
+        let d = c.result(RetryFamily::Simple, true);
+        assert_eq!((d.changed, d.next), (Some(true), Next::DelayLoop));
+        assert_eq!(c.rise_it, 0);
+        // Up: a single success changes nothing and counts nothing.
+        c.result(RetryFamily::Simple, true);
+        assert_eq!(c.rise_it, 0);
+    }
+
+    #[test]
+    fn an_alpha_checker_needs_its_healthy_threshold_to_come_up_first() {
+        for f in [RetryFamily::Simple, RetryFamily::Counted, RetryFamily::Smtp] {
+            let mut c = CheckerState::new(1, true);
+            c.rise = 2;
+            assert_eq!(c.result(f, true).changed, None, "{f:?}");
+            assert_eq!(c.result(f, true).changed, Some(true), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn http_comes_back_after_healthy_threshold_clean_passes() {
+        let mut c = CheckerState::new(0, false);
+        c.rise = 2;
+        let mut u = UrlCycle::new(2);
+        assert_eq!(c.http_result(&mut u, false, false).changed, Some(false));
+        // The failed url passes, then a full pass: one of two.
+        let d = http(&mut c, &mut u, &[true, true, true]);
+        assert!(d.iter().all(|d| d.0.is_none()), "{d:?}");
+        assert_eq!(d[2].1, Next::Recovering);
+        assert_eq!(c.rise_it, 1);
+        // A failure starts the count again.
+        c.http_result(&mut u, false, false);
+        assert_eq!(c.rise_it, 0);
+        // Two clean passes of two urls.
+        let d = http(&mut c, &mut u, &[true, true, true, true]);
+        assert_eq!(
+            d.iter().map(|d| d.0).collect::<Vec<_>>(),
+            [None, None, None, Some(true)]
+        );
     }
 
     #[test]

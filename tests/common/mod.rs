@@ -80,3 +80,44 @@ pub fn until(rx: &Receiver<String>, needle: &str) -> Vec<String> {
     }
     panic!("never logged {needle:?}; log: {seen:#?}");
 }
+
+/// `keepalived --status --json` against the daemon on `sock`.
+pub fn status_json(sock: &Path) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--status", "--json", "--status-socket"])
+        .arg(sock)
+        .output()
+        .expect("run --status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// Polls the status document until `f` holds (15 s at most).
+pub fn wait_status(
+    sock: &Path,
+    what: &str,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let doc = status_json(sock);
+        if f(&doc) {
+            return doc;
+        }
+        assert!(Instant::now() < deadline, "{what}: {doc:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A TCP port free on 127.0.0.1 now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

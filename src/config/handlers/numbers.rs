@@ -23,7 +23,7 @@ num_kw!(
     Some
 );
 num_kw!(
-    vs_retry,
+    vs_retry_value,
     vs.retry,
     Unsigned,
     1,
@@ -151,7 +151,7 @@ num_kw!(
     Some
 );
 num_kw!(
-    ck_retry,
+    ck_retry_value,
     common.retry,
     Unsigned,
     0,

@@ -86,6 +86,7 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         warmup: None,
         inhibit_on_failure: false,
         half_open: false,
+        thresholds: Thresholds::default(),
         real_servers: Vec::new(),
         orphaned_misc: Vec::new(),
         first_rs_af: None,

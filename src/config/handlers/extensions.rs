@@ -1,0 +1,204 @@
+//! keepalived-rs's own checker keywords (grammar/keywords.md, "Extensions
+//! of keepalived-rs (checkers)"): thresholds in both directions and
+//! state-dependent intervals, in a checker or a virtual server.
+//!
+//! keepalived 2.2.7 reports each as an unknown keyword; a keepalived.conf
+//! without them reads exactly as before. Unlike keepalived's numbers, a
+//! value out of range is one error naming the keyword, its range and a
+//! hint, and the value is ignored.
+
+use super::checkers::common;
+use super::virtual_server::vs;
+use super::*;
+
+/// Counts: consecutive results before a state changes.
+const COUNT_MAX: u32 = 1000;
+/// Intervals, seconds.
+const INTERVAL_MIN: f64 = 0.001;
+const INTERVAL_MAX: f64 = 86_400.0;
+
+/// Reads word 1 as a count in 1..=[`COUNT_MAX`].
+fn count(p: P, w: &[Word], keyword: &str, hint: &str) -> Result<Option<u32>, MissingParam> {
+    let s = p.arg(w, 1)?.to_string();
+    match s.parse::<u32>() {
+        Ok(n) if (1..=COUNT_MAX).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(Some(n))
+        }
+        _ => {
+            p.err_hint(
+                ErrClass::InvalidNumber,
+                format!("{keyword} '{s}' invalid - must be a whole number from 1 to {COUNT_MAX}; ignoring"),
+                hint,
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Reads word 1 as seconds (decimals allowed), returned in µs.
+fn interval(p: P, w: &[Word], keyword: &str) -> Result<Option<u64>, MissingParam> {
+    let s = p.arg(w, 1)?.to_string();
+    let v = s
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && (INTERVAL_MIN..=INTERVAL_MAX).contains(v))
+        .filter(|_| s.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+    match v {
+        Some(v) => Ok(Some((v * 1e6).round() as u64)),
+        None => {
+            p.err_hint(
+                ErrClass::InvalidNumber,
+                format!(
+                    "{keyword} '{s}' invalid - must be seconds from {INTERVAL_MIN} to {INTERVAL_MAX}; ignoring"
+                ),
+                "write seconds, with decimals if needed, e.g. `1` or `0.5`",
+            );
+            Ok(None)
+        }
+    }
+}
+
+type MissingParam = crate::config::parser::MissingParameter;
+
+const RISE_HINT: &str = "the number of consecutive successes before a server that is down is put back, e.g. `healthy_threshold 3`";
+const FALL_HINT: &str = "the number of consecutive failures before a server is taken out, e.g. `unhealthy_threshold 3` (the same as `retry 2`)";
+
+/// Which block's settings a handler writes.
+#[derive(Clone, Copy)]
+enum Level {
+    Checker,
+    VirtualServer,
+}
+
+fn thresholds<'a>(p: &'a mut Parser<'_, '_>, level: Level) -> Option<&'a mut Thresholds> {
+    match level {
+        Level::Checker => {
+            common(p).map(|c| &mut **c.thresholds.get_or_insert_with(Default::default))
+        }
+        Level::VirtualServer => vs(p).map(|v| &mut v.thresholds),
+    }
+}
+
+/// `retry` of this block, if written.
+fn retry_of(p: &mut Parser<'_, '_>, level: Level) -> Option<u32> {
+    match level {
+        Level::Checker => common(p).and_then(|c| c.retry),
+        Level::VirtualServer => vs(p).and_then(|v| v.retry),
+    }
+}
+
+/// `retry` and `unhealthy_threshold` say the same thing: one block may
+/// have one of them.
+fn both_written(p: P, which_ignored: &str) {
+    p.err_hint(
+        ErrClass::GeneralError,
+        format!(
+            "retry and unhealthy_threshold both set in one block - ignoring this {which_ignored}"
+        ),
+        "unhealthy_threshold N is retry N-1: keep one of the two",
+    );
+}
+
+fn healthy_threshold(p: P, w: &[Word], level: Level) -> HandlerResult {
+    if let Some(n) = count(p, w, "healthy_threshold", RISE_HINT)? {
+        if let Some(t) = thresholds(p, level) {
+            t.healthy_threshold = Some(n);
+        }
+    }
+    Ok(())
+}
+
+fn unhealthy_threshold(p: P, w: &[Word], level: Level) -> HandlerResult {
+    if let Some(n) = count(p, w, "unhealthy_threshold", FALL_HINT)? {
+        if retry_of(p, level).is_some() {
+            both_written(p, "unhealthy_threshold");
+            return Ok(());
+        }
+        if let Some(t) = thresholds(p, level) {
+            t.unhealthy_threshold = Some(n);
+        }
+    }
+    Ok(())
+}
+
+fn fast_interval(p: P, w: &[Word], level: Level) -> HandlerResult {
+    if let Some(us) = interval(p, w, "fast_interval")? {
+        if let Some(t) = thresholds(p, level) {
+            t.fast_interval = Some(us);
+        }
+    }
+    Ok(())
+}
+
+fn down_interval(p: P, w: &[Word], level: Level) -> HandlerResult {
+    if let Some(us) = interval(p, w, "down_interval")? {
+        if let Some(t) = thresholds(p, level) {
+            t.down_interval = Some(us);
+        }
+    }
+    Ok(())
+}
+
+/// A `retry` after an `unhealthy_threshold` of the same block is refused.
+fn retry_after_threshold(p: P, level: Level) {
+    let has_threshold = match level {
+        Level::Checker => common(p)
+            .and_then(|c| c.thresholds.as_ref())
+            .is_some_and(|t| t.unhealthy_threshold.is_some()),
+        Level::VirtualServer => vs(p).is_some_and(|v| v.thresholds.unhealthy_threshold.is_some()),
+    };
+    if has_threshold {
+        match level {
+            Level::Checker => {
+                if let Some(c) = common(p) {
+                    c.retry = None;
+                }
+            }
+            Level::VirtualServer => {
+                if let Some(v) = vs(p) {
+                    v.retry = None;
+                }
+            }
+        }
+        both_written(p, "retry");
+    }
+}
+
+/// `retry` in a checker: keepalived's, then the extension's conflict check.
+pub fn ck_retry(p: P, w: &[Word]) -> HandlerResult {
+    ck_retry_value(p, w)?;
+    retry_after_threshold(p, Level::Checker);
+    Ok(())
+}
+
+/// `retry` in a virtual server.
+pub fn vs_retry(p: P, w: &[Word]) -> HandlerResult {
+    vs_retry_value(p, w)?;
+    retry_after_threshold(p, Level::VirtualServer);
+    Ok(())
+}
+
+pub fn ck_healthy_threshold(p: P, w: &[Word]) -> HandlerResult {
+    healthy_threshold(p, w, Level::Checker)
+}
+pub fn ck_unhealthy_threshold(p: P, w: &[Word]) -> HandlerResult {
+    unhealthy_threshold(p, w, Level::Checker)
+}
+pub fn ck_fast_interval(p: P, w: &[Word]) -> HandlerResult {
+    fast_interval(p, w, Level::Checker)
+}
+pub fn ck_down_interval(p: P, w: &[Word]) -> HandlerResult {
+    down_interval(p, w, Level::Checker)
+}
+pub fn vs_healthy_threshold(p: P, w: &[Word]) -> HandlerResult {
+    healthy_threshold(p, w, Level::VirtualServer)
+}
+pub fn vs_unhealthy_threshold(p: P, w: &[Word]) -> HandlerResult {
+    unhealthy_threshold(p, w, Level::VirtualServer)
+}
+pub fn vs_fast_interval(p: P, w: &[Word]) -> HandlerResult {
+    fast_interval(p, w, Level::VirtualServer)
+}
+pub fn vs_down_interval(p: P, w: &[Word]) -> HandlerResult {
+    down_interval(p, w, Level::VirtualServer)
+}

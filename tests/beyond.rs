@@ -1,0 +1,127 @@
+//! The checker extensions of keepalived-rs (issue 19, "beyond keepalived"),
+//! end to end: the daemon (dry run) against loopback backends, read
+//! through its log, its dry-run table and `--status`.
+
+mod common;
+
+use common::{free_port, status_json, wait_status};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::mpsc::Receiver;
+
+struct Daemon {
+    child: Child,
+    err: Receiver<String>,
+}
+
+impl Daemon {
+    fn start(conf: &Path) -> Daemon {
+        let (child, _out, err) = common::spawn_dry_run(conf, &[]);
+        Daemon { child, err }
+    }
+
+    fn log_until(&self, needle: &str) -> Vec<String> {
+        common::until(&self.err, needle)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+/// A folder for one test: its config and status socket paths.
+fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kars-beyond-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("keepalived.conf");
+    let sock = dir.join("status.sock");
+    (dir, conf, sock)
+}
+
+fn checker(doc: &Value, port: u16) -> &Value {
+    doc["virtual_servers"][0]["real_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["port"] == port)
+        .map(|r| &r["checkers"][0])
+        .unwrap_or_else(|| panic!("no real server on {port}: {doc:#}"))
+}
+
+#[test]
+fn thresholds_and_intervals_take_a_server_out_and_back_as_configured() {
+    let (dir, conf, sock) = setup("thresholds");
+    let port = free_port();
+    let backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n    status_socket {}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    delay_loop 1\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n\
+             \x20   healthy_threshold 3\n    unhealthy_threshold 2\n    fast_interval 0.2\n    down_interval 0.5\n\
+             \x20   real_server 127.0.0.1 {port} {{\n        TCP_CHECK {{\n            connect_timeout 1\n            warmup 0\n        }}\n    }}\n}}\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    let doc = wait_status(&sock, "a first pass", |d| {
+        checker(d, port)["runs"].as_u64() >= Some(1)
+    });
+    let c = checker(&doc, port);
+    assert_eq!(c["state"], "healthy");
+    assert_eq!(c["healthy_threshold"], 3);
+    assert_eq!(c["retry"], 1, "unhealthy_threshold 2 is retry 1");
+    // Up and established: two failures, the second at most a connect
+    // timeout after a fast_interval: next run + 1 + 0.2 + 1.
+    let w = c["failure_window_s"].as_f64().unwrap();
+    assert!((2.2..=3.2).contains(&w), "failure window {w}: {c:#}");
+    assert_eq!(c["recovery_window_s"], Value::Null);
+
+    // The backend goes: one failure retried after fast_interval, the
+    // second takes it out.
+    drop(backend);
+    let lines = d.log_until(&format!("Removing service [127.0.0.1]:tcp:{port}"));
+    assert!(
+        lines.iter().any(|l| l.contains("failed after 1 retries")),
+        "{lines:#?}"
+    );
+    let doc = status_json(&sock);
+    let c = checker(&doc, port);
+    assert_eq!(c["state"], "unhealthy", "{c:#}");
+    assert_eq!(c["failure_window_s"], Value::Null);
+    // Down: three successes, the first at the next run (down_interval
+    // 0.5 at most), 0.2 s apart, each taking 1 s at most.
+    let w = c["recovery_window_s"].as_f64().unwrap();
+    assert!((3.4..=3.9).contains(&w), "recovery window {w}: {c:#}");
+
+    // It comes back: two passes are counted, the third puts it back.
+    let _backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let lines = d.log_until("dry-run: ipvsadm -a -t 192.0.2.1:80");
+    let passed: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("times needed to put it back (healthy_threshold)"))
+        .collect();
+    assert_eq!(passed.len(), 2, "{lines:#?}");
+    assert!(passed[0].contains("passed 1 of 3"), "{passed:?}");
+    assert!(passed[1].contains("passed 2 of 3"), "{passed:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&format!("Adding service [127.0.0.1]:tcp:{port} to VS"))),
+        "{lines:#?}"
+    );
+    let doc = wait_status(&sock, "healthy again", |d| {
+        checker(d, port)["state"] == "healthy"
+    });
+    assert_eq!(checker(&doc, port)["successes_counted"], 0);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -93,6 +93,23 @@ pub fn render(v: &View) -> String {
 
     head(
         &mut o,
+        &format!("{p}_virtual_server_fail_open"),
+        "gauge",
+        "1 while every real server has failed and fail_open keeps them all in.",
+    );
+    for (vi, vs) in v.cfg.virtual_servers.iter().enumerate() {
+        if let Some(h) = v.health.vs.get(vi) {
+            let _ = writeln!(
+                o,
+                "{p}_virtual_server_fail_open{{vs=\"{}\"}} {}",
+                esc(&format_vs(vs)),
+                u8::from(crate::lvs::desired::fail_open(vs, h))
+            );
+        }
+    }
+
+    head(
+        &mut o,
         &format!("{p}_real_server_transitions_total"),
         "counter",
         "Real servers coming up or going down.",

@@ -296,7 +296,8 @@ pub fn document(v: &View) -> Value {
                 "checkers": checkers,
             }));
         }
-        let sorry_in_use = vs.sorry_server.is_some() && !h.quorum_up;
+        let open = crate::lvs::desired::fail_open(vs, h);
+        let sorry_in_use = !open && vs.sorry_server.is_some() && !h.quorum_up;
         vss.push(json!({
             "name": format_vs(vs),
             "quorum": if h.quorum_up { "up" } else { "down" },
@@ -305,6 +306,8 @@ pub fn document(v: &View) -> Value {
             "live_weight": h.live_weight(),
             "sorry_server": vs.sorry_server.as_ref().map(|s| format!("[{}]:{}", s.ip, s.port)),
             "sorry_server_in_use": sorry_in_use,
+            "fail_open": vs.fail_open,
+            "fail_open_in_force": open,
             "real_servers": rss,
         }));
     }
@@ -384,7 +387,9 @@ pub fn table(doc: &Value) -> String {
             s(vs, "quorum"),
             vs["live_weight"],
             vs["quorum_threshold"],
-            if vs["sorry_server_in_use"].as_bool() == Some(true) {
+            if vs["fail_open_in_force"].as_bool() == Some(true) {
+                ", FAIL OPEN: every real server failed, all kept in".to_string()
+            } else if vs["sorry_server_in_use"].as_bool() == Some(true) {
                 format!(", sorry server {} in use", s(vs, "sorry_server"))
             } else {
                 String::new()

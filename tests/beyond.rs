@@ -125,3 +125,104 @@ fn thresholds_and_intervals_take_a_server_out_and_back_as_configured() {
     assert_eq!(checker(&doc, port)["successes_counted"], 0);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+fn metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn fail_open_keeps_every_server_in_while_all_have_failed() {
+    let (dir, conf, sock) = setup("fail-open");
+    let (p1, p2, mport) = (free_port(), free_port(), free_port());
+    let b1 = TcpListener::bind(("127.0.0.1", p1)).unwrap();
+    let b2 = TcpListener::bind(("127.0.0.1", p2)).unwrap();
+    let rs = |p: u16, w: u32| {
+        format!(
+            "    real_server 127.0.0.1 {p} {{\n        weight {w}\n        TCP_CHECK {{\n            connect_timeout 1\n            retry 0\n            warmup 0\n        }}\n    }}\n"
+        )
+    };
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n    status_socket {}\n    metrics_listen 127.0.0.1 {mport}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    delay_loop 0.5\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n\
+             \x20   fail_open\n    sorry_server 192.0.2.99 80\n{}{}}}\n",
+            sock.display(),
+            rs(p1, 2),
+            rs(p2, 3)
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    let vs = |doc: &Value| doc["virtual_servers"][0].clone();
+    let doc = status_json(&sock);
+    assert_eq!(vs(&doc)["fail_open"], true);
+    assert_eq!(vs(&doc)["fail_open_in_force"], false);
+
+    // One goes: keepalived's rules, it leaves.
+    drop(b1);
+    d.log_until(&format!(
+        "dry-run: ipvsadm -d -t 192.0.2.1:80 -r 127.0.0.1:{p1}"
+    ));
+    // The last goes: instead of the sorry server, both are kept in at
+    // their configured weights.
+    drop(b2);
+    let lines = d.log_until("keeping all 2 in at their configured weights (fail_open)");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("VS [192.0.2.1]:tcp:80: every real server has failed")),
+        "{lines:#?}"
+    );
+    let lines = d.log_until(&format!(
+        "dry-run: ipvsadm -a -t 192.0.2.1:80 -r 127.0.0.1:{p1} -m -w 2"
+    ));
+    assert!(
+        !lines.iter().any(|l| l.contains("192.0.2.99")),
+        "no sorry server while failing open: {lines:#?}"
+    );
+    let doc = wait_status(&sock, "fail open in force", |d| {
+        vs(d)["fail_open_in_force"] == true
+    });
+    assert_eq!(vs(&doc)["sorry_server_in_use"], false);
+    let weights: Vec<Value> = vs(&doc)["real_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kernel_weight"].clone())
+        .collect();
+    assert_eq!(weights, [Value::from(2), Value::from(3)]);
+    let m = metrics(mport);
+    assert!(
+        m.contains("keepalived_rs_virtual_server_fail_open{vs=\"[192.0.2.1]:tcp:80\"} 1"),
+        "{m}"
+    );
+
+    // One comes back: fail_open ends, the other goes out again.
+    let _b1 = TcpListener::bind(("127.0.0.1", p1)).unwrap();
+    d.log_until("fail_open ends");
+    d.log_until(&format!(
+        "dry-run: ipvsadm -d -t 192.0.2.1:80 -r 127.0.0.1:{p2}"
+    ));
+    let doc = wait_status(&sock, "fail open over", |d| {
+        vs(d)["fail_open_in_force"] == false
+    });
+    assert_eq!(
+        vs(&doc)["real_servers"][1]["kernel_weight"],
+        Value::Null,
+        "{doc:#}"
+    );
+    let m = metrics(mport);
+    assert!(
+        m.contains("keepalived_rs_virtual_server_fail_open{vs=\"[192.0.2.1]:tcp:80\"} 0"),
+        "{m}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -606,6 +606,7 @@ fn virtual_server() -> Vec<Kw> {
         kw("unhealthy_threshold", h::vs_unhealthy_threshold),
         kw("fast_interval", h::vs_fast_interval),
         kw("down_interval", h::vs_down_interval),
+        kw("fail_open", h::vs_fail_open),
         kw("quorum", h::vs_quorum),
         kw("hysteresis", h::vs_hysteresis),
         kw("quorum_up", h::vs_quorum_up),

@@ -770,6 +770,10 @@ pub struct VirtualServer {
     /// Threshold and interval extensions for its checkers.
     #[serde(skip_serializing_if = "Thresholds::is_empty")]
     pub thresholds: Thresholds,
+    /// `fail_open` (extension): when every real server has failed, all are
+    /// kept in at their configured weights (the sorry server unused) until
+    /// one comes back, as cloud load balancers fail open.
+    pub fail_open: bool,
     /// Real servers.
     pub real_servers: Vec<RealServer>,
     /// The MISC_CHECKs of its real servers dropped at their block's end

@@ -206,6 +206,8 @@ struct Checking {
     notifier: Notifier,
     /// Per virtual server, those sharing an IPVS service with it.
     sharing: Vec<BTreeSet<usize>>,
+    /// Per virtual server, `fail_open` is in force (as last logged).
+    fail_open: Vec<bool>,
     _ping: Option<PingGroupRange>,
 }
 
@@ -247,14 +249,43 @@ impl Checking {
             plan.checks.len(),
             plan.checker_count()
         );
-        Checking {
+        let mut c = Checking {
             plan,
             tracker,
             health,
             engine,
             notifier,
             sharing: desired::service_sharing(cfg),
+            fail_open: vec![false; cfg.virtual_servers.len()],
             _ping: ping,
+        };
+        c.follow_fail_open(cfg, 0..cfg.virtual_servers.len());
+        c
+    }
+
+    /// Logs each virtual server of `vss` whose `fail_open` (extension)
+    /// comes into force or ends.
+    fn follow_fail_open(&mut self, cfg: &Config, vss: impl IntoIterator<Item = usize>) {
+        for vi in vss {
+            let (Some(vs), Some(h)) = (cfg.virtual_servers.get(vi), self.health.vs.get(vi)) else {
+                continue;
+            };
+            let now = desired::fail_open(vs, h);
+            if now == self.fail_open[vi] {
+                continue;
+            }
+            self.fail_open[vi] = now;
+            let name = crate::config::validate::format_vs(vs);
+            if now {
+                log::warn!(
+                    "VS {name}: every real server has failed - keeping all {} in at their configured weights (fail_open) until one comes back",
+                    vs.real_servers.len()
+                );
+            } else {
+                log::info!(
+                    "VS {name}: a real server is back - fail_open ends, the failed ones go out"
+                );
+            }
         }
     }
 
@@ -264,11 +295,13 @@ impl Checking {
         let effects = self.tracker.apply(cfg, &self.plan, &mut self.health, ev);
         self.notifier.effects(cfg, &self.health, &effects);
         self.record(cfg, ev, &effects, counters);
-        effects
+        let touched: BTreeSet<usize> = effects
             .iter()
             .filter_map(Effect::table_vs)
             .flat_map(|vs| self.sharing[vs].iter().copied())
-            .collect()
+            .collect();
+        self.follow_fail_open(cfg, touched.iter().copied());
+        touched
     }
 
     /// The structured transition lines and counters for a report.

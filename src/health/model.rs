@@ -65,6 +65,11 @@ pub fn real_weight(w: i64) -> u32 {
 }
 
 impl VsHealth {
+    /// Every real server has failed (and there is one at least).
+    pub fn all_failed(&self) -> bool {
+        !self.rs.is_empty() && self.rs.iter().all(|r| !r.alive)
+    }
+
     /// `weight_sum`: the IPVS weights of the live real servers.
     pub fn live_weight(&self) -> u64 {
         self.rs

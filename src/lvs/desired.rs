@@ -252,6 +252,13 @@ fn dest(
     }
 }
 
+/// `fail_open` (extension) is in force for this virtual server: it asks for
+/// it and every real server has failed. Its real servers are then all in at
+/// their configured weights, and its sorry server is not used.
+pub fn fail_open(vs: &VirtualServer, h: &crate::health::VsHealth) -> bool {
+    vs.fail_open && h.all_failed()
+}
+
 /// The table for `cfg` in `health`.
 pub fn desired(cfg: &Config, health: &Health) -> Table {
     desired_where(cfg, health, |_| true)
@@ -305,7 +312,8 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
         }
         let h = health.vs.get(i);
         let af = vs_family(vs, cfg);
-        let sorry_in_use = vs.sorry_server.is_some() && !h.is_some_and(|h| h.quorum_up);
+        let open = h.is_some_and(|h| fail_open(vs, h));
+        let sorry_in_use = !open && vs.sorry_server.is_some() && !h.is_some_and(|h| h.quorum_up);
         for slot in slots(vs, cfg, af) {
             let ts = t.ensure_service(service(vs, slot.key));
             for (j, rs) in vs.real_servers.iter().enumerate() {
@@ -314,7 +322,9 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
                     effective_weight: i64::from(rs.iweight()),
                 });
                 let inhibit = rs.inhibit();
-                let weight = if st.alive && !sorry_in_use {
+                let weight = if open {
+                    real_weight(i64::from(rs.iweight()))
+                } else if st.alive && !sorry_in_use {
                     real_weight(st.effective_weight)
                 } else if inhibit {
                     0
@@ -486,5 +496,45 @@ mod tests {
         );
         // No change, no transition.
         assert!(h.set_rs_alive(&cfg, 0, 1, false).is_empty());
+    }
+
+    #[test]
+    fn fail_open_keeps_every_server_in_only_while_all_have_failed() {
+        let cfg = config(&SORRY.replace("quorum 2\n", "quorum 2\n fail_open\n"));
+        let mut h = Health::all_alive(&cfg);
+        h.set_rs_alive(&cfg, 0, 0, false);
+        // One left: keepalived's rules (quorum lost, the sorry server).
+        assert!(!fail_open(&cfg.virtual_servers[0], &h.vs[0]));
+        assert_eq!(
+            dests(&cfg, &h),
+            [
+                "-a -t 10.0.0.1:80 -r 127.0.0.2:80 -m -w 0",
+                "-a -t 10.0.0.1:80 -r 127.0.0.9:80 -m -w 1"
+            ]
+        );
+        // Every one failed: all in at their configured weights, no sorry
+        // server, the inhibited one too.
+        h.set_rs_alive(&cfg, 0, 1, false);
+        assert!(fail_open(&cfg.virtual_servers[0], &h.vs[0]));
+        assert_eq!(
+            dests(&cfg, &h),
+            [
+                "-a -t 10.0.0.1:80 -r 127.0.0.1:80 -m -w 2",
+                "-a -t 10.0.0.1:80 -r 127.0.0.2:80 -m -w 1"
+            ]
+        );
+        // Without the keyword: keepalived's table.
+        let plain = config(SORRY);
+        let mut h = Health::all_alive(&plain);
+        h.set_rs_alive(&plain, 0, 0, false);
+        h.set_rs_alive(&plain, 0, 1, false);
+        assert!(!fail_open(&plain.virtual_servers[0], &h.vs[0]));
+        assert_eq!(
+            dests(&plain, &h),
+            [
+                "-a -t 10.0.0.1:80 -r 127.0.0.2:80 -m -w 0",
+                "-a -t 10.0.0.1:80 -r 127.0.0.9:80 -m -w 1"
+            ]
+        );
     }
 }

@@ -87,6 +87,7 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         inhibit_on_failure: false,
         half_open: false,
         thresholds: Thresholds::default(),
+        fail_open: false,
         real_servers: Vec::new(),
         orphaned_misc: Vec::new(),
         first_rs_af: None,
@@ -388,6 +389,16 @@ pub fn vs_half_open(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "half_open") {
         if let Some(v) = vs(p) {
             v.half_open = b;
+        }
+    }
+    Ok(())
+}
+
+/// `fail_open [BOOL]` (extension): every real server failed = all kept in.
+pub fn vs_fail_open(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(b) = p.opt_bool(w, "fail_open") {
+        if let Some(v) = vs(p) {
+            v.fail_open = b;
         }
     }
     Ok(())

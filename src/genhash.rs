@@ -234,12 +234,15 @@ pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
         digest: None,
         status: vec![(100, 599)],
         regex: None,
+        expect_body: None,
+        expect_header: None,
     };
     let probe = HttpProbe {
         conn,
         urls: vec![url.clone()],
         tls,
         sni: if a.sni { a.vhost.clone() } else { None },
+        verify_name: None,
     };
     let started = std::time::Instant::now();
     let resp: Result<Response, Failure> = probe.fetch_digest(&url).await;

@@ -250,13 +250,23 @@ async fn tls_server(sni_seen: Arc<Mutex<Vec<Option<String>>>>) -> u16 {
     let ck = rcgen::generate_simple_self_signed(vec!["backend.test".into()]).unwrap();
     let cert = ck.cert.der().clone();
     let key = rustls::pki_types::PrivateKeyDer::try_from(ck.signing_key.serialize_der()).unwrap();
+    tls_server_with(vec![cert], key, sni_seen).await
+}
+
+/// A TLS server presenting `chain`, answering 200 to any request.
+async fn tls_server_with(
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+    sni_seen: Arc<Mutex<Vec<Option<String>>>>,
+) -> u16 {
+    let cert = chain;
     let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
     .with_no_client_auth()
-    .with_single_cert(vec![cert], key)
+    .with_single_cert(cert, key)
     .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -805,4 +815,155 @@ async fn http_get_that_keeps_receiving_ends_at_its_deadline() {
         took >= Duration::from_millis(1900) && took < Duration::from_secs(10),
         "{took:?}"
     );
+}
+
+#[tokio::test]
+async fn http_get_extensions_method_user_agent_status_class_header_and_body() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let port = server(move |mut s, req| {
+        s2.lock().unwrap().push(req);
+        async move {
+            let _ = s
+                .write_all(
+                    b"HTTP/1.1 204 No Content\r\nContent-Type: application/json; charset=utf-8\r\n\
+                      X-Ready:   yes\r\n\r\n{\"status\": \"all ok\"}",
+                )
+                .await;
+        }
+    })
+    .await;
+    let check = |ext: &str, url: &str| {
+        planned(
+            &format!(
+                "HTTP_GET {{\n connect_timeout 1\n {ext}\n url {{\n path /x\n {url}\n }}\n }}"
+            ),
+            port,
+        )
+    };
+    // HEAD with our own User-Agent, and a status class.
+    let c = check(
+        "method HEAD\n user_agent \"probe/1.0 (lb)\"",
+        "status_code 2xx",
+    );
+    assert!(probe(&c, 0).await.is_ok());
+    assert_eq!(
+        String::from_utf8(seen.lock().unwrap()[0].clone()).unwrap(),
+        format!("HEAD /x HTTP/1.0\r\nUser-Agent: probe/1.0 (lb)\r\nHost: 127.0.0.1:{port}\r\n\r\n")
+    );
+    let o = probe(&check("", "status_code 3xx"), 0).await;
+    assert!(failed_with(&o, "status code error to (204)"), "{o:?}");
+    // A header: its name without regard to case, its value holding text.
+    assert!(probe(
+        &check("", "status_code 204\n expect_header content-type json"),
+        0
+    )
+    .await
+    .is_ok());
+    assert!(
+        probe(&check("", "status_code 204\n expect_header X-Ready yes"), 0)
+            .await
+            .is_ok()
+    );
+    let o = probe(
+        &check("", "status_code 204\n expect_header Content-Type xml"),
+        0,
+    )
+    .await;
+    assert!(failed_with(&o, "without 'xml'"), "{o:?}");
+    let o = probe(&check("", "status_code 204\n expect_header X-Missing"), 0).await;
+    assert!(failed_with(&o, "no x-missing header"), "{o:?}");
+    // The body holds a text, or not.
+    assert!(
+        probe(&check("", "status_code 2xx\n expect_body \"all ok\""), 0)
+            .await
+            .is_ok()
+    );
+    let o = probe(&check("", "status_code 2xx\n expect_body down"), 0).await;
+    assert!(failed_with(&o, "body without 'down'"), "{o:?}");
+}
+
+/// A CA, and a server certificate for `names` it issued.
+fn ca_and_leaf(
+    names: &[&str],
+) -> (
+    String,
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+) {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "test CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap()
+            .signed_by(&leaf_key, &ca)
+            .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap();
+    (ca.pem(), vec![leaf.der().clone()], key)
+}
+
+#[tokio::test]
+async fn ssl_get_verifies_the_chain_and_the_name_against_ca_file() {
+    let dir = tmpdir("ca-file");
+    let (ca_pem, chain, key) = ca_and_leaf(&["backend.test"]);
+    let (other_ca, _, _) = ca_and_leaf(&["backend.test"]);
+    std::fs::write(dir.join("ca.pem"), ca_pem).unwrap();
+    std::fs::write(dir.join("other.pem"), other_ca).unwrap();
+    let port = tls_server_with(chain, key, Arc::new(Mutex::new(Vec::new()))).await;
+    let ssl = |ext: String| {
+        planned(
+            &format!("SSL_GET {{\n connect_timeout 2\n {ext}\n url {{\n path /\n }}\n }}"),
+            port,
+        )
+    };
+    let ca = dir.join("ca.pem").display().to_string();
+    let other = dir.join("other.pem").display().to_string();
+    // The chain leads to the CA: up, though the name (an address here) is
+    // not the certificate's.
+    assert!(probe(&ssl(format!("ca_file {ca}")), 0).await.is_ok());
+    // Another CA: the handshake fails.
+    let o = probe(&ssl(format!("ca_file {other}")), 0).await;
+    assert!(failed_with(&o, "SSL handshake failed"), "{o:?}");
+    // The name, when asked: the right one passes, another fails.
+    assert!(probe(
+        &ssl(format!("ca_file {ca}\n verify_hostname backend.test")),
+        0
+    )
+    .await
+    .is_ok());
+    let o = probe(
+        &ssl(format!("ca_file {ca}\n verify_hostname other.test")),
+        0,
+    )
+    .await;
+    assert!(failed_with(&o, "SSL handshake failed"), "{o:?}");
+    // verify_hostname alone takes the virtualhost.
+    assert!(probe(
+        &ssl(format!(
+            "ca_file {ca}\n verify_hostname\n virtualhost backend.test"
+        )),
+        0
+    )
+    .await
+    .is_ok());
+    // keepalived's SSL_GET (no ca_file) still accepts it, and a
+    // self-signed server fails against the CA.
+    assert!(probe(&ssl(String::new()), 0).await.is_ok());
+    let self_signed = tls_server(Arc::new(Mutex::new(Vec::new()))).await;
+    let o = probe(
+        &planned(
+            &format!("SSL_GET {{\n connect_timeout 2\n ca_file {ca}\n url {{\n path /\n }}\n }}"),
+            self_signed,
+        ),
+        0,
+    )
+    .await;
+    assert!(failed_with(&o, "SSL handshake failed"), "{o:?}");
+    let _ = std::fs::remove_dir_all(dir);
 }

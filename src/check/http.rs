@@ -67,10 +67,27 @@ pub struct UrlSpec {
     pub regex: Option<UrlRegex>,
     /// The request, made once ([`request`]).
     pub request: Vec<u8>,
+    /// `expect_body` (extension): text the body must hold.
+    pub expect_body: Option<Box<[u8]>>,
+    /// `expect_header` (extension): a header the response must have (name
+    /// in lower case), with text its value must hold.
+    pub expect_header: Option<(String, Option<String>)>,
 }
 
 /// The request keepalived sends (`request_template`).
 pub fn request(path: &str, host: &str, protocol: &str) -> Vec<u8> {
+    request_with("GET", "KeepAliveClient", path, host, protocol)
+}
+
+/// keepalived's request with another method or `User-Agent` (extensions
+/// `method`, `user_agent`).
+pub fn request_with(
+    method: &str,
+    user_agent: &str,
+    path: &str,
+    host: &str,
+    protocol: &str,
+) -> Vec<u8> {
     let minor = if protocol == "1.1" { 1 } else { 0 };
     let close = if matches!(protocol, "1.1" | "1.0C" | "1.0c") {
         "Connection: close\r\n"
@@ -78,9 +95,25 @@ pub fn request(path: &str, host: &str, protocol: &str) -> Vec<u8> {
         ""
     };
     format!(
-        "GET {path} HTTP/1.{minor}\r\nUser-Agent: KeepAliveClient\r\n{close}Host: {host}\r\n\r\n"
+        "{method} {path} HTTP/1.{minor}\r\nUser-Agent: {user_agent}\r\n{close}Host: {host}\r\n\r\n"
     )
     .into_bytes()
+}
+
+/// The value of header `name` (lower case) in a response head, if there.
+fn header_value<'h>(head: &'h [u8], name: &str) -> Option<&'h [u8]> {
+    head.split(|&b| b == b'\n').skip(1).find_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        let (n, v) = (&line[..colon], &line[colon + 1..]);
+        n.eq_ignore_ascii_case(name.as_bytes())
+            .then(|| v.trim_ascii())
+    })
+}
+
+/// `haystack` holds `needle`.
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The Host header: the first virtualhost of url → checker → real server →
@@ -268,7 +301,7 @@ impl Response {
     }
 
     /// `http_handle_response()`'s verdict, in its order.
-    pub fn judge(self, url: &UrlSpec) -> Result<(), Failure> {
+    pub fn judge(mut self, url: &UrlSpec) -> Result<(), Failure> {
         if !self.extracted() {
             return Err(Failure::Protocol("Read, no data received from".into()));
         }
@@ -297,13 +330,35 @@ impl Response {
             }
         });
         if let Some(want) = url.digest {
-            if self.digest() != Some(want) {
+            let got: Option<[u8; 16]> = self.md5.take().map(|m| m.finalize().into());
+            if got != Some(want) {
                 return Err(Failure::Protocol("MD5 digest error to".into()));
             }
         }
         if let (Some(r), Some(m)) = (&url.regex, matched) {
             if m == r.no_match {
                 return Err(Failure::Protocol("Regex match failed".into()));
+            }
+        }
+        if let Some((name, text)) = &url.expect_header {
+            match header_value(&self.head, name) {
+                None => return Err(Failure::Protocol(format!("no {name} header in the answer"))),
+                Some(v) => {
+                    if let Some(t) = text.as_deref().filter(|t| !holds(v, t.as_bytes())) {
+                        return Err(Failure::Protocol(format!(
+                            "header {name} is '{}', without '{t}'",
+                            String::from_utf8_lossy(v)
+                        )));
+                    }
+                }
+            }
+        }
+        if let Some(want) = &url.expect_body {
+            if !holds(&self.body, want) {
+                return Err(Failure::Protocol(format!(
+                    "body without '{}'",
+                    String::from_utf8_lossy(want)
+                )));
             }
         }
         Ok(())
@@ -345,25 +400,87 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// TLS settings for SSL_GET: keepalived's defaults (no verification) and
-/// the optional client certificate of the top-level `SSL` block.
+/// the optional client certificate of the top-level `SSL` block; or, with
+/// the extension `ca_file`, the server's certificate verified.
 #[derive(Debug, Clone)]
 pub struct Tls {
     config: Arc<rustls::ClientConfig>,
+    /// `ca_file` and `verify_hostname` given, `enable_sni`: what sets this
+    /// context apart from keepalived's.
+    verify: Option<(String, bool, bool)>,
 }
 
-// One context serves every SSL_GET of a configuration (the SSL block is
-// global), so two checks never differ by it: SSL_GET against HTTP_GET is
-// `Option<Tls>`'s Some against None.
+// keepalived's context serves every SSL_GET of a configuration (the SSL
+// block is global), so two checks differ only by the extension's
+// verification: SSL_GET against HTTP_GET is `Option<Tls>`'s Some against
+// None.
 impl PartialEq for Tls {
-    fn eq(&self, _: &Self) -> bool {
-        true
+    fn eq(&self, o: &Self) -> bool {
+        self.verify == o.verify
     }
 }
 
 impl Eq for Tls {}
 
 impl std::hash::Hash for Tls {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.verify.hash(h);
+    }
+}
+
+/// The extension's verification: the chain against `ca_file`, and the
+/// name only when asked (`verify_hostname`).
+#[derive(Debug)]
+struct VerifyChain {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    check_name: bool,
+}
+
+impl rustls::client::danger::ServerCertVerifier for VerifyChain {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::{CertificateError, Error};
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.check_name => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// keepalived never sets a verify mode: any certificate is accepted.
@@ -432,6 +549,9 @@ pub enum TlsError {
     /// rustls refused the settings.
     #[error("SSL: {0}")]
     Rustls(#[from] rustls::Error),
+    /// `ca_file` held no usable CA certificate.
+    #[error("SSL_GET ca_file {0}: no usable CA certificate")]
+    NoCa(String),
 }
 
 impl Tls {
@@ -439,10 +559,63 @@ impl Tls {
     /// a client certificate when the `SSL` block names one.
     pub fn new(block: Option<&SslBlock>) -> Result<Tls, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        Self::with_verifier(block, Arc::new(AcceptAny(provider.clone())), provider, None)
+    }
+
+    /// The context of an SSL_GET with `ca_file` (extension): the server's
+    /// chain must lead to one of its CAs, and with `check_name` the
+    /// certificate must be for the name the check connects with
+    /// ([`HttpProbe::verify_name`]). `enable_sni` as the checker says.
+    pub fn verifying(
+        block: Option<&SslBlock>,
+        ca_file: &str,
+        check_name: bool,
+        enable_sni: bool,
+    ) -> Result<Tls, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let pem = std::fs::read(ca_file).map_err(|source| TlsError::Read {
+            path: ca_file.to_string(),
+            source,
+        })?;
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pemfile::certs(&mut &pem[..]) {
+            let c = c.map_err(|source| TlsError::Read {
+                path: ca_file.to_string(),
+                source,
+            })?;
+            // A certificate that is not a CA is left out; none left is an
+            // error below.
+            let _ = roots.add(c);
+        }
+        if roots.is_empty() {
+            return Err(TlsError::NoCa(ca_file.to_string()));
+        }
+        let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .map_err(|e| TlsError::Rustls(rustls::Error::General(e.to_string())))?;
+        let mut t = Self::with_verifier(
+            block,
+            Arc::new(VerifyChain { inner, check_name }),
+            provider,
+            Some((ca_file.to_string(), check_name, enable_sni)),
+        )?;
+        Arc::make_mut(&mut t.config).enable_sni = enable_sni;
+        Ok(t)
+    }
+
+    fn with_verifier(
+        block: Option<&SslBlock>,
+        verifier: Arc<dyn rustls::client::danger::ServerCertVerifier>,
+        provider: Arc<rustls::crypto::CryptoProvider>,
+        verify: Option<(String, bool, bool)>,
+    ) -> Result<Tls, TlsError> {
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)));
+            .with_custom_certificate_verifier(verifier);
         let read = |path: &str| {
             std::fs::read(path).map_err(|source| TlsError::Read {
                 path: path.to_string(),
@@ -470,6 +643,7 @@ impl Tls {
         };
         Ok(Tls {
             config: Arc::new(config),
+            verify,
         })
     }
 
@@ -505,6 +679,9 @@ pub struct HttpProbe {
     pub tls: Option<Tls>,
     /// The SNI name when `enable_sni` is set.
     pub sni: Option<String>,
+    /// The name the certificate must be for (extension `verify_hostname`;
+    /// [`Tls`] checks it when made with `check_name`).
+    pub verify_name: Option<String>,
 }
 
 /// Why a url could not be used.
@@ -557,11 +734,22 @@ impl HttpProbe {
                 .or_else(|| h.virtualhost.clone())
                 .or_else(|| vs_vhost.map(String::from))
         });
+        // verify_hostname without a name: the virtualhost the checker asks
+        // for, else the address (its certificate must name it).
+        let verify_name = h.verify_hostname.as_ref().map(|n| {
+            n.clone()
+                .or_else(|| h.urls.first().and_then(|u| u.virtualhost.clone()))
+                .or_else(|| h.virtualhost.clone())
+                .or_else(|| rs_vhost.map(String::from))
+                .or_else(|| vs_vhost.map(String::from))
+                .unwrap_or_else(|| conn.dst.ip().to_string())
+        });
         Ok(HttpProbe {
             conn,
             urls,
             tls,
             sni: sni.flatten(),
+            verify_name,
         })
     }
 
@@ -612,7 +800,18 @@ impl HttpProbe {
             conn,
         );
         Ok(UrlSpec {
-            request: request(&path, &host, &h.http_protocol),
+            request: request_with(
+                h.method.as_deref().unwrap_or("GET"),
+                h.user_agent.as_deref().unwrap_or("KeepAliveClient"),
+                &path,
+                &host,
+                &h.http_protocol,
+            ),
+            expect_body: u.expect_body.as_ref().map(|b| b.as_bytes().into()),
+            expect_header: u
+                .expect_header
+                .as_ref()
+                .map(|(n, t)| (n.to_ascii_lowercase(), t.clone())),
             host,
             path,
             digest,
@@ -636,7 +835,10 @@ impl HttpProbe {
     pub async fn fetch(&self, url: &UrlSpec) -> Result<Response, Failure> {
         self.fetch_into(
             url,
-            Response::new(url.digest.is_some(), url.regex.is_some()),
+            Response::new(
+                url.digest.is_some(),
+                url.regex.is_some() || url.expect_body.is_some(),
+            ),
         )
         .await
     }
@@ -662,7 +864,8 @@ impl HttpProbe {
         let tcp = self.conn.tcp().await?;
         match &self.tls {
             Some(tls) => {
-                let mut s = tls.connect(tcp, self.sni.as_deref(), &self.conn).await?;
+                let name = self.verify_name.as_deref().or(self.sni.as_deref());
+                let mut s = tls.connect(tcp, name, &self.conn).await?;
                 exchange(&mut s, req, self.conn.timeout, resp, true).await
             }
             None => {
@@ -689,7 +892,33 @@ mod tests {
             status,
             regex: None,
             request: request("/", "h", "1.0"),
+            expect_body: None,
+            expect_header: None,
         }
+    }
+
+    #[test]
+    fn header_and_body_expectations_come_after_keepalived_s_verdicts() {
+        let mut u = url(vec![(200, 299)], None);
+        u.expect_header = Some(("x-ready".into(), Some("yes".into())));
+        u.expect_body = Some(b"up".as_slice().into());
+        let judge = |raw: &[u8], u: &UrlSpec| {
+            let mut r = Response::new(false, true);
+            r.feed(raw);
+            r.judge(u).map_err(|e| e.to_string())
+        };
+        assert!(judge(b"HTTP/1.0 200 OK\r\nx-READY:yes\r\n\r\nall up", &u).is_ok());
+        // The status first, then the header, then the body.
+        let e = judge(b"HTTP/1.0 500 E\r\n\r\n", &u).unwrap_err();
+        assert!(e.contains("status code"), "{e}");
+        let e = judge(b"HTTP/1.0 200 OK\r\nX-Ready: no\r\n\r\nup", &u).unwrap_err();
+        assert!(e.contains("header x-ready is 'no', without 'yes'"), "{e}");
+        let e = judge(b"HTTP/1.0 200 OK\r\nX-Ready: yes\r\n\r\ndown", &u).unwrap_err();
+        assert!(e.contains("body without 'up'"), "{e}");
+        // A header named in the status line's text is not a header.
+        u.expect_body = None;
+        let e = judge(b"HTTP/1.0 200 x-ready: yes\r\n\r\n", &u).unwrap_err();
+        assert!(e.contains("no x-ready header"), "{e}");
     }
 
     #[test]

@@ -323,12 +323,52 @@ pub fn script_identity(
     crate::config::script_security::identity(cfg, user)
 }
 
+/// The TLS contexts of a configuration's SSL_GETs: keepalived's one (made
+/// at the first SSL_GET), and one per `ca_file` verification (extension).
+#[derive(Default)]
+struct TlsContexts {
+    plain: Option<Option<Tls>>,
+    verifying: HashMap<(String, bool, bool), Result<Tls, String>>,
+}
+
+impl TlsContexts {
+    fn of(&mut self, cfg: &Config, h: &crate::config::model::HttpCheck) -> Result<Tls, String> {
+        if let Some(ca) = &h.ca_file {
+            let key = (ca.clone(), h.verify_hostname.is_some(), h.enable_sni);
+            return self
+                .verifying
+                .entry(key)
+                .or_insert_with(|| {
+                    Tls::verifying(
+                        cfg.ssl.as_ref(),
+                        ca,
+                        h.verify_hostname.is_some(),
+                        h.enable_sni,
+                    )
+                    .map_err(|e| e.to_string())
+                })
+                .clone();
+        }
+        let t = self
+            .plain
+            .get_or_insert_with(|| match Tls::new(cfg.ssl.as_ref()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    log::error!("{e}");
+                    None
+                }
+            });
+        t.clone()
+            .ok_or_else(|| "SSL_GET: no usable SSL context".into())
+    }
+}
+
 fn probe_kind(
     cfg: &Config,
     vs: &VirtualServer,
     rs: &RealServer,
     c: &Checker,
-    tls: &mut Option<Option<Tls>>,
+    tls: &mut TlsContexts,
 ) -> Result<Option<ProbeKind>, String> {
     let conn = || ConnOpts::from_common(c.common());
     Ok(Some(match c {
@@ -339,17 +379,7 @@ fn probe_kind(
         Checker::Ping(_) => ProbeKind::Ping(conn()),
         Checker::Http(h) | Checker::Ssl(h) => {
             let t = if matches!(c, Checker::Ssl(_)) {
-                let t = tls.get_or_insert_with(|| match Tls::new(cfg.ssl.as_ref()) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        log::error!("{e}");
-                        None
-                    }
-                });
-                match t {
-                    Some(t) => Some(t.clone()),
-                    None => return Err("SSL_GET: no usable SSL context".into()),
-                }
+                Some(tls.of(cfg, h)?)
             } else {
                 None
             };
@@ -446,7 +476,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     // pattern (not its match cache), not the TLS context.
     #[allow(clippy::mutable_key_type)]
     let mut seen: HashMap<ShareKey, usize> = HashMap::new();
-    let mut tls = None;
+    let mut tls = TlsContexts::default();
     let mut timings: HashMap<Timing, Arc<Timing>> = HashMap::new();
     p.vs_base.reserve_exact(cfg.virtual_servers.len());
     p.rs_starts.reserve_exact(

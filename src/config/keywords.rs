@@ -476,6 +476,9 @@ fn url_block() -> Vec<Kw> {
         kw("regex_min_offset", h::url_regex_min_offset),
         kw("regex_max_offset", h::url_regex_max_offset),
         kw("regex_stack", h::url_regex_stack),
+        // Extensions of keepalived-rs (grammar/keywords.md).
+        kw("expect_body", h::url_expect_body),
+        kw("expect_header", h::url_expect_header),
     ]
 }
 
@@ -489,8 +492,21 @@ fn http_block() -> Vec<Kw> {
         kw("fast_recovery", h::http_fast_recovery),
         kw("enable_sni", h::http_enable_sni),
         kw("nb_get_retry", h::http_nb_get_retry),
+        // Extensions of keepalived-rs (grammar/keywords.md).
+        kw("method", h::http_method),
+        kw("user_agent", h::http_user_agent),
     ]);
     v.push(block("url", h::url_open, url_block(), h::url_close));
+    v
+}
+
+/// SSL_GET: HTTP_GET's keywords and the certificate checks (extensions).
+fn ssl_block() -> Vec<Kw> {
+    let mut v = http_block();
+    v.extend([
+        kw("ca_file", h::ssl_ca_file),
+        kw("verify_hostname", h::ssl_verify_hostname),
+    ]);
     v
 }
 
@@ -526,7 +542,7 @@ fn checkers() -> Vec<Kw> {
     vec![
         block("TCP_CHECK", h::tcp_open, tcp, h::checker_close),
         block("HTTP_GET", h::http_open, http_block(), h::http_close),
-        block("SSL_GET", h::ssl_open, http_block(), h::http_close),
+        block("SSL_GET", h::ssl_open, ssl_block(), h::http_close),
         block("MISC_CHECK", h::misc_open, misc, h::misc_close),
         block("SMTP_CHECK", h::smtp_open, smtp, h::smtp_close),
         block("DNS_CHECK", h::dns_open, dns, h::checker_close),

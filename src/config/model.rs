@@ -540,6 +540,13 @@ pub struct Url {
     pub regex_stack: Option<(u32, u32)>,
     /// Line of the `url` keyword.
     pub line: usize,
+    /// `expect_body TEXT` (extension): the body must hold TEXT.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_body: Option<String>,
+    /// `expect_header NAME [TEXT]` (extension): the response must have the
+    /// header (name without regard to case), its value holding TEXT.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_header: Option<(String, Option<String>)>,
 }
 
 /// HTTP_GET / SSL_GET.
@@ -558,6 +565,22 @@ pub struct HttpCheck {
     pub enable_sni: bool,
     /// The urls.
     pub urls: Vec<Url>,
+    /// `method GET|HEAD` (extension; GET unless written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// `user_agent TEXT` (extension; keepalived's `KeepAliveClient` unless
+    /// written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// `ca_file PATH` (extension, SSL_GET): the server's certificate chain
+    /// is verified against these CAs (keepalived accepts any certificate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// `verify_hostname [NAME]` (extension, SSL_GET, with `ca_file`): the
+    /// certificate must also be for NAME (`Some(None)`: the virtualhost,
+    /// else the address connected to).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_hostname: Option<Option<String>>,
 }
 
 /// MISC_CHECK.

@@ -95,6 +95,7 @@ pub fn checker_close(p: P) {
 }
 
 pub fn http_close(p: P) {
+    super::extensions::http_extensions_close(p);
     if let Some(c) = p.checker.take() {
         let (Checker::Http(h) | Checker::Ssl(h)) = &c else {
             return;

@@ -202,3 +202,140 @@ pub fn vs_fast_interval(p: P, w: &[Word]) -> HandlerResult {
 pub fn vs_down_interval(p: P, w: &[Word]) -> HandlerResult {
     down_interval(p, w, Level::VirtualServer)
 }
+
+/// The HTTP_GET or SSL_GET being read.
+fn http_check<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut HttpCheck> {
+    match p.checker.as_mut() {
+        Some(Checker::Http(h) | Checker::Ssl(h)) => Some(h),
+        _ => None,
+    }
+}
+
+/// `method GET|HEAD` (HTTP_GET, SSL_GET).
+pub fn http_method(p: P, w: &[Word]) -> HandlerResult {
+    let m = p.arg(w, 1)?.to_string();
+    if m != "GET" && m != "HEAD" {
+        p.err_hint(
+            ErrClass::GeneralError,
+            format!("method '{m}' invalid - ignoring"),
+            "write `method GET` (keepalived's) or `method HEAD` (headers only: no digest, regex or expect_body)",
+        );
+        return Ok(());
+    }
+    if let Some(h) = http_check(p) {
+        h.method = Some(m);
+    }
+    Ok(())
+}
+
+/// `user_agent TEXT` (HTTP_GET, SSL_GET).
+pub fn http_user_agent(p: P, w: &[Word]) -> HandlerResult {
+    let ua = w[1..]
+        .iter()
+        .map(|x| x.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    p.arg(w, 1)?;
+    if let Some(h) = http_check(p) {
+        h.user_agent = Some(ua);
+    }
+    Ok(())
+}
+
+/// `ca_file PATH` (SSL_GET): verify the server's certificate chain.
+pub fn ssl_ca_file(p: P, w: &[Word]) -> HandlerResult {
+    let path = p.arg(w, 1)?.to_string();
+    if let Err(e) = std::fs::metadata(&path) {
+        // A file of the host, not of the configuration: a note (the exit
+        // code unchanged), as the checks say why they fail until it is
+        // there.
+        p.err_hint(
+            ErrClass::Ok,
+            format!("ca_file {path}: {e} - checks will fail until it can be read"),
+            "name a PEM file of the CA certificates the real servers' certificates are issued by",
+        );
+    }
+    if let Some(h) = http_check(p) {
+        h.ca_file = Some(path);
+    }
+    Ok(())
+}
+
+/// `verify_hostname [NAME]` (SSL_GET, with `ca_file`).
+pub fn ssl_verify_hostname(p: P, w: &[Word]) -> HandlerResult {
+    let name = w.get(1).map(|x| x.text.clone());
+    if let Some(h) = http_check(p) {
+        h.verify_hostname = Some(name);
+    }
+    Ok(())
+}
+
+/// At the end of an HTTP_GET/SSL_GET block: settings that contradict each
+/// other.
+pub fn http_extensions_close(p: P) {
+    let Some(h) = http_check(p) else {
+        return;
+    };
+    let head_with_body = h.method.as_deref() == Some("HEAD")
+        && h.urls
+            .iter()
+            .any(|u| u.digest.is_some() || u.regex.is_some() || u.expect_body.is_some());
+    let name_without_ca = h.verify_hostname.is_some() && h.ca_file.is_none();
+    if head_with_body {
+        p.err_hint(
+            ErrClass::GeneralError,
+            "method HEAD with a url that checks the body (digest, regex or expect_body)",
+            "a HEAD answer has no body: use GET for these urls, or drop the body checks",
+        );
+    }
+    if name_without_ca {
+        p.err_hint(
+            ErrClass::GeneralError,
+            "verify_hostname without ca_file - the name cannot be verified",
+            "add `ca_file PATH` with the CAs the servers' certificates come from",
+        );
+    }
+}
+
+/// The url being read.
+fn url_block<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut Url> {
+    p.url.as_mut()
+}
+
+/// `expect_body TEXT` (url): the body must hold TEXT.
+pub fn url_expect_body(p: P, w: &[Word]) -> HandlerResult {
+    let text = w[1..]
+        .iter()
+        .map(|x| x.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    p.arg(w, 1)?;
+    if let Some(u) = url_block(p) {
+        u.expect_body = Some(text);
+    }
+    Ok(())
+}
+
+/// `expect_header NAME [TEXT]` (url).
+pub fn url_expect_header(p: P, w: &[Word]) -> HandlerResult {
+    let name = p.arg(w, 1)?.trim_end_matches(':').to_string();
+    let text = (w.len() > 2).then(|| {
+        w[2..]
+            .iter()
+            .map(|x| x.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        p.err_hint(
+            ErrClass::GeneralError,
+            format!("expect_header name '{name}' invalid - ignoring"),
+            "write the header's name, then the text its value must hold: `expect_header Content-Type json`",
+        );
+        return Ok(());
+    }
+    if let Some(u) = url_block(p) {
+        u.expect_header = Some((name, text));
+    }
+    Ok(())
+}

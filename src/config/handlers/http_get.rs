@@ -123,7 +123,11 @@ pub fn url_status_code(p: P, w: &[Word]) -> HandlerResult {
         let t = &x.text;
         let parsed = match t.split_once('-') {
             Some((a, b)) => a.parse::<u16>().ok().zip(b.parse::<u16>().ok()),
-            None => t.parse::<u16>().ok().map(|v| (v, v)),
+            None => t
+                .parse::<u16>()
+                .ok()
+                .map(|v| (v, v))
+                .or_else(|| status_class(t)),
         };
         match parsed {
             Some((a, b)) if (100..=599).contains(&a) && (100..=599).contains(&b) && a <= b => {
@@ -141,6 +145,21 @@ pub fn url_status_code(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
+/// A status class, `2xx` (extension of keepalived-rs; keepalived reads
+/// only codes and ranges): 200-299.
+fn status_class(t: &str) -> Option<(u16, u16)> {
+    let b = t.as_bytes();
+    match b {
+        [c @ b'1'..=b'5', x, y]
+            if x.eq_ignore_ascii_case(&b'x') && y.eq_ignore_ascii_case(&b'x') =>
+        {
+            let base = u16::from(c - b'0') * 100;
+            Some((base, base + 99))
+        }
+        _ => None,
+    }
+}
+
 pub fn url_virtualhost(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if let Some(u) = url(p) {

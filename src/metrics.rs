@@ -10,7 +10,7 @@ use crate::check::engine::{format_rs, LATENCY_BUCKETS};
 use crate::config::validate::format_vs;
 use crate::health::real_weight;
 use crate::lvs::desired::kernel_weights;
-use crate::status::View;
+use crate::status::{checker_words, rs_state, seed_state, seed_vs_state, View};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -39,15 +39,27 @@ pub fn render(v: &View) -> String {
     );
     let mut weights = String::new();
     let mut kernel = String::new();
+    let mut seeds = String::new();
+    let mut vs_seeds = String::new();
     for (vi, vs) in v.cfg.virtual_servers.iter().enumerate() {
         let Some(h) = v.health.vs.get(vi) else {
             continue;
         };
         let vn = esc(&format_vs(vs));
         let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
+        let mut words = Vec::with_capacity(vs.real_servers.len());
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
             let labels = format!("vs=\"{vn}\",rs=\"{}\"", esc(&format_rs(rs, vs)));
+            let word = seed_state(
+                rs_state(r.alive, &checker_words(v, vi, ri)),
+                in_kernel.get(ri).copied().flatten(),
+            );
+            words.push(word);
+            let _ = writeln!(
+                seeds,
+                "{p}_real_server_health{{{labels},status=\"{word}\"}} 1"
+            );
             let _ = writeln!(o, "{p}_real_server_up{{{labels}}} {}", u8::from(r.alive));
             let _ = writeln!(
                 weights,
@@ -58,6 +70,11 @@ pub fn render(v: &View) -> String {
                 let _ = writeln!(kernel, "{p}_real_server_kernel_weight{{{labels}}} {w}");
             }
         }
+        let _ = writeln!(
+            vs_seeds,
+            "{p}_virtual_server_health{{vs=\"{vn}\",status=\"{}\"}} 1",
+            seed_vs_state(&words)
+        );
     }
     head(
         &mut o,
@@ -73,6 +90,20 @@ pub fn render(v: &View) -> String {
         "The real server's weight in the IPVS table (absent when not in it).",
     );
     o.push_str(&kernel);
+    head(
+        &mut o,
+        &format!("{p}_real_server_health"),
+        "gauge",
+        "1 for the real server's health status in cloud load balancers' words: not enabled (no checker), initialising, healthy, unhealthy, unused (weight 0).",
+    );
+    o.push_str(&seeds);
+    head(
+        &mut o,
+        &format!("{p}_virtual_server_health"),
+        "gauge",
+        "1 for the virtual server's health status: no target (no real server), initialising, healthy (one real server is), unhealthy.",
+    );
+    o.push_str(&vs_seeds);
 
     head(
         &mut o,

@@ -11,7 +11,10 @@
 //! `initialising` (no result yet), `healthy`, `retrying` (failing, still in
 //! the pool), `unhealthy`, `recovering` (passing, not yet back),
 //! `not checked` (no checker: always in). `disabled` (ha_suspend) needs
-//! address monitoring, which is not built yet.
+//! address monitoring, which is not built yet. Beside them, the seeds'
+//! (cloud load balancers') words as `health_status`: `not enabled`,
+//! `initialising`, `healthy`, `unhealthy`, `unused`, and `no target` for a
+//! virtual server without real servers.
 
 use crate::check::engine::{Board, CheckStatus, Plan};
 use crate::config::model::Config;
@@ -231,6 +234,54 @@ pub fn recovery_window(
     ))
 }
 
+/// The cloud load balancers' word for a real server (the seeds' target
+/// health), from its state word and its weight in the kernel: `not
+/// enabled` (no checker), `initialising`, `healthy`, `unhealthy`, `unused`
+/// (in the table at weight 0: no new connections).
+pub fn seed_state(state: &str, kernel_weight: Option<u32>) -> &'static str {
+    match state {
+        "not checked" if kernel_weight == Some(0) => "unused",
+        "not checked" => "not enabled",
+        "initialising" => "initialising",
+        "healthy" | "retrying" if kernel_weight == Some(0) => "unused",
+        "healthy" | "retrying" => "healthy",
+        _ => "unhealthy",
+    }
+}
+
+/// The seeds' word for a virtual server from its real servers' words:
+/// `no target` without real servers, else `healthy` while one is,
+/// `initialising` while one is and none is healthy, else `unhealthy`.
+pub fn seed_vs_state(rs: &[&str]) -> &'static str {
+    if rs.is_empty() {
+        "no target"
+    } else if rs.iter().any(|w| matches!(*w, "healthy" | "not enabled")) {
+        "healthy"
+    } else if rs.contains(&"initialising") {
+        "initialising"
+    } else {
+        "unhealthy"
+    }
+}
+
+/// The state words of real server `ri` of virtual server `vi`'s checkers.
+pub fn checker_words(v: &View, vi: usize, ri: usize) -> Vec<&'static str> {
+    v.plan
+        .checks_of(vi, ri)
+        .iter()
+        .enumerate()
+        .filter_map(|(n, &id)| {
+            let st = v.board.get(id)?;
+            let sub = crate::check::engine::Subscriber {
+                vs: vi,
+                rs: ri,
+                checker: n,
+            };
+            Some(checker_state(v.tracker.checker_up(&sub), &st))
+        })
+        .collect()
+}
+
 fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
@@ -243,6 +294,7 @@ pub fn document(v: &View) -> Value {
             continue;
         };
         let mut rss = Vec::new();
+        let mut seeds = Vec::new();
         let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
@@ -284,11 +336,15 @@ pub fn document(v: &View) -> Value {
                 }));
             }
 
+            let state = rs_state(r.alive, &words);
+            let kernel_weight = in_kernel.get(ri).copied().flatten();
+            seeds.push(seed_state(state, kernel_weight));
             rss.push(json!({
                 "name": crate::check::engine::format_rs(rs, vs),
                 "address": rs.ip.to_string(),
                 "port": rs.port,
-                "state": rs_state(r.alive, &words),
+                "state": state,
+                "health_status": seed_state(state, kernel_weight),
                 "alive": r.alive,
                 "weight": rs.iweight(),
                 "effective_weight": real_weight(r.effective_weight),
@@ -300,6 +356,7 @@ pub fn document(v: &View) -> Value {
         let sorry_in_use = !open && vs.sorry_server.is_some() && !h.quorum_up;
         vss.push(json!({
             "name": format_vs(vs),
+            "health_status": seed_vs_state(&seeds),
             "quorum": if h.quorum_up { "up" } else { "down" },
             "quorum_threshold": vs.quorum,
             "hysteresis": vs.hysteresis,
@@ -464,6 +521,24 @@ pub fn table(doc: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_seeds_words_from_ours_and_the_kernel_weight() {
+        assert_eq!(seed_state("not checked", Some(1)), "not enabled");
+        assert_eq!(seed_state("not checked", Some(0)), "unused");
+        assert_eq!(seed_state("initialising", None), "initialising");
+        assert_eq!(seed_state("retrying", Some(3)), "healthy");
+        assert_eq!(seed_state("healthy", Some(0)), "unused");
+        assert_eq!(seed_state("recovering", Some(0)), "unhealthy");
+        assert_eq!(seed_state("unhealthy", None), "unhealthy");
+        assert_eq!(seed_vs_state(&[]), "no target");
+        assert_eq!(seed_vs_state(&["unhealthy", "not enabled"]), "healthy");
+        assert_eq!(
+            seed_vs_state(&["unhealthy", "initialising"]),
+            "initialising"
+        );
+        assert_eq!(seed_vs_state(&["unhealthy", "unused"]), "unhealthy");
+    }
 
     #[test]
     fn real_server_words_follow_their_checkers() {

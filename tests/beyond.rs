@@ -226,3 +226,56 @@ fn fail_open_keeps_every_server_in_while_all_have_failed() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn the_seeds_words_for_real_and_virtual_servers() {
+    let (dir, conf, sock) = setup("seed-words");
+    let (up, down, mport) = (free_port(), free_port(), free_port());
+    let _b = TcpListener::bind(("127.0.0.1", up)).unwrap();
+    let tcp = |p: u16| {
+        format!("TCP_CHECK {{\n            connect_port {p}\n            connect_timeout 1\n            retry 0\n            warmup 0\n        }}")
+    };
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n    status_socket {}\n    metrics_listen 127.0.0.1 {mport}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    delay_loop 1\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n\
+             \x20   real_server 127.0.0.1 8001 {{\n        {}\n    }}\n\
+             \x20   real_server 127.0.0.1 8002 {{\n    }}\n\
+             \x20   real_server 127.0.0.1 8003 {{\n        weight 0\n        {}\n    }}\n\
+             \x20   real_server 127.0.0.1 8004 {{\n        {}\n    }}\n}}\n",
+            sock.display(),
+            tcp(up),
+            tcp(up),
+            tcp(down)
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    let words = |doc: &Value| -> Vec<Value> {
+        doc["virtual_servers"][0]["real_servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["health_status"].clone())
+            .collect()
+    };
+    let doc = wait_status(&sock, "every check run", |d| {
+        words(d) == ["healthy", "not enabled", "unused", "unhealthy"]
+    });
+    assert_eq!(doc["virtual_servers"][0]["health_status"], "healthy");
+    // keepalived drops a virtual server without real servers at load; "no
+    // target" is for one whose last real server was removed at run time
+    // (seed_vs_state's unit test).
+    let m = metrics(mport);
+    for line in [
+        "keepalived_rs_real_server_health{vs=\"[192.0.2.1]:tcp:80\",rs=\"[127.0.0.1]:tcp:8002\",status=\"not enabled\"} 1",
+        "keepalived_rs_real_server_health{vs=\"[192.0.2.1]:tcp:80\",rs=\"[127.0.0.1]:tcp:8003\",status=\"unused\"} 1",
+        "keepalived_rs_real_server_health{vs=\"[192.0.2.1]:tcp:80\",rs=\"[127.0.0.1]:tcp:8004\",status=\"unhealthy\"} 1",
+        "keepalived_rs_virtual_server_health{vs=\"[192.0.2.1]:tcp:80\",status=\"healthy\"} 1",
+    ] {
+        assert!(m.contains(line), "{line} not in {m}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

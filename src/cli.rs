@@ -62,6 +62,7 @@ const OPTIONS: &[(Option<char>, &str, Arg)] = &[
     (None, "json", Arg::None),
     (None, "plan", Arg::None),
     (None, "status-socket", Arg::Required),
+    (None, "control", Arg::Required),
 ];
 
 /// The parsed command line. Field names follow keepalived's long options.
@@ -162,6 +163,9 @@ pub struct Options {
     /// `--status-socket PATH` (extension): the status socket, over the
     /// configuration's `status_socket`.
     pub status_socket: Option<String>,
+    /// `--control "VERB ARGS"` (extension): a membership edit for the
+    /// running daemon (`disable`, `enable`, `weight`, `add`, `remove`).
+    pub control: Option<String>,
     /// Positional arguments (keepalived prints and ignores them).
     pub extra: Vec<String>,
 }
@@ -234,6 +238,7 @@ fn set(o: &mut Options, long: &str, val: Option<String>) {
         "json" => o.json = true,
         "plan" => o.plan = true,
         "status-socket" => o.status_socket = Some(v()),
+        "control" => o.control = Some(v()),
         _ => {}
     }
 }
@@ -380,6 +385,7 @@ pub fn usage(prog: &str) -> String {
       --status                 Print the running daemon's status; --json for JSON (keepalived-rs extension)\n\
       --plan                   Print the IPVS changes a reload of -f FILE would make (keepalived-rs extension)\n\
       --status-socket=PATH     The status socket (default: status_socket, else /run/keepalived/status.sock) (keepalived-rs extension)\n\
+      --control=\"VERB ARGS\"    Change the running daemon's real servers: disable|enable VS RS, weight VS RS N, add VS IP PORT [WEIGHT], remove VS RS (keepalived-rs extension)\n\
   -v, --version                Display the version number\n\
   -h, --help                   Display this help message\n"
     )

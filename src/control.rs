@@ -100,7 +100,14 @@ pub enum Query {
     Metrics,
     /// The IPVS changes a reload of this file would make.
     Plan(PathBuf),
+    /// A membership edit (`disable`, `enable`, `weight`, `add`, `remove`
+    /// and their arguments), made and answered with the IPVS operations it
+    /// caused.
+    Member(String),
 }
+
+/// The verbs of [`Query::Member`].
+pub const MEMBER_VERBS: [&str; 5] = ["disable", "enable", "weight", "add", "remove"];
 
 /// A query and where its answer goes.
 #[derive(Debug)]
@@ -125,8 +132,10 @@ pub fn parse_request(line: &str) -> Result<Query, String> {
         None if line == "metrics" => Ok(Query::Metrics),
         Some(("plan", p)) if p.trim().starts_with('/') => Ok(Query::Plan(PathBuf::from(p.trim()))),
         Some(("plan", _)) => Err("plan needs an absolute path".into()),
+        Some((verb, _)) if MEMBER_VERBS.contains(&verb) => Ok(Query::Member(line.to_string())),
         _ => Err(format!(
-            "unknown request {line:?}; ask `status` or `plan PATH`"
+            "unknown request {line:?}; ask `status`, `plan PATH` or one of {}",
+            MEMBER_VERBS.join(", ")
         )),
     }
 }
@@ -295,6 +304,12 @@ mod tests {
             Ok(Query::Plan(PathBuf::from("/etc/keepalived/new.conf")))
         );
         assert!(parse_request("plan relative.conf").is_err());
+        assert_eq!(
+            parse_request("disable [192.0.2.1]:tcp:80 [127.0.0.1]:tcp:8001\n"),
+            Ok(Query::Member(
+                "disable [192.0.2.1]:tcp:80 [127.0.0.1]:tcp:8001".into()
+            ))
+        );
         assert!(parse_request("shutdown").is_err());
     }
 }

@@ -279,3 +279,141 @@ fn the_seeds_words_for_real_and_virtual_servers() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `keepalived --control LINE` against the daemon on `sock`: its exit
+/// code's success, standard output and standard error.
+fn control(sock: &Path, line: &str) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--status-socket"])
+        .arg(sock)
+        .args(["--control", line])
+        .output()
+        .expect("run --control");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn membership_over_the_status_socket_survives_a_reload_of_the_same_file() {
+    let (dir, conf, sock) = setup("membership");
+    let (pa, pb, pc) = (free_port(), free_port(), free_port());
+    let _a = TcpListener::bind(("127.0.0.1", pa)).unwrap();
+    let _b = TcpListener::bind(("127.0.0.1", pb)).unwrap();
+    let _c = TcpListener::bind(("127.0.0.1", pc)).unwrap();
+    let rs = |p: u16| {
+        format!("    real_server 127.0.0.1 {p} {{\n        TCP_CHECK {{\n            connect_timeout 1\n            warmup 0\n        }}\n    }}\n")
+    };
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n    status_socket {}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    delay_loop 1\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n{}{}}}\n",
+            sock.display(),
+            rs(pa),
+            rs(pb)
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    let vs = "[192.0.2.1]:tcp:80";
+    let name = |p: u16| format!("[127.0.0.1]:tcp:{p}");
+    let kernel = |doc: &Value| -> Vec<(String, Value, Value)> {
+        doc["virtual_servers"][0]["real_servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r["kernel_weight"].clone(),
+                    r["health_status"].clone(),
+                )
+            })
+            .collect()
+    };
+
+    // Drain: weight 0, answered with the operation.
+    let (ok, out, err) = control(&sock, &format!("disable {vs} {}", name(pa)));
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!(
+            "ipvsadm -e -t 192.0.2.1:80 -r 127.0.0.1:{pa} -m -w 0"
+        )),
+        "{out}"
+    );
+    let doc = status_json(&sock);
+    let t = doc["transitions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (t["checker"].clone(), t["from"].clone(), t["to"].clone()),
+        (
+            Value::from("operator"),
+            Value::from("enabled"),
+            Value::from("drained")
+        ),
+        "{t}"
+    );
+    // A weight, and a new server checked as the first one is.
+    let (ok, out, err) = control(&sock, &format!("weight {vs} {} 5", name(pb)));
+    assert!(
+        ok && out.contains(&format!("-r 127.0.0.1:{pb} -m -w 5")),
+        "{out}{err}"
+    );
+    let (ok, out, err) = control(&sock, &format!("add {vs} 127.0.0.1 {pc} 2"));
+    assert!(
+        ok && out.contains(&format!(
+            "ipvsadm -a -t 192.0.2.1:80 -r 127.0.0.1:{pc} -m -w 2"
+        )),
+        "{out}{err}"
+    );
+    let want = vec![
+        (name(pa), Value::from(0), Value::from("unused")),
+        (name(pb), Value::from(5), Value::from("healthy")),
+        (name(pc), Value::from(2), Value::from("healthy")),
+    ];
+    let doc = wait_status(&sock, "the edits in force", |d| kernel(d) == want);
+    assert_eq!(checker(&doc, pc)["type"], "TCP_CHECK", "{doc:#}");
+
+    // Refused edits change nothing.
+    let (ok, _, err) = control(&sock, &format!("enable {vs} {}", name(pb)));
+    assert!(!ok && err.contains("is not disabled"), "{err}");
+    let (ok, _, err) = control(&sock, &format!("add {vs} 127.0.0.1 {pa}"));
+    assert!(!ok && err.contains("already"), "{err}");
+    let (ok, _, err) = control(&sock, "disable [192.0.2.9]:tcp:80 [127.0.0.1]:tcp:1");
+    assert!(!ok && err.contains("no virtual server"), "{err}");
+
+    // A reload of the same file keeps every edit, and sends nothing.
+    kill(Pid::from_raw(d.child.id() as i32), Signal::SIGHUP).unwrap();
+    let lines = d.log_until("reload: ");
+    let last = lines.last().unwrap();
+    assert!(last.contains("reload: 0 IPVS operation(s)"), "{lines:#?}");
+    assert_eq!(kernel(&status_json(&sock)), want);
+
+    // Enable, then remove down to no real server: "no target".
+    let (ok, out, _) = control(&sock, &format!("enable {vs} {}", name(pa)));
+    assert!(
+        ok && out.contains(&format!("-r 127.0.0.1:{pa} -m -w 1")),
+        "{out}"
+    );
+    for p in [pa, pb, pc] {
+        let (ok, out, err) = control(&sock, &format!("remove {vs} {}", name(p)));
+        assert!(
+            ok && out.contains(&format!("ipvsadm -d -t 192.0.2.1:80 -r 127.0.0.1:{p}")),
+            "{out}{err}"
+        );
+    }
+    let doc = status_json(&sock);
+    assert_eq!(
+        doc["virtual_servers"][0]["health_status"], "no target",
+        "{doc:#}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

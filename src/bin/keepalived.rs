@@ -83,6 +83,9 @@ fn main() -> ExitCode {
     if opts.status {
         return commands::status(&opts, &path, &load_opts);
     }
+    if let Some(line) = &opts.control {
+        return commands::control(&opts, line, &path, &load_opts);
+    }
     let loaded = config::load(&path, &load_opts);
     if opts.plan {
         return commands::plan(&opts, &path, loaded);

@@ -12,6 +12,7 @@ pub mod keywords;
 pub mod lexer;
 pub mod model;
 pub mod numbers;
+pub mod overlay;
 pub mod parser;
 pub mod reader;
 pub mod script_security;

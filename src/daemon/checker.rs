@@ -19,6 +19,7 @@ use crate::check::notify::{self, Notifier};
 use crate::check::ping::PingGroupRange;
 use crate::cli::Options;
 use crate::config::model::Config;
+use crate::config::overlay::{Edit, Overlay};
 use crate::config::{self, Loaded};
 use crate::control::{self, Query, Request};
 use crate::health::{Change, Effect, Event, Health, Tracker, Transition};
@@ -195,6 +196,8 @@ struct Running<'a> {
     accepted: &'a BTreeSet<String>,
     /// The VRRP side's status board, if VRRP runs.
     vrrp: Option<&'a crate::vrrp::status::Board>,
+    /// The operator's edits, applied to a previewed reload as to a reload.
+    overlay: &'a Overlay,
 }
 
 /// The running checkers of one configuration.
@@ -366,8 +369,8 @@ impl Checking {
             cfg,
             opts,
             path,
-            accepted,
             vrrp,
+            ..
         } = *run;
         let board = self.engine.board();
         let file = path.display().to_string();
@@ -396,7 +399,9 @@ impl Checking {
                 metrics::render(&view)
                     + &instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i))
             }
-            Query::Plan(p) => self.preview_reload(cfg, rec, opts, p, &board, accepted),
+            Query::Plan(p) => self.preview_reload(run, rec, p, &board),
+            // Made by the event loop, which changes the running model.
+            Query::Member(_) => "error: not here\n".to_string(),
         }
     }
 
@@ -405,13 +410,18 @@ impl Checking {
     /// for new servers), and sent nowhere.
     fn preview_reload<B: Backend>(
         &self,
-        cfg: &Config,
+        run: &Running,
         rec: &Reconciler<B>,
-        opts: &Options,
         file: &Path,
         board: &engine::Board,
-        accepted: &BTreeSet<String>,
     ) -> String {
+        let Running {
+            cfg,
+            opts,
+            accepted,
+            overlay,
+            ..
+        } = *run;
         if let Some(why) = super::reload::source_problem(file) {
             return format!(
                 "error: a reload of {} would be refused, the running configuration kept: {why}\n",
@@ -432,8 +442,12 @@ impl Checking {
             |id| board.get(id).map(|s| s.now),
             &self.health,
         );
-        let (_, _, health) = plan_start(&loaded.config, opts, &carry, HashMap::new());
-        let ops = rec.preview(&desired(&loaded.config, &health));
+        // The operator's edits apply to the new file as a reload applies
+        // them.
+        let edited = overlay.clone().apply(&loaded.config).map(|(c, _)| c);
+        let new_cfg = edited.as_ref().unwrap_or(&loaded.config);
+        let (_, _, health) = plan_start(new_cfg, opts, &carry, HashMap::new());
+        let ops = rec.preview(&desired(new_cfg, &health));
         let mut out = format!(
             "# a reload of {} would make {} IPVS operation(s)\n",
             file.display(),
@@ -596,8 +610,11 @@ pub async fn serve<B: Backend>(
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
     drift.tick().await;
+    // The file's model (`cur` is it with the operator's edits applied).
+    let mut base = cur.clone();
+    let mut overlay = Overlay::default();
     loop {
-        tokio::select! {
+        let switch: Option<Switch> = tokio::select! {
             Some(ev) = rx.recv() => {
                 // Take every pending report, then program once, only the
                 // services of the virtual servers that changed.
@@ -615,77 +632,166 @@ pub async fn serve<B: Backend>(
                     }
                     show_table(&rec, opts.dry_run);
                 }
+                None
             }
             cmd = commands.recv() => match cmd {
                 Some(Command::Reload(loaded)) => {
-                    let reload_started = std::time::Instant::now();
                     if let Some(why) = reload_refusal(&loaded, &accepted) {
                         log::error!(
                             "the new configuration has errors ({why}); keeping the running one"
                         );
                         counters.reloads_refused += 1;
                         progress.send(Progress::Reloaded);
-                        continue;
+                        None
+                    } else {
+                        accepted = error_set(&loaded);
+                        base = loaded;
+                        Some(Switch {
+                            loaded: with_overlay(&base, &mut overlay),
+                            edit: None,
+                        })
                     }
-                    accepted = error_set(&loaded);
-                    let old = std::mem::replace(&mut cur, loaded);
-                    let carry = checking
-                        .hand_over(&old.config, &cur.config, &mut rx, &mut counters)
-                        .await;
-                    log::debug!("reload: checkers stopped in {:.3} s", reload_started.elapsed().as_secs_f64());
-                    let cfg = &cur.config;
-                    // init_file again, before the files are read (at start
-                    // the shell wrote them, before either side ran).
-                    crate::check::file::init_files(cfg);
-                    checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter());
-                    checking.quorum_after_reload(&carry, cfg);
-                    log::debug!("reload: checkers started in {:.3} s", reload_started.elapsed().as_secs_f64());
-                    let r = rec.set_desired(desired(cfg, &checking.health)).await;
-                    counters.ipvs(&r);
-                    if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
-                        if let Err(e) = rec.set_timeouts(t).await {
-                            log::warn!("{e}");
-                        }
-                    }
-                    let new_syncds = sync_daemons(cfg);
-                    if new_syncds != syncds {
-                        stop_sync_daemons(&mut rec, &syncds).await;
-                        start_sync_daemons(&mut rec, &new_syncds).await;
-                        syncds = new_syncds;
-                    }
-                    log::info!(
-                        "reload: {} IPVS operation(s), {} error(s), {:.3} s",
-                        r.sent,
-                        r.errors.len(),
-                        reload_started.elapsed().as_secs_f64()
-                    );
-                    counters.reloads += 1;
-                    counters.last_reload_seconds = reload_started.elapsed().as_secs_f64();
-                    counters.reload_seconds_total += counters.last_reload_seconds;
-                    show_table(&rec, opts.dry_run);
-                    progress.send(Progress::Reloaded);
                 }
-                Some(Command::DumpData) => checking.print_data(&cur.config, rec.expected()),
+                Some(Command::DumpData) => {
+                    checking.print_data(&cur.config, rec.expected());
+                    None
+                }
                 // keepalived's parent sends these to its VRRP process only.
-                Some(Command::VrrpSignal(_)) => {}
+                Some(Command::VrrpSignal(_)) => None,
                 Some(Command::Stop) | None => break,
             },
             Some(req) = queries.recv() => {
-                let run = Running {
-                    cfg: &cur.config,
-                    opts,
-                    path,
-                    accepted: &accepted,
-                    vrrp: vrrp.as_ref(),
-                };
-                let a = checking.answer(&req.query, &run, &rec, &counters);
-                let _ = req.reply.send(a);
+                if let Query::Member(line) = &req.query {
+                    // Recorded on a copy: an edit the new model cannot
+                    // take leaves the running edits as they were.
+                    let mut next = overlay.clone();
+                    match Edit::parse(line).and_then(|e| next.record(&cur.config, e)) {
+                        Ok(done) => {
+                            overlay = next;
+                            Some(Switch {
+                                loaded: with_overlay(&base, &mut overlay),
+                                edit: Some((done, req.reply)),
+                            })
+                        }
+                        Err(e) => {
+                            let _ = req.reply.send(format!("error: {e}\n"));
+                            None
+                        }
+                    }
+                } else {
+                    let run = Running {
+                        cfg: &cur.config,
+                        opts,
+                        path,
+                        accepted: &accepted,
+                        vrrp: vrrp.as_ref(),
+                        overlay: &overlay,
+                    };
+                    let a = checking.answer(&req.query, &run, &rec, &counters);
+                    let _ = req.reply.send(a);
+                    None
+                }
             }
-            _ = heartbeat.tick() => counters.heartbeat = status::unix_now(),
+            _ = heartbeat.tick() => {
+                counters.heartbeat = status::unix_now();
+                None
+            }
             _ = drift.tick() => {
                 if let Err(e) = rec.check_drift().await {
                     log::warn!("{e}");
                 }
+                None
+            }
+        };
+        let Some(Switch { loaded, edit }) = switch else {
+            continue;
+        };
+        // A reload, or an edit run as one: the checkers hand their states
+        // over and only the differences reach the kernel.
+        let reload_started = std::time::Instant::now();
+        let old = std::mem::replace(&mut cur, loaded);
+        let carry = checking
+            .hand_over(&old.config, &cur.config, &mut rx, &mut counters)
+            .await;
+        log::debug!(
+            "reload: checkers stopped in {:.3} s",
+            reload_started.elapsed().as_secs_f64()
+        );
+        let cfg = &cur.config;
+        // init_file again, before the files are read (at start the shell
+        // wrote them, before either side ran).
+        crate::check::file::init_files(cfg);
+        checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter());
+        checking.quorum_after_reload(&carry, cfg);
+        log::debug!(
+            "reload: checkers started in {:.3} s",
+            reload_started.elapsed().as_secs_f64()
+        );
+        let table = desired(cfg, &checking.health);
+        let ops = if edit.is_some() {
+            rec.preview(&table)
+        } else {
+            Vec::new()
+        };
+        let r = rec.set_desired(table).await;
+        counters.ipvs(&r);
+        if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
+            if let Err(e) = rec.set_timeouts(t).await {
+                log::warn!("{e}");
+            }
+        }
+        let new_syncds = sync_daemons(cfg);
+        if new_syncds != syncds {
+            stop_sync_daemons(&mut rec, &syncds).await;
+            start_sync_daemons(&mut rec, &new_syncds).await;
+            syncds = new_syncds;
+        }
+        show_table(&rec, opts.dry_run);
+        match edit {
+            Some((done, reply)) => {
+                log::info!(
+                    "control: {} of {} in {}: {} IPVS operation(s), {} error(s)",
+                    done.what,
+                    done.rs,
+                    done.vs,
+                    r.sent,
+                    r.errors.len()
+                );
+                counters.transition(TransitionRecord {
+                    at: status::unix_now(),
+                    vs: done.vs.clone(),
+                    rs: done.rs.clone(),
+                    checker: "operator",
+                    from: done.from,
+                    to: done.to,
+                    reason: format!("{} over the status socket", done.what),
+                });
+                let mut out = format!(
+                    "# {} of {} in {}: {} IPVS operation(s)\n",
+                    done.what,
+                    done.rs,
+                    done.vs,
+                    ops.len()
+                );
+                for op in &ops {
+                    out.push_str(&format!("ipvsadm {op}\n"));
+                }
+                for e in &r.errors {
+                    out.push_str(&format!("# error: {e}\n"));
+                }
+                let _ = reply.send(out);
+            }
+            None => {
+                log::info!(
+                    "reload: {} IPVS operation(s), {} error(s), {:.3} s",
+                    r.sent,
+                    r.errors.len(),
+                    reload_started.elapsed().as_secs_f64()
+                );
+                counters.reloads += 1;
+                counters.last_reload_seconds = reload_started.elapsed().as_secs_f64();
+                counters.reload_seconds_total += counters.last_reload_seconds;
+                progress.send(Progress::Reloaded);
             }
         }
     }
@@ -703,6 +809,34 @@ pub async fn serve<B: Backend>(
     stop_sync_daemons(&mut rec, &syncds).await;
     show_table(&rec, opts.dry_run);
     ExitCode::SUCCESS
+}
+
+/// What the event loop switches to: a reloaded file or an operator's edit
+/// (with what it did and where its answer goes), as the model to run.
+struct Switch {
+    loaded: Arc<Loaded>,
+    edit: Option<(
+        crate::config::overlay::Done,
+        tokio::sync::oneshot::Sender<String>,
+    )>,
+}
+
+/// `base` with the operator's edits (extension, over the status socket)
+/// applied; each edit the file no longer allows is dropped with a line.
+fn with_overlay(base: &Arc<Loaded>, overlay: &mut Overlay) -> Arc<Loaded> {
+    match overlay.apply(&base.config) {
+        None => base.clone(),
+        Some((config, notes)) => {
+            for n in notes {
+                log::warn!("control: {n}");
+            }
+            Arc::new(Loaded {
+                config,
+                diagnostics: base.diagnostics.clone(),
+                files: base.files.clone(),
+            })
+        }
+    }
 }
 
 /// The sync daemons the checker runs for `lvs_sync_daemon`.

@@ -133,10 +133,13 @@ pub fn dump_conf(loaded: &Loaded) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `--status`: ask the running daemon, print a table (or `--json`).
-pub fn status(opts: &Options, path: &std::path::Path, load_opts: &LoadOptions) -> ExitCode {
-    use crate::control;
-    // The configuration names the socket, if it can be read.
+/// The status socket: `--status-socket`, else the configuration's (if it
+/// can be read), else the default.
+fn status_socket(
+    opts: &Options,
+    path: &std::path::Path,
+    load_opts: &LoadOptions,
+) -> std::path::PathBuf {
     let configured = path
         .exists()
         .then(|| {
@@ -146,7 +149,46 @@ pub fn status(opts: &Options, path: &std::path::Path, load_opts: &LoadOptions) -
                 .status_socket
         })
         .flatten();
-    let sock = control::socket_path(opts.status_socket.as_deref(), configured.as_deref());
+    crate::control::socket_path(opts.status_socket.as_deref(), configured.as_deref())
+}
+
+/// `--control "VERB ARGS"`: a membership edit for the running daemon; its
+/// answer (the IPVS operations it caused) on standard output.
+pub fn control(
+    opts: &Options,
+    line: &str,
+    path: &std::path::Path,
+    load_opts: &LoadOptions,
+) -> ExitCode {
+    let verb = line.split_whitespace().next().unwrap_or("");
+    if !crate::control::MEMBER_VERBS.contains(&verb) {
+        eprintln!("--control: usage: {}", config::overlay::USAGE);
+        return ExitCode::from(2);
+    }
+    let sock = status_socket(opts, path, load_opts);
+    match crate::control::client(&sock, line) {
+        Ok(a) if a.starts_with("error:") => {
+            eprint!("{a}");
+            ExitCode::from(1)
+        }
+        Ok(a) => {
+            print!("{a}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "cannot reach the daemon's status socket {}: {e}",
+                sock.display()
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--status`: ask the running daemon, print a table (or `--json`).
+pub fn status(opts: &Options, path: &std::path::Path, load_opts: &LoadOptions) -> ExitCode {
+    use crate::control;
+    let sock = status_socket(opts, path, load_opts);
     let answer = match control::client(&sock, "status") {
         Ok(a) => a,
         Err(e) => {

@@ -654,7 +654,9 @@ async fn answer_queries(
                     + "\n"
             }
             Query::Metrics => crate::vrrp::status::metrics(&list),
-            Query::Plan(_) => "error: no checker runs in this daemon\n".to_string(),
+            Query::Plan(_) | Query::Member(_) => {
+                "error: no checker runs in this daemon\n".to_string()
+            }
         };
         let _ = req.reply.send(a);
     }

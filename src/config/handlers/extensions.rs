@@ -17,9 +17,42 @@ const COUNT_MAX: u32 = 1000;
 const INTERVAL_MIN: f64 = 0.001;
 const INTERVAL_MAX: f64 = 86_400.0;
 
+/// Word `i`, or an error naming the keyword: keepalived, not knowing an
+/// extension, reports its line as an unknown keyword (exit 5), so a
+/// missing value is a plain error here too, not keepalived's
+/// missing-parameter stop (exit 2).
+fn ext_arg(p: P, w: &[Word], i: usize, hint: &str) -> Option<String> {
+    match w.get(i) {
+        Some(x) => Some(x.text.clone()),
+        None => {
+            let kw = w.first().map_or("", |x| x.text.as_str()).to_string();
+            p.err_hint(
+                ErrClass::GeneralError,
+                format!("{kw} needs a value - ignoring"),
+                hint,
+            );
+            None
+        }
+    }
+}
+
+/// The words from `i` on, joined by a space, or an error as [`ext_arg`].
+fn ext_rest(p: P, w: &[Word], i: usize, hint: &str) -> Option<String> {
+    ext_arg(p, w, i, hint)?;
+    Some(
+        w[i..]
+            .iter()
+            .map(|x| x.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
 /// Reads word 1 as a count in 1..=[`COUNT_MAX`].
 fn count(p: P, w: &[Word], keyword: &str, hint: &str) -> Result<Option<u32>, MissingParam> {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = ext_arg(p, w, 1, hint) else {
+        return Ok(None);
+    };
     match s.parse::<u32>() {
         Ok(n) if (1..=COUNT_MAX).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => {
             Ok(Some(n))
@@ -37,7 +70,9 @@ fn count(p: P, w: &[Word], keyword: &str, hint: &str) -> Result<Option<u32>, Mis
 
 /// Reads word 1 as seconds (decimals allowed), returned in µs.
 fn interval(p: P, w: &[Word], keyword: &str) -> Result<Option<u64>, MissingParam> {
-    let s = p.arg(w, 1)?.to_string();
+    let Some(s) = ext_arg(p, w, 1, INTERVAL_HINT) else {
+        return Ok(None);
+    };
     let v = s
         .parse::<f64>()
         .ok()
@@ -51,7 +86,7 @@ fn interval(p: P, w: &[Word], keyword: &str) -> Result<Option<u64>, MissingParam
                 format!(
                     "{keyword} '{s}' invalid - must be seconds from {INTERVAL_MIN} to {INTERVAL_MAX}; ignoring"
                 ),
-                "write seconds, with decimals if needed, e.g. `1` or `0.5`",
+                INTERVAL_HINT,
             );
             Ok(None)
         }
@@ -59,6 +94,8 @@ fn interval(p: P, w: &[Word], keyword: &str) -> Result<Option<u64>, MissingParam
 }
 
 type MissingParam = crate::config::parser::MissingParameter;
+
+const INTERVAL_HINT: &str = "write seconds, with decimals if needed, e.g. `1` or `0.5`";
 
 const RISE_HINT: &str = "the number of consecutive successes before a server that is down is put back, e.g. `healthy_threshold 3`";
 const FALL_HINT: &str = "the number of consecutive failures before a server is taken out, e.g. `unhealthy_threshold 3` (the same as `retry 2`)";
@@ -211,14 +248,18 @@ fn http_check<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut HttpCheck> {
     }
 }
 
+const METHOD_HINT: &str = "write `method GET` (keepalived's) or `method HEAD` (headers only: no digest, regex or expect_body)";
+
 /// `method GET|HEAD` (HTTP_GET, SSL_GET).
 pub fn http_method(p: P, w: &[Word]) -> HandlerResult {
-    let m = p.arg(w, 1)?.to_string();
+    let Some(m) = ext_arg(p, w, 1, METHOD_HINT) else {
+        return Ok(());
+    };
     if m != "GET" && m != "HEAD" {
         p.err_hint(
             ErrClass::GeneralError,
             format!("method '{m}' invalid - ignoring"),
-            "write `method GET` (keepalived's) or `method HEAD` (headers only: no digest, regex or expect_body)",
+            METHOD_HINT,
         );
         return Ok(());
     }
@@ -230,12 +271,14 @@ pub fn http_method(p: P, w: &[Word]) -> HandlerResult {
 
 /// `user_agent TEXT` (HTTP_GET, SSL_GET).
 pub fn http_user_agent(p: P, w: &[Word]) -> HandlerResult {
-    let ua = w[1..]
-        .iter()
-        .map(|x| x.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
-    p.arg(w, 1)?;
+    let Some(ua) = ext_rest(
+        p,
+        w,
+        1,
+        "write the User-Agent to send, e.g. `user_agent lb-probe/1.0`",
+    ) else {
+        return Ok(());
+    };
     if let Some(h) = http_check(p) {
         h.user_agent = Some(ua);
     }
@@ -244,7 +287,9 @@ pub fn http_user_agent(p: P, w: &[Word]) -> HandlerResult {
 
 /// `ca_file PATH` (SSL_GET): verify the server's certificate chain.
 pub fn ssl_ca_file(p: P, w: &[Word]) -> HandlerResult {
-    let path = p.arg(w, 1)?.to_string();
+    let Some(path) = ext_arg(p, w, 1, "name a PEM file of CA certificates") else {
+        return Ok(());
+    };
     if let Err(e) = std::fs::metadata(&path) {
         // A file of the host, not of the configuration: a note (the exit
         // code unchanged), as the checks say why they fail until it is
@@ -304,21 +349,29 @@ fn url_block<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut Url> {
 
 /// `expect_body TEXT` (url): the body must hold TEXT.
 pub fn url_expect_body(p: P, w: &[Word]) -> HandlerResult {
-    let text = w[1..]
-        .iter()
-        .map(|x| x.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
-    p.arg(w, 1)?;
+    let Some(text) = ext_rest(
+        p,
+        w,
+        1,
+        "write the text the body must hold, e.g. `expect_body ready`",
+    ) else {
+        return Ok(());
+    };
     if let Some(u) = url_block(p) {
         u.expect_body = Some(text);
     }
     Ok(())
 }
 
+const EXPECT_HEADER_HINT: &str =
+    "write the header's name, then the text its value must hold: `expect_header Content-Type json`";
+
 /// `expect_header NAME [TEXT]` (url).
 pub fn url_expect_header(p: P, w: &[Word]) -> HandlerResult {
-    let name = p.arg(w, 1)?.trim_end_matches(':').to_string();
+    let Some(name) = ext_arg(p, w, 1, EXPECT_HEADER_HINT) else {
+        return Ok(());
+    };
+    let name = name.trim_end_matches(':').to_string();
     let text = (w.len() > 2).then(|| {
         w[2..]
             .iter()
@@ -330,7 +383,7 @@ pub fn url_expect_header(p: P, w: &[Word]) -> HandlerResult {
         p.err_hint(
             ErrClass::GeneralError,
             format!("expect_header name '{name}' invalid - ignoring"),
-            "write the header's name, then the text its value must hold: `expect_header Content-Type json`",
+            EXPECT_HEADER_HINT,
         );
         return Ok(());
     }

@@ -417,3 +417,111 @@ fn membership_over_the_status_socket_survives_a_reload_of_the_same_file() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_state_file_carries_checker_states_across_a_restart() {
+    let (dir, conf, sock) = setup("state-file");
+    let state = dir.join("state.json");
+    let (good, bad) = (free_port(), free_port());
+    let _g = TcpListener::bind(("127.0.0.1", good)).unwrap();
+    let write_conf = |warmup: u32| {
+        std::fs::write(
+            &conf,
+            format!(
+                "global_defs {{\n    status_socket {}\n    state_file {}\n    state_file_interval 1\n}}\n\
+                 virtual_server 192.0.2.1 80 {{\n    delay_loop 1\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n\
+                 \x20   real_server 127.0.0.1 {good} {{\n        TCP_CHECK {{\n            alpha\n            connect_timeout 1\n            warmup {warmup}\n        }}\n    }}\n\
+                 \x20   real_server 127.0.0.1 {bad} {{\n        TCP_CHECK {{\n            connect_timeout 1\n            retry 0\n            warmup {warmup}\n        }}\n    }}\n}}\n",
+                sock.display(),
+                state.display()
+            ),
+        )
+        .unwrap();
+    };
+    write_conf(0);
+    let d = Daemon::start(&conf);
+    let lines = d.log_until("Startup complete");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("none yet - keepalived's startup rules")),
+        "{lines:#?}"
+    );
+    // The alpha server comes up, the other goes down; the file follows
+    // within its interval.
+    let healthy_and_down = |doc: &Value| {
+        checker(doc, good)["state"] == "healthy" && checker(doc, bad)["state"] == "unhealthy"
+    };
+    wait_status(&sock, "checked", healthy_and_down);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let saved: Option<Value> = std::fs::read(&state)
+            .ok()
+            .and_then(|t| serde_json::from_slice(&t).ok());
+        let alive = |p: u16, doc: &Value| {
+            doc["real_servers"]
+                .as_array()
+                .and_then(|a| a.iter().find(|r| r["port"] == p))
+                .map(|r| r["alive"].clone())
+        };
+        if let Some(doc) = saved {
+            if alive(good, &doc) == Some(Value::from(true))
+                && alive(bad, &doc) == Some(Value::from(false))
+            {
+                break;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "state file never written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    drop(d);
+
+    // Restarted with the first checks far away: the file's verdicts hold
+    // until then (keepalived's rules would start the alpha server out and
+    // the other in).
+    write_conf(60);
+    let d = Daemon::start(&conf);
+    let lines = d.log_until("Startup complete");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("the states of 2 of 2 real server(s) restored")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(&format!(
+            "dry-run: ipvsadm -a -t 192.0.2.1:80 -r 127.0.0.1:{good}"
+        ))),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains(&format!("-r 127.0.0.1:{bad}"))),
+        "{lines:#?}"
+    );
+    let doc = status_json(&sock);
+    assert_eq!(checker(&doc, good)["up"], true);
+    assert_eq!(checker(&doc, bad)["up"], false);
+    drop(d);
+
+    // A file that is not a state file: keepalived's startup rules.
+    std::fs::write(&state, "{not json").unwrap();
+    let d = Daemon::start(&conf);
+    let lines = d.log_until("Startup complete");
+    assert!(
+        lines.iter().any(|l| l.contains("not a state file")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(&format!(
+            "dry-run: ipvsadm -a -t 192.0.2.1:80 -r 127.0.0.1:{bad}"
+        ))),
+        "{lines:#?}"
+    );
+    drop(d);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -25,6 +25,7 @@ pub mod prober;
 pub mod schedule;
 pub mod smtp;
 pub mod smtp_alert;
+pub mod state;
 pub mod syn;
 pub mod tcp;
 pub mod udp;

@@ -424,6 +424,8 @@ fn global_defs() -> Vec<Kw> {
         // keepalived-rs extensions (grammar/keywords.md).
         kw("status_socket", h::status_socket),
         kw("metrics_listen", h::metrics_listen),
+        kw("state_file", h::state_file),
+        kw("state_file_interval", h::state_file_interval),
         kw("include_check", h::include_check),
     ];
     v.extend(GLOBAL_DEFS_OTHER.iter().map(|n| kw(n, h::global_other)));

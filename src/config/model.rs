@@ -176,6 +176,12 @@ pub struct GlobalDefs {
     /// `metrics_listen ADDR PORT` (keepalived-rs extension): where
     /// Prometheus metrics are served; none by default.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `state_file PATH` (keepalived-rs extension): the checkers' states are
+    /// written there at stop and every `state_file_interval`, and read at
+    /// start (HAProxy's `server-state-file`).
+    pub state_file: Option<String>,
+    /// `state_file_interval SECONDS` (extension; default 30 s).
+    pub state_file_interval: Option<u64>,
     /// `startup_script` (kept; keepalived's parent runs it before the children).
     pub startup_script: Option<Script>,
     /// `shutdown_script` (kept; run by keepalived's parent at stop).
@@ -213,6 +219,8 @@ impl Default for GlobalDefs {
             reload_check_config: None,
             status_socket: None,
             metrics_listen: None,
+            state_file: None,
+            state_file_interval: None,
             startup_script: None,
             shutdown_script: None,
             other: Vec::new(),

@@ -32,7 +32,7 @@ use crate::metrics;
 use crate::print;
 use crate::status::{self, Counters, TransitionRecord};
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -514,6 +514,17 @@ impl Checking {
         self.notifier.effects(new, &self.health, &effects);
     }
 
+    /// Every checker's state now, for the state file (extension).
+    fn state_document(&self, cfg: &Config) -> crate::check::state::Document {
+        crate::check::state::document(
+            cfg,
+            &self.plan,
+            &self.engine.board(),
+            &self.health,
+            status::unix_now(),
+        )
+    }
+
     /// SIGUSR1: keepalived's `keepalived_check.data`.
     fn print_data(&self, cfg: &Config, kernel: &crate::ipvs::Table) {
         let board = self.engine.board();
@@ -560,13 +571,16 @@ pub async fn serve<B: Backend>(
     let mut rec = Reconciler::new(backend);
     let started = std::time::Instant::now();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let carry = match start_carry(&cur.config, &mut rec).await {
+    let mut carry = match start_carry(&cur.config, &mut rec).await {
         Ok(c) => c,
         Err(e) => {
             log::error!("{e}");
             return ExitCode::from(1);
         }
     };
+    if let Some(file) = &cur.config.global_defs.state_file {
+        restore_state(&cur.config, opts, Path::new(file), &mut carry);
+    }
     let mut checking = Checking::start(&cur.config, opts, &tx, &carry, &*prober, jitter());
     let table = desired(&cur.config, &checking.health);
     log::debug!(
@@ -610,6 +624,7 @@ pub async fn serve<B: Backend>(
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
     drift.tick().await;
+    let mut state_written = std::time::Instant::now();
     // The file's model (`cur` is it with the operator's edits applied).
     let mut base = cur.clone();
     let mut overlay = Overlay::default();
@@ -694,6 +709,17 @@ pub async fn serve<B: Backend>(
             }
             _ = heartbeat.tick() => {
                 counters.heartbeat = status::unix_now();
+                if let Some(file) = &cur.config.global_defs.state_file {
+                    let every = Duration::from_secs(
+                        cur.config.global_defs.state_file_interval.unwrap_or(STATE_FILE_INTERVAL),
+                    );
+                    if state_written.elapsed() >= every {
+                        state_written = std::time::Instant::now();
+                        let doc = checking.state_document(&cur.config);
+                        let file = PathBuf::from(file);
+                        tokio::task::spawn_blocking(move || write_state(&file, &doc));
+                    }
+                }
                 None
             }
             _ = drift.tick() => {
@@ -797,6 +823,9 @@ pub async fn serve<B: Backend>(
     }
     log::info!("Stopping");
     let cfg = &cur.config;
+    if let Some(file) = &cfg.global_defs.state_file {
+        write_state(Path::new(file), &checking.state_document(cfg));
+    }
     checking.stop(cfg).await;
     let r = rec
         .stop(cfg.global_defs.lvs_flush_on_stop, opts.dont_release_ipvs)
@@ -809,6 +838,90 @@ pub async fn serve<B: Backend>(
     stop_sync_daemons(&mut rec, &syncds).await;
     show_table(&rec, opts.dry_run);
     ExitCode::SUCCESS
+}
+
+/// How often the state file is written unless `state_file_interval` says.
+pub const STATE_FILE_INTERVAL: u64 = 30;
+
+/// Writes the state file (extension) whole: a temporary file beside it,
+/// renamed over it, so a reader or a crash never sees half of one.
+fn write_state(file: &Path, doc: &crate::check::state::Document) {
+    let tmp = file.with_extension("tmp");
+    let r = serde_json::to_vec(doc)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| {
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&tmp, bytes)?;
+            std::fs::rename(&tmp, file)
+        });
+    if let Err(e) = r {
+        log::warn!("state file {}: cannot write: {e}", file.display());
+    }
+}
+
+/// A start with a state file (extension): the states it kept, over what
+/// the kernel's table gave. A missing file is a first start; an unreadable
+/// one is ignored with a warning (keepalived's startup rules then).
+fn restore_state(cfg: &Config, opts: &Options, file: &Path, carry: &mut Carry) {
+    let text = match std::fs::read(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            log::info!(
+                "state file {}: none yet - keepalived's startup rules",
+                file.display()
+            );
+            return;
+        }
+        Err(e) => {
+            log::warn!(
+                "state file {}: {e} - keepalived's startup rules",
+                file.display()
+            );
+            return;
+        }
+    };
+    let doc: crate::check::state::Document = match serde_json::from_slice(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            log::warn!(
+                "state file {}: not a state file ({e}) - keepalived's startup rules",
+                file.display()
+            );
+            return;
+        }
+    };
+    if doc.version != crate::check::state::VERSION {
+        log::warn!(
+            "state file {}: version {} (this daemon reads {}) - keepalived's startup rules",
+            file.display(),
+            doc.version,
+            crate::check::state::VERSION
+        );
+        return;
+    }
+    // The checks as they would start without the file, to find each
+    // saved checker's place.
+    let (plan, _) = engine::plan_carrying(
+        cfg,
+        &engine::PlanOptions {
+            share: !opts.no_shared_checks,
+            ..engine::PlanOptions::default()
+        },
+        carry,
+    );
+    let found = crate::check::state::restore(cfg, &plan, &doc, carry);
+    let total: usize = cfg
+        .virtual_servers
+        .iter()
+        .map(|v| v.real_servers.len())
+        .sum();
+    log::info!(
+        "state file {}: the states of {found} of {total} real server(s) restored (written {:.0} s ago)",
+        file.display(),
+        (status::unix_now() - doc.written).max(0.0)
+    );
 }
 
 /// What the event loop switches to: a reloaded file or an operator's edit

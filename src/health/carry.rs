@@ -67,8 +67,9 @@ pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 pub type FxSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// A checker's state when its task starts; also what a reload carries
-/// from the running checker (`migrate_checkers()`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// from the running checker (`migrate_checkers()`), and what the state
+/// file (extension) keeps across a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Start {
     /// `is_up`, `has_run`, `retry_it`.
     pub state: CheckerState,
@@ -183,6 +184,10 @@ pub struct Carry<P> {
     pub live_in_kernel: FxSet<RsKey>,
     /// A reload: the running virtual servers' quorum states, by name.
     pub quorum: HashMap<String, bool>,
+    /// A start restoring the states a state file (extension) kept: the
+    /// real servers in [`Carry::rs`] are migrated as by a reload, the
+    /// others follow the startup rules.
+    pub restart: bool,
 }
 
 impl<P> Default for Carry<P> {
@@ -193,6 +198,7 @@ impl<P> Default for Carry<P> {
             reload: false,
             live_in_kernel: FxSet::default(),
             quorum: HashMap::new(),
+            restart: false,
         }
     }
 }
@@ -214,7 +220,7 @@ pub fn start_states<P: Eq + Hash>(
     keys: &[CheckerKey<P>],
     conf: &[(u32, bool)],
 ) -> Vec<Start> {
-    if !carry.reload {
+    if !carry.reload || (carry.restart && !carry.rs.contains_key(rs)) {
         let live = carry.live_in_kernel.contains(rs);
         return conf
             .iter()

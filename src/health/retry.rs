@@ -62,7 +62,7 @@ impl Decision {
 }
 
 /// One checker's state (`checker_t`: `is_up`, `has_run`, `retry_it`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CheckerState {
     /// Currently up.
     pub is_up: bool,

@@ -402,6 +402,40 @@ pub fn status_socket(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
+/// `state_file PATH`: an extension of ours.
+pub fn state_file(p: P, w: &[Word]) -> HandlerResult {
+    match w.get(1) {
+        Some(x) if x.text.starts_with('/') => p.cfg.global_defs.state_file = Some(x.text.clone()),
+        Some(x) => p.err_hint(
+            ErrClass::GeneralError,
+            format!("state_file {} is not an absolute path - ignoring", x.text),
+            "give the file's full path, e.g. /var/lib/keepalived/state.json",
+        ),
+        None => p.err_hint(
+            ErrClass::GeneralError,
+            "state_file path missing - ignoring",
+            "e.g. state_file /var/lib/keepalived/state.json",
+        ),
+    }
+    Ok(())
+}
+/// `state_file_interval SECONDS`: an extension of ours.
+pub fn state_file_interval(p: P, w: &[Word]) -> HandlerResult {
+    match w.get(1).map(|x| (x.text.parse::<u64>(), x.text.clone())) {
+        Some((Ok(n), _)) if (1..=86_400).contains(&n) => {
+            p.cfg.global_defs.state_file_interval = Some(n)
+        }
+        other => p.err_hint(
+            ErrClass::GeneralError,
+            format!(
+                "state_file_interval '{}' invalid - must be whole seconds from 1 to 86400; ignoring",
+                other.map(|o| o.1).unwrap_or_default()
+            ),
+            "e.g. state_file_interval 30",
+        ),
+    }
+    Ok(())
+}
 /// `metrics_listen ADDR PORT`: an extension of ours.
 pub fn metrics_listen(p: P, w: &[Word]) -> HandlerResult {
     let addr = w

@@ -346,6 +346,8 @@ pub fn document(v: &View) -> Value {
                 "state": state,
                 "health_status": seed_state(state, kernel_weight),
                 "alive": r.alive,
+                "draining": r.draining,
+                "slow_start_percent": (r.ramp < crate::health::RAMP_FULL).then_some(r.ramp / 10),
                 "weight": rs.iweight(),
                 "effective_weight": real_weight(r.effective_weight),
                 "kernel_weight": in_kernel.get(ri).copied().flatten(),

@@ -525,3 +525,80 @@ fn a_state_file_carries_checker_states_across_a_restart() {
     drop(d);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn slow_start_ramps_the_weight_and_drain_keeps_a_failed_server_at_zero_first() {
+    let (dir, conf, sock) = setup("slow-drain");
+    let port = free_port();
+    let backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n    status_socket {}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    delay_loop 0.5\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n\
+             \x20   slow_start 3\n    drain_timeout 20\n\
+             \x20   real_server 127.0.0.1 {port} {{\n        weight 10\n        TCP_CHECK {{\n            connect_timeout 1\n            retry 0\n            warmup 0\n        }}\n    }}\n}}\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    wait_status(&sock, "checked", |d| {
+        checker(d, port)["runs"].as_u64() >= Some(1)
+    });
+    let rs = format!("-t 192.0.2.1:80 -r 127.0.0.1:{port}");
+
+    // It fails: weight 0 first (not deleted), then out once no connection
+    // is left (a dry run has none).
+    drop(backend);
+    let lines = d.log_until(&format!("dry-run: ipvsadm -d {rs}"));
+    let zero = lines
+        .iter()
+        .position(|l| l.contains(&format!("dry-run: ipvsadm -e {rs} -m -w 0")))
+        .unwrap_or_else(|| panic!("no weight 0 before the removal: {lines:#?}"));
+    let drained = lines
+        .iter()
+        .position(|l| l.contains("no active connection left - taking it out"))
+        .unwrap_or_else(|| panic!("no drain line: {lines:#?}"));
+    assert!(zero < drained, "{lines:#?}");
+
+    // It comes back: weight 1, then steps up to 10 over 3 s.
+    let _backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let lines = d.log_until(&format!("dry-run: ipvsadm -a {rs} -m -w 1"));
+    assert!(!lines.iter().any(|l| l.contains("-w 10")), "{lines:#?}");
+    let doc = status_json(&sock);
+    let r = &doc["virtual_servers"][0]["real_servers"][0];
+    assert!(r["slow_start_percent"].as_u64().is_some(), "{r:#}");
+    let lines = d.log_until(&format!("dry-run: ipvsadm -e {rs} -m -w 10"));
+    let steps: Vec<u32> = lines
+        .iter()
+        .filter_map(|l| l.split(&format!("ipvsadm -e {rs} -m -w ")).nth(1))
+        .filter_map(|w| w.trim().parse().ok())
+        .collect();
+    assert!(steps.len() >= 2, "ramped in steps: {steps:?}");
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+    let doc = status_json(&sock);
+    let r = &doc["virtual_servers"][0]["real_servers"][0];
+    assert_eq!(r["slow_start_percent"], Value::Null, "{r:#}");
+    assert_eq!(r["kernel_weight"], 10);
+
+    // Removed (an edit is made as a reload): at weight 0 while it drains,
+    // then out.
+    let (ok, out, err) = control(
+        &sock,
+        &format!("remove [192.0.2.1]:tcp:80 [127.0.0.1]:tcp:{port}"),
+    );
+    assert!(
+        ok && out.contains(&format!("ipvsadm -e {rs} -m -w 0")),
+        "{out}{err}"
+    );
+    let lines = d.log_until(&format!("dry-run: ipvsadm -d {rs}"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("no active connection left - taking it out")),
+        "{lines:#?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -625,6 +625,8 @@ fn virtual_server() -> Vec<Kw> {
         kw("fast_interval", h::vs_fast_interval),
         kw("down_interval", h::vs_down_interval),
         kw("fail_open", h::vs_fail_open),
+        kw("slow_start", h::vs_slow_start),
+        kw("drain_timeout", h::vs_drain_timeout),
         kw("quorum", h::vs_quorum),
         kw("hysteresis", h::vs_hysteresis),
         kw("quorum_up", h::vs_quorum_up),

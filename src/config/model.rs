@@ -801,6 +801,15 @@ pub struct VirtualServer {
     /// Threshold and interval extensions for its checkers.
     #[serde(skip_serializing_if = "Thresholds::is_empty")]
     pub thresholds: Thresholds,
+    /// `slow_start` µs (extension): a real server that comes up gets its
+    /// weight in steps from 1 to its configured weight over this time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_start: Option<u64>,
+    /// `drain_timeout` µs (extension): a real server that fails, or that a
+    /// reload removes, stays at weight 0 until its active connections end
+    /// or this time passes, then goes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_timeout: Option<u64>,
     /// `fail_open` (extension): when every real server has failed, all are
     /// kept in at their configured weights (the sorry server unused) until
     /// one comes back, as cloud load balancers fail open.

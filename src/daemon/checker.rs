@@ -26,6 +26,7 @@ use crate::health::{Change, Effect, Event, Health, Tracker, Transition};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon};
+use crate::lvs::graceful::{DrainEnd, Graceful};
 use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Reconciler};
 use crate::metrics;
@@ -211,6 +212,9 @@ struct Checking {
     sharing: Vec<BTreeSet<usize>>,
     /// Per virtual server, `fail_open` is in force (as last logged).
     fail_open: Vec<bool>,
+    /// Who ramps up and who drains (extensions), handed from one
+    /// configuration to the next.
+    graceful: Graceful,
     _ping: Option<PingGroupRange>,
 }
 
@@ -222,8 +226,10 @@ impl Checking {
         carry: &Carry,
         prober: &dyn Fn(Scripts) -> Arc<dyn Prober>,
         jitter: Jitter,
+        mut graceful: Graceful,
     ) -> Checking {
-        let (plan, tracker, health) = plan_start(cfg, opts, carry, HashMap::new());
+        let (plan, tracker, mut health) = plan_start(cfg, opts, carry, HashMap::new());
+        graceful.reapply(cfg, &mut health, std::time::Instant::now());
         let ping = plan
             .checks
             .iter()
@@ -260,6 +266,7 @@ impl Checking {
             notifier,
             sharing: desired::service_sharing(cfg),
             fail_open: vec![false; cfg.virtual_servers.len()],
+            graceful,
             _ping: ping,
         };
         c.follow_fail_open(cfg, 0..cfg.virtual_servers.len());
@@ -298,9 +305,13 @@ impl Checking {
         let effects = self.tracker.apply(cfg, &self.plan, &mut self.health, ev);
         self.notifier.effects(cfg, &self.health, &effects);
         self.record(cfg, ev, &effects, counters);
+        let eased =
+            self.graceful
+                .transitions(cfg, &effects, &mut self.health, std::time::Instant::now());
         let touched: BTreeSet<usize> = effects
             .iter()
             .filter_map(Effect::table_vs)
+            .chain(eased)
             .flat_map(|vs| self.sharing[vs].iter().copied())
             .collect();
         self.follow_fail_open(cfg, touched.iter().copied());
@@ -466,9 +477,10 @@ impl Checking {
         mut self,
         cfg: &Config,
         new: &Config,
+        kernel: &crate::ipvs::Table,
         rx: &mut mpsc::UnboundedReceiver<Event>,
         counters: &mut Counters,
-    ) -> Carry {
+    ) -> (Carry, Graceful) {
         let board = self.engine.board();
         self.engine.halt().await;
         // A task writes its board entry before it sends, so with the tasks
@@ -481,12 +493,14 @@ impl Checking {
             tracker,
             health,
             mut notifier,
+            mut graceful,
             ..
         } = self;
         let carry = tracker.carry(cfg, &plan, |id| board.get(id).map(|s| s.now), &health);
         notifier.removed_by_reload(cfg, &health, new);
         notifier.close().await;
-        carry
+        graceful.removed(cfg, new, kernel, std::time::Instant::now());
+        (carry, graceful)
     }
 
     /// A virtual server kept by a reload whose quorum the new file changed
@@ -581,7 +595,15 @@ pub async fn serve<B: Backend>(
     if let Some(file) = &cur.config.global_defs.state_file {
         restore_state(&cur.config, opts, Path::new(file), &mut carry);
     }
-    let mut checking = Checking::start(&cur.config, opts, &tx, &carry, &*prober, jitter());
+    let mut checking = Checking::start(
+        &cur.config,
+        opts,
+        &tx,
+        &carry,
+        &*prober,
+        jitter(),
+        Graceful::default(),
+    );
     let table = desired(&cur.config, &checking.health);
     log::debug!(
         "desired table computed in {:.3} s",
@@ -639,7 +661,8 @@ pub async fn serve<B: Backend>(
                     touched.extend(checking.apply(cfg, &ev, &mut counters));
                 }
                 if !touched.is_empty() {
-                    let partial = desired::desired_for(cfg, &checking.health, &touched);
+                    let mut partial = desired::desired_for(cfg, &checking.health, &touched);
+                    checking.graceful.add_leftovers(&mut partial);
                     let r = rec.set_services(partial).await;
                     counters.ipvs(&r);
                     if r.sent > 0 || !r.errors.is_empty() {
@@ -709,6 +732,9 @@ pub async fn serve<B: Backend>(
             }
             _ = heartbeat.tick() => {
                 counters.heartbeat = status::unix_now();
+                if !checking.graceful.is_idle() {
+                    ease(&cur.config, &mut checking, &mut rec, &mut counters, opts.dry_run).await;
+                }
                 if let Some(file) = &cur.config.global_defs.state_file {
                     let every = Duration::from_secs(
                         cur.config.global_defs.state_file_interval.unwrap_or(STATE_FILE_INTERVAL),
@@ -736,8 +762,14 @@ pub async fn serve<B: Backend>(
         // over and only the differences reach the kernel.
         let reload_started = std::time::Instant::now();
         let old = std::mem::replace(&mut cur, loaded);
-        let carry = checking
-            .hand_over(&old.config, &cur.config, &mut rx, &mut counters)
+        let (carry, graceful) = checking
+            .hand_over(
+                &old.config,
+                &cur.config,
+                rec.expected(),
+                &mut rx,
+                &mut counters,
+            )
             .await;
         log::debug!(
             "reload: checkers stopped in {:.3} s",
@@ -747,13 +779,14 @@ pub async fn serve<B: Backend>(
         // init_file again, before the files are read (at start the shell
         // wrote them, before either side ran).
         crate::check::file::init_files(cfg);
-        checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter());
+        checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter(), graceful);
         checking.quorum_after_reload(&carry, cfg);
         log::debug!(
             "reload: checkers started in {:.3} s",
             reload_started.elapsed().as_secs_f64()
         );
-        let table = desired(cfg, &checking.health);
+        let mut table = desired(cfg, &checking.health);
+        checking.graceful.add_leftovers(&mut table);
         let ops = if edit.is_some() {
             rec.preview(&table)
         } else {
@@ -838,6 +871,56 @@ pub async fn serve<B: Backend>(
     stop_sync_daemons(&mut rec, &syncds).await;
     show_table(&rec, opts.dry_run);
     ExitCode::SUCCESS
+}
+
+/// A second of slow starts and drains (extensions): the ramps move on, the
+/// drains read the kernel's connection counts and those that are over
+/// end; the virtual servers that changed are programmed again.
+async fn ease<B: Backend>(
+    cfg: &Config,
+    checking: &mut Checking,
+    rec: &mut Reconciler<B>,
+    counters: &mut Counters,
+    dry_run: bool,
+) {
+    let mut conns = std::collections::BTreeMap::new();
+    for svc in checking.graceful.services_to_count(cfg) {
+        match rec.backend_mut().active_conns(&svc).await {
+            Ok(v) => conns.extend(v.into_iter().map(|(d, n)| ((svc, d), n))),
+            // Unknown counts: the drain waits for its timeout.
+            Err(e) => log::warn!("drain: connections of {svc}: {e}"),
+        }
+    }
+    let (touched, ended) =
+        checking
+            .graceful
+            .tick(cfg, &mut checking.health, std::time::Instant::now(), &conns);
+    for (rs, end) in ended {
+        let name = format!("[{}]:{}", rs.ip, rs.port);
+        match end {
+            DrainEnd::Drained => log::info!(
+                "drain of {name} in VS {}: no active connection left - taking it out",
+                rs.vs
+            ),
+            DrainEnd::TimedOut(n) => log::warn!(
+                "drain of {name} in VS {}: drain_timeout passed with {n} active connection(s) - taking it out",
+                rs.vs
+            ),
+            DrainEnd::Back => {}
+        }
+    }
+    if touched.is_empty() {
+        return;
+    }
+    let touched: BTreeSet<usize> = touched
+        .iter()
+        .flat_map(|vs| checking.sharing[*vs].iter().copied())
+        .collect();
+    let mut partial = desired::desired_for(cfg, &checking.health, &touched);
+    checking.graceful.add_leftovers(&mut partial);
+    let r = rec.set_services(partial).await;
+    counters.ipvs(&r);
+    show_table(rec, dry_run);
 }
 
 /// How often the state file is written unless `state_file_interval` says.

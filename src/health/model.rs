@@ -11,9 +11,30 @@ use crate::config::model::Config;
 pub struct RsHealth {
     /// All its checkers are up.
     pub alive: bool,
+    /// Failed, and kept at weight 0 while its connections end (extension
+    /// `drain_timeout`; the daemon sets and clears it).
+    pub draining: bool,
+    /// Slow start (extension `slow_start`): the thousandths of its weight it
+    /// gets now; [`RAMP_FULL`] when not ramping.
+    pub ramp: u16,
     /// `iweight` plus the checkers' dynamic weights (may be out of range;
     /// clamped when programmed).
     pub effective_weight: i64,
+}
+
+/// [`RsHealth::ramp`] of a server at its whole weight.
+pub const RAMP_FULL: u16 = 1000;
+
+impl RsHealth {
+    /// Alive or not, at `effective_weight`, neither draining nor ramping.
+    pub fn new(alive: bool, effective_weight: i64) -> RsHealth {
+        RsHealth {
+            alive,
+            draining: false,
+            ramp: RAMP_FULL,
+            effective_weight,
+        }
+    }
 }
 
 /// Health of one virtual server.
@@ -87,10 +108,7 @@ impl Health {
     pub fn all_alive(cfg: &Config) -> Health {
         Health::with_start(cfg, |vs, rs| {
             let v = &cfg.virtual_servers[vs];
-            RsHealth {
-                alive: true,
-                effective_weight: i64::from(v.real_servers[rs].iweight()),
-            }
+            RsHealth::new(true, i64::from(v.real_servers[rs].iweight()))
         })
     }
 }

@@ -197,10 +197,7 @@ impl Tracker {
         let tracker = Tracker { rs };
         let health = Health::with_start(cfg, |vs, r| {
             let t = &tracker.rs[&(vs, r)];
-            RsHealth {
-                alive: t.failed == 0,
-                effective_weight: t.iweight + t.cur_weight.iter().sum::<i64>(),
-            }
+            RsHealth::new(t.failed == 0, t.iweight + t.cur_weight.iter().sum::<i64>())
         });
         (tracker, health)
     }

@@ -152,6 +152,16 @@ pub trait Backend {
     async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError>;
     /// Stops the sync daemon in `state`.
     async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError>;
+    /// The active connections of each destination of service `svc` (the
+    /// kernel's `ActiveConn`): what a drain (extension) waits on. Without
+    /// a kernel there are none.
+    async fn active_conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
+        let t = self.dump().await?;
+        Ok(t.services
+            .get(svc)
+            .map(|s| s.dests.keys().map(|k| (*k, 0)).collect())
+            .unwrap_or_default())
+    }
 }
 
 impl fmt::Display for Timeouts {

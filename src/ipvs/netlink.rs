@@ -11,10 +11,10 @@
 
 use super::diff::Op;
 use super::genl::{
-    dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr, IpvsAttr,
-    IpvsCmd, IpvsMessage, IPVS_GENL_VERSION,
+    dest_conns, dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr,
+    IpvsAttr, IpvsCmd, IpvsMessage, IPVS_GENL_VERSION,
 };
-use super::table::{Dest, Service, Table, TableService};
+use super::table::{Dest, DestKey, Service, ServiceKey, Table, TableService};
 use super::{Backend, IpvsError, SyncDaemon, Timeouts};
 use netlink_packet_core::{
     Emitable, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
@@ -356,6 +356,33 @@ impl IpvsHandle {
         Ok(out)
     }
 
+    /// The active connections of each destination of service `svc`.
+    pub async fn conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
+        let what = format!("list destinations of {svc}");
+        let msgs = self
+            .request(
+                IpvsMessage::new(
+                    IpvsCmd::GetDest,
+                    vec![IpvsAttr::Service(service_key_attrs(svc))],
+                ),
+                true,
+                &what,
+            )
+            .await?;
+        let mut out = Vec::new();
+        for m in msgs {
+            for a in m.attrs {
+                if let IpvsAttr::Dest(attrs) = a {
+                    match dest_conns(svc.af(), &attrs) {
+                        Ok(d) => out.push(d),
+                        Err(e) => log::warn!("IPVS: {what}: skipping an entry: {e}"),
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The whole table. A service that disappears between the two dumps is
     /// simply absent (keepalived #2295).
     pub async fn table(&mut self) -> Result<Table, IpvsError> {
@@ -620,6 +647,10 @@ impl Backend for IpvsHandle {
 
     async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
         self.del_daemon(state, syncid).await
+    }
+
+    async fn active_conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
+        self.conns(svc).await
     }
 }
 

@@ -12,7 +12,7 @@ use crate::config::model::{
 };
 use crate::health::{real_weight, Health, RsHealth};
 use crate::ipvs::table::{
-    af_of, Dest, FwdMethod, Service, ServiceKey, Table, AF_INET, AF_INET6, IPPROTO_SCTP,
+    af_of, Dest, DestKey, FwdMethod, Service, ServiceKey, Table, AF_INET, AF_INET6, IPPROTO_SCTP,
     IPPROTO_TCP, IPPROTO_UDP, SVC_F_ONEPACKET, SVC_F_PERSISTENT, SVC_F_SCHED1, SVC_F_SCHED2,
     SVC_F_SCHED3, TUN_F_CSUM, TUN_F_REMCSUM, TUN_TYPE_GRE, TUN_TYPE_GUE, TUN_TYPE_IPIP,
 };
@@ -252,6 +252,15 @@ fn dest(
     }
 }
 
+/// A weight during slow start (extension): `ramp` thousandths of it, 1 at
+/// least (0 stays 0: a weight-0 server gets no traffic ramped or not).
+pub fn ramped(weight: u32, ramp: u16) -> u32 {
+    if ramp >= crate::health::RAMP_FULL || weight == 0 {
+        return weight;
+    }
+    ((u64::from(weight) * u64::from(ramp) / 1000) as u32).max(1)
+}
+
 /// `fail_open` (extension) is in force for this virtual server: it asks for
 /// it and every real server has failed. Its real servers are then all in at
 /// their configured weights, and its sorry server is not used.
@@ -317,16 +326,16 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
         for slot in slots(vs, cfg, af) {
             let ts = t.ensure_service(service(vs, slot.key));
             for (j, rs) in vs.real_servers.iter().enumerate() {
-                let st = h.and_then(|h| h.rs.get(j)).copied().unwrap_or(RsHealth {
-                    alive: true,
-                    effective_weight: i64::from(rs.iweight()),
-                });
+                let st = h
+                    .and_then(|h| h.rs.get(j))
+                    .copied()
+                    .unwrap_or(RsHealth::new(true, i64::from(rs.iweight())));
                 let inhibit = rs.inhibit();
                 let weight = if open {
                     real_weight(i64::from(rs.iweight()))
                 } else if st.alive && !sorry_in_use {
-                    real_weight(st.effective_weight)
-                } else if inhibit {
+                    ramped(real_weight(st.effective_weight), st.ramp)
+                } else if inhibit || st.draining {
                     0
                 } else {
                     continue;
@@ -357,6 +366,24 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
         }
     }
     t
+}
+
+/// The table entries real server `ri` of virtual server `vi` would have:
+/// one per service of the virtual server.
+pub fn rs_dest_keys(cfg: &Config, vi: usize, ri: usize) -> Vec<(ServiceKey, DestKey)> {
+    let Some(vs) = cfg.virtual_servers.get(vi) else {
+        return Vec::new();
+    };
+    let Some(rs) = vs.real_servers.get(ri) else {
+        return Vec::new();
+    };
+    slots(vs, cfg, vs_family(vs, cfg))
+        .iter()
+        .map(|slot| {
+            let d = dest(rs.ip, rs.port, rs.method(), slot, 0, 0, 0);
+            (slot.key, d.key())
+        })
+        .collect()
 }
 
 /// The weights real server `ri` of virtual server `vi` has in `table`, one

@@ -6,6 +6,7 @@
 //! → [`reconcile::Reconciler`] → [`crate::ipvs::Backend`].
 
 pub mod desired;
+pub mod graceful;
 pub mod reconcile;
 pub mod syncd;
 

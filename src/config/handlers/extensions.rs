@@ -392,3 +392,23 @@ pub fn url_expect_header(p: P, w: &[Word]) -> HandlerResult {
     }
     Ok(())
 }
+
+/// `slow_start SECONDS` (virtual server).
+pub fn vs_slow_start(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(us) = interval(p, w, "slow_start")? {
+        if let Some(v) = vs(p) {
+            v.slow_start = Some(us);
+        }
+    }
+    Ok(())
+}
+
+/// `drain_timeout SECONDS` (virtual server).
+pub fn vs_drain_timeout(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(us) = interval(p, w, "drain_timeout")? {
+        if let Some(v) = vs(p) {
+            v.drain_timeout = Some(us);
+        }
+    }
+    Ok(())
+}

@@ -88,6 +88,8 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         half_open: false,
         thresholds: Thresholds::default(),
         fail_open: false,
+        slow_start: None,
+        drain_timeout: None,
         real_servers: Vec::new(),
         orphaned_misc: Vec::new(),
         first_rs_af: None,

@@ -132,6 +132,19 @@ pub fn dest_key_attrs(addr: &IpAddr, port: u16) -> Vec<DestAttr> {
     ]
 }
 
+/// A destination's key and active connections from a dump reply.
+pub fn dest_conns(service_af: u16, attrs: &[DestAttr]) -> Result<(DestKey, u32), DecodeError> {
+    let d = dest_from_attrs(service_af, attrs)?;
+    let active = attrs
+        .iter()
+        .find_map(|a| match a {
+            DestAttr::ActiveConns(n) => Some(*n),
+            _ => None,
+        })
+        .unwrap_or(0);
+    Ok((d.key(), active))
+}
+
 /// A destination from a dump reply. Kernels before 4.x omit
 /// `IPVS_DEST_ATTR_ADDR_FAMILY`; the service's family is used then.
 pub fn dest_from_attrs(service_af: u16, attrs: &[DestAttr]) -> Result<Dest, DecodeError> {

@@ -545,7 +545,8 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     fast_interval: t.fast_interval,
                     down_interval: t.down_interval,
                 };
-                start.state.rise = t.healthy_threshold;
+                // At most 1000 (the keyword's range).
+                start.state.rise = t.healthy_threshold.min(u32::from(u16::MAX)) as u16;
                 let timing = match timings.get(&timing) {
                     Some(t) => t.clone(),
                     None => {

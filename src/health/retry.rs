@@ -73,10 +73,11 @@ pub struct CheckerState {
     /// `retry` as configured (resolved default).
     pub retry: u32,
     /// Successes counted towards `healthy_threshold` while down
-    /// (extension; keepalived's checkers come up on the first).
-    pub rise_it: u32,
+    /// (extension; keepalived's checkers come up on the first). 16 bits:
+    /// the threshold is at most 1000, and a check's record stays small.
+    pub rise_it: u16,
     /// `healthy_threshold` (1 unless the extension is written).
-    pub rise: u32,
+    pub rise: u16,
 }
 
 impl CheckerState {

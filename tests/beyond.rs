@@ -4,37 +4,12 @@
 
 mod common;
 
-use common::{free_port, status_json, wait_status};
+use common::{free_port, status_json, wait_status, Daemon};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Child;
-use std::sync::mpsc::Receiver;
-
-struct Daemon {
-    child: Child,
-    err: Receiver<String>,
-}
-
-impl Daemon {
-    fn start(conf: &Path) -> Daemon {
-        let (child, _out, err) = common::spawn_dry_run(conf, &[]);
-        Daemon { child, err }
-    }
-
-    fn log_until(&self, needle: &str) -> Vec<String> {
-        common::until(&self.err, needle)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
-        let _ = self.child.wait();
-    }
-}
 
 /// A folder for one test: its config and status socket paths.
 fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {

@@ -10,35 +10,11 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::sync::mpsc::Receiver;
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keepalived");
 
-struct Daemon {
-    child: Child,
-    err: Receiver<String>,
-}
-
-impl Daemon {
-    fn start(conf: &Path) -> Daemon {
-        let (child, _out, err) = common::spawn_dry_run(conf, &[]);
-        Daemon { child, err }
-    }
-
-    fn log_until(&self, needle: &str) -> Vec<String> {
-        common::until(&self.err, needle)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
-        let _ = self.child.wait();
-    }
-}
-
-use common::{free_port, status_json, wait_status};
+use common::{free_port, status_json, wait_status, Daemon};
 
 fn metrics(port: u16) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");

@@ -12,7 +12,7 @@
 use super::diff::Op;
 use super::genl::{
     dest_conns, dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr,
-    IpvsAttr, IpvsCmd, IpvsMessage, IPVS_GENL_VERSION,
+    DestAttr, IpvsAttr, IpvsCmd, IpvsMessage, IPVS_GENL_VERSION,
 };
 use super::table::{Dest, DestKey, Service, ServiceKey, Table, TableService};
 use super::{Backend, IpvsError, SyncDaemon, Timeouts};
@@ -329,35 +329,13 @@ impl IpvsHandle {
         Ok(out)
     }
 
-    /// The destinations of one service.
-    pub async fn dests(&mut self, s: &Service) -> Result<Vec<Dest>, IpvsError> {
-        let what = format!("list destinations of {}", s.key);
-        let msgs = self
-            .request(
-                IpvsMessage::new(
-                    IpvsCmd::GetDest,
-                    vec![IpvsAttr::Service(service_key_attrs(&s.key))],
-                ),
-                true,
-                &what,
-            )
-            .await?;
-        let mut out = Vec::new();
-        for m in msgs {
-            for a in m.attrs {
-                if let IpvsAttr::Dest(attrs) = a {
-                    match dest_from_attrs(s.key.af(), &attrs) {
-                        Ok(d) => out.push(d),
-                        Err(e) => log::warn!("IPVS: {what}: skipping an entry: {e}"),
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// The active connections of each destination of service `svc`.
-    pub async fn conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
+    /// The destinations of service `svc`, each read by `read` from its
+    /// attributes; an entry that cannot be read is skipped with a warning.
+    async fn dest_entries<T>(
+        &mut self,
+        svc: &ServiceKey,
+        read: impl Fn(u16, &[DestAttr]) -> Result<T, netlink_packet_core::DecodeError>,
+    ) -> Result<Vec<T>, IpvsError> {
         let what = format!("list destinations of {svc}");
         let msgs = self
             .request(
@@ -373,7 +351,7 @@ impl IpvsHandle {
         for m in msgs {
             for a in m.attrs {
                 if let IpvsAttr::Dest(attrs) = a {
-                    match dest_conns(svc.af(), &attrs) {
+                    match read(svc.af(), &attrs) {
                         Ok(d) => out.push(d),
                         Err(e) => log::warn!("IPVS: {what}: skipping an entry: {e}"),
                     }
@@ -381,6 +359,16 @@ impl IpvsHandle {
             }
         }
         Ok(out)
+    }
+
+    /// The destinations of one service.
+    pub async fn dests(&mut self, s: &Service) -> Result<Vec<Dest>, IpvsError> {
+        self.dest_entries(&s.key, dest_from_attrs).await
+    }
+
+    /// The active connections of each destination of service `svc`.
+    pub async fn conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
+        self.dest_entries(svc, dest_conns).await
     }
 
     /// The whole table. A service that disappears between the two dumps is

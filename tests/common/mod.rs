@@ -121,3 +121,35 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A dry-run daemon (`spawn_dry_run`) whose standard error is read for its
+/// log; stopped with SIGTERM when dropped.
+pub struct Daemon {
+    /// The process.
+    pub child: Child,
+    /// Its log lines.
+    pub err: Receiver<String>,
+}
+
+impl Daemon {
+    /// `keepalived --dry-run -n -l -f CONF`.
+    pub fn start(conf: &Path) -> Daemon {
+        let (child, _out, err) = spawn_dry_run(conf, &[]);
+        Daemon { child, err }
+    }
+
+    /// The log lines up to the first holding `needle` ([`until`]).
+    pub fn log_until(&self, needle: &str) -> Vec<String> {
+        until(&self.err, needle)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}

@@ -229,7 +229,7 @@ impl Checking {
         mut graceful: Graceful,
     ) -> Checking {
         let (plan, tracker, mut health) = plan_start(cfg, opts, carry, HashMap::new());
-        graceful.reapply(cfg, &mut health, std::time::Instant::now());
+        graceful.reapply(cfg, &mut health, now());
         let ping = plan
             .checks
             .iter()
@@ -305,9 +305,9 @@ impl Checking {
         let effects = self.tracker.apply(cfg, &self.plan, &mut self.health, ev);
         self.notifier.effects(cfg, &self.health, &effects);
         self.record(cfg, ev, &effects, counters);
-        let eased =
-            self.graceful
-                .transitions(cfg, &effects, &mut self.health, std::time::Instant::now());
+        let eased = self
+            .graceful
+            .transitions(cfg, &effects, &mut self.health, now());
         let touched: BTreeSet<usize> = effects
             .iter()
             .filter_map(Effect::table_vs)
@@ -499,7 +499,7 @@ impl Checking {
         let carry = tracker.carry(cfg, &plan, |id| board.get(id).map(|s| s.now), &health);
         notifier.removed_by_reload(cfg, &health, new);
         notifier.close().await;
-        graceful.removed(cfg, new, kernel, std::time::Instant::now());
+        graceful.removed(cfg, new, kernel, now());
         (carry, graceful)
     }
 
@@ -891,10 +891,9 @@ async fn ease<B: Backend>(
             Err(e) => log::warn!("drain: connections of {svc}: {e}"),
         }
     }
-    let (touched, ended) =
-        checking
-            .graceful
-            .tick(cfg, &mut checking.health, std::time::Instant::now(), &conns);
+    let (touched, ended) = checking
+        .graceful
+        .tick(cfg, &mut checking.health, now(), &conns);
     for (rs, end) in ended {
         let name = format!("[{}]:{}", rs.ip, rs.port);
         match end {
@@ -921,6 +920,12 @@ async fn ease<B: Backend>(
     let r = rec.set_services(partial).await;
     counters.ipvs(&r);
     show_table(rec, dry_run);
+}
+
+/// The clock of slow starts and drains: tokio's, so that tests run them on
+/// paused time.
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 /// How often the state file is written unless `state_file_interval` says.

@@ -105,6 +105,10 @@ impl Ports {
     fn down(&self, port: u16) {
         self.0.lock().unwrap().insert(port);
     }
+
+    fn up(&self, port: u16) {
+        self.0.lock().unwrap().remove(&port);
+    }
 }
 
 impl Prober for Ports {
@@ -295,6 +299,47 @@ async fn a_reload_through_the_shell_keeps_the_checkers_state() {
         "cleared at stop: {:?}",
         d.table.dests()
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_start_and_drain_follow_the_clock() {
+    let text = conf(&[8111, 8112], 8).replace(
+        " protocol TCP\n",
+        " protocol TCP\n slow_start 4\n drain_timeout 10\n",
+    );
+    let (d, run) = Daemon::start("graceful", &text);
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 2);
+        d.table.ops();
+        // It fails: weight 0 first; a dry run counts no connection, so the
+        // next second's tick takes it out.
+        d.ports.down(8112);
+        secs(2).await;
+        assert_eq!(
+            d.table.ops(),
+            [
+                "-e -t 192.0.2.1:80 -r 127.0.0.1:8112 -m -w 0",
+                "-d -t 192.0.2.1:80 -r 127.0.0.1:8112"
+            ]
+        );
+        // Back: weight 1, then a step each second to 8 at 4 s.
+        d.ports.up(8112);
+        secs(6).await;
+        let ops = d.table.ops();
+        assert_eq!(
+            ops[0], "-a -t 192.0.2.1:80 -r 127.0.0.1:8112 -m -w 1",
+            "{ops:?}"
+        );
+        let weights: Vec<u32> = ops[1..]
+            .iter()
+            .filter_map(|o| o.rsplit(' ').next()?.parse().ok())
+            .collect();
+        assert_eq!(weights, [2, 4, 6, 8], "{ops:?}");
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,0 +1,81 @@
+//! Slow start and drain (extensions) against the kernel's IPVS, in the qemu
+//! guest of `compat-tests/guest.sh`: the payload
+//! `compat-tests/graceful-guest.sh` holds a connection through a virtual
+//! server, fails its real server's check, closes the connection, passes
+//! the check again, and samples the kernel's weight and active connections
+//! for the real server throughout.
+
+use std::path::Path;
+use std::process::Command;
+
+/// One sample: phase, uptime, and (weight, active connections) or absent.
+type Sample = (String, f64, Option<(u32, u32)>);
+
+fn samples(out: &str) -> Vec<Sample> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("@@S "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.get(1)?.parse().ok()?;
+            let wa = match (f.get(2), f.get(3)) {
+                (Some(w), Some(a)) => Some((w.parse().ok()?, a.parse().ok()?)),
+                _ => None,
+            };
+            Some((f[0].to_string(), at, wa))
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "guest"),
+    ignore = "needs root, qemu and keepalived for the IPVS guest: cargo test --features guest"
+)]
+fn slow_start_and_drain_in_the_kernel() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(root.join("compat-tests/guest.sh"))
+        .arg(env!("CARGO_BIN_EXE_keepalived"))
+        .arg(root.join("compat-tests/graceful-guest.sh"))
+        .env("GUEST_TIMEOUT", "600")
+        .output()
+        .expect("run compat-tests/guest.sh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "guest failed ({}):\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = samples(&text);
+    let of = |phase: &str| -> Vec<&Sample> { s.iter().filter(|x| x.0 == phase).collect() };
+    // Held: in at its weight with the connection counted.
+    let held = of("held");
+    assert!(
+        matches!(held[..], [(_, _, Some((12, n)))] if *n >= 1),
+        "{held:?}\n{text}"
+    );
+    // Failed with the connection open: kept at weight 0, the connection
+    // still counted, for the whole 5 s sampled.
+    let draining = of("draining");
+    assert_eq!(draining.len(), 10, "{text}");
+    assert!(
+        draining
+            .iter()
+            .all(|x| matches!(x.2, Some((0, n)) if n >= 1)),
+        "{draining:?}"
+    );
+    // Once the connection ended, out (long before drain_timeout).
+    assert!(matches!(of("drained")[..], [(_, _, None)]), "{text}");
+    // Back: the weights rise from below 12 to 12, never falling.
+    let ramp: Vec<u32> = of("ramp")
+        .iter()
+        .filter_map(|x| x.2.map(|(w, _)| w))
+        .collect();
+    assert!(ramp.first().is_some_and(|&w| w < 12), "{ramp:?}");
+    assert_eq!(ramp.last(), Some(&12), "{ramp:?}");
+    assert!(ramp.windows(2).all(|w| w[0] <= w[1]), "{ramp:?}");
+    let mut steps = ramp.clone();
+    steps.dedup();
+    assert!(steps.len() >= 3, "in steps: {ramp:?}");
+    println!("drain: {draining:?}\nslow start weights: {ramp:?}");
+}

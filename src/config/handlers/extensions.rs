@@ -1,6 +1,8 @@
 //! keepalived-rs's own checker keywords (grammar/keywords.md, "Extensions
 //! of keepalived-rs (checkers)"): thresholds in both directions and
-//! state-dependent intervals, in a checker or a virtual server.
+//! state-dependent intervals (in a checker or a virtual server), HTTP_GET's
+//! method, User-Agent and a url's expectations, SSL_GET's certificate
+//! verification, and a virtual server's slow start and drain.
 //!
 //! keepalived 2.2.7 reports each as an unknown keyword; a keepalived.conf
 //! without them reads exactly as before. Unlike keepalived's numbers, a

@@ -1,0 +1,545 @@
+//! The checker subsystem: the checks of one configuration, the IPVS table
+//! they keep, and its event loop.
+//!
+//! Hosted by the shell ([`super::shell`]) on a thread and runtime of its
+//! own, so that nothing else in the daemon (VRRP next) can delay a check
+//! or be delayed by one. Everything outside comes in: the IPVS backend,
+//! the probes, the jitter, the status and metrics queries, and the shell's
+//! [`Command`]s; time is tokio's, so the whole loop runs on paused time in
+//! tests. It starts the checks ([`crate::check::engine`]), programs the
+//! startup table (§6.2), then turns checker reports into IPVS changes,
+//! batched per wake-up, and repairs drift on a timer.
+
+use super::reload::{error_set, reload_refusal};
+use super::shell::{Command, Progress, Reporter};
+use super::startup::{start_carry, timeouts};
+use crate::check::engine::{Jitter, NetProber, Prober};
+use crate::check::misc::Scripts;
+use crate::cli::Options;
+use crate::config::model::Config;
+use crate::config::overlay::{Edit, Overlay};
+use crate::config::Loaded;
+use crate::control::{self, Query, Request};
+use crate::ipvs::dryrun::DryRun;
+use crate::ipvs::netlink::IpvsHandle;
+use crate::ipvs::{Backend, SyncDaemon};
+use crate::lvs::graceful::Graceful;
+use crate::lvs::syncd::SyncdConfig;
+use crate::lvs::{desired, Reconciler};
+use crate::status::{self, Counters, TransitionRecord};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+mod checking;
+mod extensions;
+
+use checking::Checking;
+pub use extensions::STATE_FILE_INTERVAL;
+use extensions::{ease, now, restore_state, with_overlay, write_state, Switch};
+
+/// How often the kernel's table is dumped and compared with what was
+/// programmed (keepalived never looks; see `docs/compat.md`).
+pub const DRIFT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The outside world the checker is handed; tests hand in their own.
+pub struct Deps {
+    /// The probes of a configuration's checks, given the scripts' cap.
+    pub prober: Box<dyn Fn(Scripts) -> Arc<dyn Prober> + Send>,
+    /// The jitter of the checks' first runs, one per configuration.
+    pub jitter: Box<dyn Fn() -> Jitter + Send>,
+    /// Status-socket and metrics queries.
+    pub queries: mpsc::UnboundedReceiver<Request>,
+    /// The VRRP side's status, when it runs in this daemon too.
+    pub vrrp: Option<crate::vrrp::status::Board>,
+}
+
+impl Deps {
+    /// The real probes and a seeded jitter, answering `queries`.
+    pub fn real(queries: mpsc::UnboundedReceiver<Request>) -> Deps {
+        Deps {
+            prober: Box::new(|s| Arc::new(NetProber::new(s)) as Arc<dyn Prober>),
+            jitter: Box::new(Jitter::seeded),
+            queries,
+            vrrp: None,
+        }
+    }
+}
+
+/// The listeners that feed [`Deps::queries`]: the status socket and the
+/// metrics port. Dropping them closes both (and removes the socket).
+pub struct Listeners {
+    _status: Option<control::StatusSocket>,
+    _metrics: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Binds the status socket and `metrics_listen`, each sending to `tx`. A
+/// listener that cannot be bound is logged; the daemon runs without it.
+pub async fn listen(cfg: &Config, opts: &Options, tx: mpsc::UnboundedSender<Request>) -> Listeners {
+    let sock_path = control::socket_path(
+        opts.status_socket.as_deref(),
+        cfg.global_defs.status_socket.as_deref(),
+    );
+    let status = match control::serve_status(&sock_path, tx.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::warn!(
+                "status socket {}: {e} (keepalived --status will not reach this daemon)",
+                sock_path.display()
+            );
+            None
+        }
+    };
+    let metrics = match cfg.global_defs.metrics_listen {
+        Some(addr) => match control::serve_metrics(addr, tx).await {
+            Ok(t) => {
+                log::info!("metrics: http://{addr}/metrics");
+                Some(t)
+            }
+            Err(e) => {
+                log::error!("metrics_listen {addr}: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    Listeners {
+        _status: status,
+        _metrics: metrics,
+    }
+}
+
+/// The checker as the daemon runs it: the backend opened (kernel, or the
+/// dry run), the listeners bound, then [`serve`] until [`Command::Stop`].
+pub async fn run(
+    opts: &Options,
+    loaded: Arc<Loaded>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    progress: Reporter,
+    vrrp: Option<crate::vrrp::status::Board>,
+) -> ExitCode {
+    let path = super::reload::config_path(opts);
+    if opts.dry_run {
+        log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
+        return listen_and_serve(DryRun::new(), loaded, opts, &path, commands, progress, vrrp)
+            .await;
+    }
+    match IpvsHandle::open().await {
+        Ok(h) => {
+            let (a, b, c) = h.version;
+            log::info!(
+                "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
+                h.conn_tab_size
+            );
+            listen_and_serve(h, loaded, opts, &path, commands, progress, vrrp).await
+        }
+        Err(e) => {
+            log::error!("{e}");
+            log::error!("use --dry-run to run without the kernel's IPVS");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The listeners bound, then [`serve`] with the real probes over `backend`.
+async fn listen_and_serve<B: Backend>(
+    backend: B,
+    loaded: Arc<Loaded>,
+    opts: &Options,
+    path: &Path,
+    commands: mpsc::UnboundedReceiver<Command>,
+    progress: Reporter,
+    vrrp: Option<crate::vrrp::status::Board>,
+) -> ExitCode {
+    let (qtx, qrx) = mpsc::unbounded_channel();
+    let _listeners = listen(&loaded.config, opts, qtx).await;
+    serve(
+        backend,
+        loaded,
+        opts,
+        path,
+        Deps {
+            vrrp,
+            ..Deps::real(qrx)
+        },
+        commands,
+        progress,
+    )
+    .await
+}
+
+/// Tables larger than this are summarised, not printed, after each change.
+const SHOW_TABLE_MAX: usize = 100;
+
+pub(super) fn show_table<B: Backend>(rec: &Reconciler<B>, dry_run: bool) {
+    if dry_run {
+        let t = rec.expected();
+        println!(
+            "# dry-run IPVS table: {} service(s), {} destination(s)",
+            t.services.len(),
+            t.dest_count()
+        );
+        if t.services.len() + t.dest_count() <= SHOW_TABLE_MAX {
+            print!("{}", t.save());
+        }
+    }
+}
+
+/// The running configuration, as queries see it.
+#[derive(Clone, Copy)]
+pub(super) struct Running<'a> {
+    cfg: &'a Config,
+    opts: &'a Options,
+    /// Its file.
+    path: &'a Path,
+    /// The errors it was accepted with (a reload's refusal rule).
+    accepted: &'a BTreeSet<String>,
+    /// The VRRP side's status board, if VRRP runs.
+    vrrp: Option<&'a crate::vrrp::status::Board>,
+    /// The operator's edits, applied to a previewed reload as to a reload.
+    overlay: &'a Overlay,
+}
+
+/// The checker's event loop over `backend`, from the first programming of
+/// `loaded` to [`Command::Stop`] (or the shell gone). Returns the exit
+/// code: 1 when the startup table cannot be programmed.
+pub async fn serve<B: Backend>(
+    backend: B,
+    loaded: Arc<Loaded>,
+    opts: &Options,
+    path: &Path,
+    deps: Deps,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    progress: Reporter,
+) -> ExitCode {
+    let Deps {
+        prober,
+        jitter,
+        mut queries,
+        vrrp,
+    } = deps;
+    let mut accepted = error_set(&loaded);
+    let mut cur = loaded;
+    let mut rec = Reconciler::new(backend);
+    let started = std::time::Instant::now();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut carry = match start_carry(&cur.config, &mut rec).await {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(file) = &cur.config.global_defs.state_file {
+        restore_state(&cur.config, opts, Path::new(file), &mut carry);
+    }
+    let mut checking = Checking::start(
+        &cur.config,
+        opts,
+        &tx,
+        &carry,
+        &*prober,
+        jitter(),
+        Graceful::default(),
+    );
+    let table = desired(&cur.config, &checking.health);
+    log::debug!(
+        "desired table computed in {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    let first = match rec
+        .start(
+            table,
+            cur.config.global_defs.lvs_flush,
+            timeouts(cur.config.global_defs.lvs_timeouts),
+        )
+        .await
+    {
+        Ok(r) => {
+            log::info!(
+                "IPVS: table programmed: {} operation(s), {} error(s), {:.3} s",
+                r.sent,
+                r.errors.len(),
+                started.elapsed().as_secs_f64()
+            );
+            r
+        }
+        Err(e) => {
+            log::error!("{e}");
+            checking.stop(&cur.config).await;
+            return ExitCode::from(1);
+        }
+    };
+    show_table(&rec, opts.dry_run);
+    let mut counters = Counters {
+        started: status::unix_now(),
+        heartbeat: status::unix_now(),
+        ..Counters::default()
+    };
+    counters.ipvs(&first);
+    let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
+    log::info!("Startup complete");
+    progress.send(Progress::Started);
+    let mut syncds = sync_daemons(&cur.config);
+    start_sync_daemons(&mut rec, &syncds).await;
+    let mut drift = tokio::time::interval(DRIFT_INTERVAL);
+    drift.tick().await;
+    let mut state_written = std::time::Instant::now();
+    // The file's model (`cur` is it with the operator's edits applied).
+    let mut base = cur.clone();
+    let mut overlay = Overlay::default();
+    loop {
+        let switch: Option<Switch> = tokio::select! {
+            Some(ev) = rx.recv() => {
+                // Take every pending report, then program once, only the
+                // services of the virtual servers that changed.
+                let cfg = &cur.config;
+                let mut touched = checking.apply(cfg, &ev, &mut counters);
+                while let Ok(ev) = rx.try_recv() {
+                    touched.extend(checking.apply(cfg, &ev, &mut counters));
+                }
+                if !touched.is_empty() {
+                    let mut partial = desired::desired_for(cfg, &checking.health, &touched);
+                    checking.graceful.add_leftovers(&mut partial);
+                    let r = rec.set_services(partial).await;
+                    counters.ipvs(&r);
+                    if r.sent > 0 || !r.errors.is_empty() {
+                        log::debug!("IPVS: {} operation(s), {} error(s)", r.sent, r.errors.len());
+                    }
+                    show_table(&rec, opts.dry_run);
+                }
+                None
+            }
+            cmd = commands.recv() => match cmd {
+                Some(Command::Reload(loaded)) => {
+                    if let Some(why) = reload_refusal(&loaded, &accepted) {
+                        log::error!(
+                            "the new configuration has errors ({why}); keeping the running one"
+                        );
+                        counters.reloads_refused += 1;
+                        progress.send(Progress::Reloaded);
+                        None
+                    } else {
+                        accepted = error_set(&loaded);
+                        base = loaded;
+                        Some(Switch {
+                            loaded: with_overlay(&base, &mut overlay),
+                            edit: None,
+                        })
+                    }
+                }
+                Some(Command::DumpData) => {
+                    checking.print_data(&cur.config, rec.expected());
+                    None
+                }
+                // keepalived's parent sends these to its VRRP process only.
+                Some(Command::VrrpSignal(_)) => None,
+                Some(Command::Stop) | None => break,
+            },
+            Some(req) = queries.recv() => {
+                if let Query::Member(line) = &req.query {
+                    // Recorded on a copy: an edit the new model cannot
+                    // take leaves the running edits as they were.
+                    let mut next = overlay.clone();
+                    match Edit::parse(line).and_then(|e| next.record(&cur.config, e)) {
+                        Ok(done) => {
+                            overlay = next;
+                            Some(Switch {
+                                loaded: with_overlay(&base, &mut overlay),
+                                edit: Some((done, req.reply)),
+                            })
+                        }
+                        Err(e) => {
+                            let _ = req.reply.send(format!("error: {e}\n"));
+                            None
+                        }
+                    }
+                } else {
+                    let run = Running {
+                        cfg: &cur.config,
+                        opts,
+                        path,
+                        accepted: &accepted,
+                        vrrp: vrrp.as_ref(),
+                        overlay: &overlay,
+                    };
+                    let a = checking.answer(&req.query, &run, &rec, &counters);
+                    let _ = req.reply.send(a);
+                    None
+                }
+            }
+            _ = heartbeat.tick() => {
+                counters.heartbeat = status::unix_now();
+                if !checking.graceful.is_idle() {
+                    ease(&cur.config, &mut checking, &mut rec, &mut counters, opts.dry_run).await;
+                }
+                if let Some(file) = &cur.config.global_defs.state_file {
+                    let every = Duration::from_secs(
+                        cur.config.global_defs.state_file_interval.unwrap_or(STATE_FILE_INTERVAL),
+                    );
+                    if state_written.elapsed() >= every {
+                        state_written = std::time::Instant::now();
+                        let doc = checking.state_document(&cur.config);
+                        let file = PathBuf::from(file);
+                        tokio::task::spawn_blocking(move || write_state(&file, &doc));
+                    }
+                }
+                None
+            }
+            _ = drift.tick() => {
+                if let Err(e) = rec.check_drift().await {
+                    log::warn!("{e}");
+                }
+                None
+            }
+        };
+        let Some(Switch { loaded, edit }) = switch else {
+            continue;
+        };
+        // A reload, or an edit run as one: the checkers hand their states
+        // over and only the differences reach the kernel.
+        let reload_started = std::time::Instant::now();
+        let old = std::mem::replace(&mut cur, loaded);
+        let (carry, graceful) = checking
+            .hand_over(
+                &old.config,
+                &cur.config,
+                rec.expected(),
+                &mut rx,
+                &mut counters,
+            )
+            .await;
+        log::debug!(
+            "reload: checkers stopped in {:.3} s",
+            reload_started.elapsed().as_secs_f64()
+        );
+        let cfg = &cur.config;
+        // init_file again, before the files are read (at start the shell
+        // wrote them, before either side ran).
+        crate::check::file::init_files(cfg);
+        checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter(), graceful);
+        checking.quorum_after_reload(&carry, cfg);
+        log::debug!(
+            "reload: checkers started in {:.3} s",
+            reload_started.elapsed().as_secs_f64()
+        );
+        let mut table = desired(cfg, &checking.health);
+        checking.graceful.add_leftovers(&mut table);
+        let ops = if edit.is_some() {
+            rec.preview(&table)
+        } else {
+            Vec::new()
+        };
+        let r = rec.set_desired(table).await;
+        counters.ipvs(&r);
+        if let Some(t) = timeouts(cfg.global_defs.lvs_timeouts) {
+            if let Err(e) = rec.set_timeouts(t).await {
+                log::warn!("{e}");
+            }
+        }
+        let new_syncds = sync_daemons(cfg);
+        if new_syncds != syncds {
+            stop_sync_daemons(&mut rec, &syncds).await;
+            start_sync_daemons(&mut rec, &new_syncds).await;
+            syncds = new_syncds;
+        }
+        show_table(&rec, opts.dry_run);
+        match edit {
+            Some((done, reply)) => {
+                log::info!(
+                    "control: {} of {} in {}: {} IPVS operation(s), {} error(s)",
+                    done.what,
+                    done.rs,
+                    done.vs,
+                    r.sent,
+                    r.errors.len()
+                );
+                counters.transition(TransitionRecord {
+                    at: status::unix_now(),
+                    vs: done.vs.clone(),
+                    rs: done.rs.clone(),
+                    checker: "operator",
+                    from: done.from,
+                    to: done.to,
+                    reason: format!("{} over the status socket", done.what),
+                });
+                let mut out = format!(
+                    "# {} of {} in {}: {} IPVS operation(s)\n",
+                    done.what,
+                    done.rs,
+                    done.vs,
+                    ops.len()
+                );
+                for op in &ops {
+                    out.push_str(&format!("ipvsadm {op}\n"));
+                }
+                for e in &r.errors {
+                    out.push_str(&format!("# error: {e}\n"));
+                }
+                let _ = reply.send(out);
+            }
+            None => {
+                log::info!(
+                    "reload: {} IPVS operation(s), {} error(s), {:.3} s",
+                    r.sent,
+                    r.errors.len(),
+                    reload_started.elapsed().as_secs_f64()
+                );
+                counters.reloads += 1;
+                counters.last_reload_seconds = reload_started.elapsed().as_secs_f64();
+                counters.reload_seconds_total += counters.last_reload_seconds;
+                progress.send(Progress::Reloaded);
+            }
+        }
+    }
+    log::info!("Stopping");
+    let cfg = &cur.config;
+    if let Some(file) = &cfg.global_defs.state_file {
+        write_state(Path::new(file), &checking.state_document(cfg));
+    }
+    checking.stop(cfg).await;
+    let r = rec
+        .stop(cfg.global_defs.lvs_flush_on_stop, opts.dont_release_ipvs)
+        .await;
+    log::info!(
+        "IPVS: {} operation(s) at stop, {} error(s)",
+        r.sent,
+        r.errors.len()
+    );
+    stop_sync_daemons(&mut rec, &syncds).await;
+    show_table(&rec, opts.dry_run);
+    ExitCode::SUCCESS
+}
+
+/// The sync daemons the checker runs for `lvs_sync_daemon`.
+fn sync_daemons(cfg: &Config) -> Vec<SyncDaemon> {
+    let Some(c) = cfg
+        .global_defs
+        .lvs_sync_daemon
+        .as_deref()
+        .and_then(SyncdConfig::parse)
+    else {
+        return Vec::new();
+    };
+    // With an instance the VRRP side drives them (daemon::vrrp::syncd).
+    c.checker_daemons()
+}
+
+async fn start_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    for d in ds {
+        if let Err(e) = rec.backend_mut().start_daemon(d).await {
+            log::warn!("{e}");
+        }
+    }
+}
+
+async fn stop_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    for d in ds {
+        if let Err(e) = rec.backend_mut().stop_daemon(d.state, d.syncid).await {
+            log::warn!("{e}");
+        }
+    }
+}

@@ -470,11 +470,13 @@ fn gen_config(seed: u64, dir: &Path) -> String {
                 // Any global keyword keepalived knows, with a value of
                 // every kind (none, words, numbers out of every range,
                 // an address, keyword-specific forms).
+                // Not ours: keepalived reports an extension as unknown.
+                let ours = extension_keywords();
                 let globals: Vec<String> = keepalived::config::keywords::keyword_paths()
                     .into_iter()
                     .filter(|(s, _, _)| s == "global_defs")
                     .map(|(_, k, _)| k)
-                    .filter(|k| !["status_socket", "metrics_listen"].contains(&k.as_str()))
+                    .filter(|k| !ours.contains(k))
                     .collect();
                 let kw = &globals[r.below(globals.len())];
                 let v = r.pick(&[
@@ -1180,6 +1182,32 @@ fn generated_configs_match_keepalived() {
     );
 }
 
+/// Our extension keywords: every table of every "Extensions of
+/// keepalived-rs" section of grammar/keywords.md.
+fn extension_keywords() -> Vec<String> {
+    let md =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("grammar/keywords.md"))
+            .expect("grammar/keywords.md");
+    let mut extensions: Vec<String> = Vec::new();
+    let mut in_ext = false;
+    let mut in_table = false;
+    for l in md.lines() {
+        if l.starts_with("### ") {
+            in_ext = l.starts_with("### Extensions of keepalived-rs");
+            in_table = false;
+        } else if in_ext && l.starts_with("| keyword | arguments") {
+            in_table = true;
+        } else if in_table && !l.starts_with('|') {
+            in_table = false;
+        } else if in_table {
+            if let Some((k, _)) = l.strip_prefix("| `").and_then(|l| l.split_once('`')) {
+                extensions.push(k.to_string());
+            }
+        }
+    }
+    extensions
+}
+
 /// The line that opens a section of `keyword_paths()` in a minimal config.
 fn opener(segment: &str) -> String {
     match segment {
@@ -1230,27 +1258,7 @@ fn every_keyword_we_accept_is_a_keepalived_keyword() {
     // Our extensions, documented as such in grammar/keywords.md: keepalived
     // must not know them (else they would not be extensions), and nothing
     // else may be unknown to it.
-    let md =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("grammar/keywords.md"))
-            .expect("grammar/keywords.md");
-    // Every table of every "Extensions of keepalived-rs" section.
-    let mut extensions: Vec<String> = Vec::new();
-    let mut in_ext = false;
-    let mut in_table = false;
-    for l in md.lines() {
-        if l.starts_with("### ") {
-            in_ext = l.starts_with("### Extensions of keepalived-rs");
-            in_table = false;
-        } else if in_ext && l.starts_with("| keyword | arguments") {
-            in_table = true;
-        } else if in_table && !l.starts_with('|') {
-            in_table = false;
-        } else if in_table {
-            if let Some((k, _)) = l.strip_prefix("| `").and_then(|l| l.split_once('`')) {
-                extensions.push(k.to_string());
-            }
-        }
-    }
+    let extensions = extension_keywords();
     assert!(
         !extensions.is_empty(),
         "no extension table in grammar/keywords.md"

@@ -234,8 +234,7 @@ pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
         digest: None,
         status: vec![(100, 599)],
         regex: None,
-        expect_body: None,
-        expect_header: None,
+        expect: None,
     };
     let probe = HttpProbe {
         conn,

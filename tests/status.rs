@@ -14,7 +14,7 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keepalived");
 
-use common::{free_port, status_json, wait_status, Daemon};
+use common::{free_port, free_ports, status_json, wait_status, Daemon};
 
 fn metrics(port: u16) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
@@ -213,7 +213,8 @@ fn the_status_socket_is_for_root_only() {
         "this test needs root (it connects as nobody)"
     );
     let (dir, conf, sock) = setup("perm");
-    std::fs::write(&conf, conf_text(&sock, free_port(), &[free_port()], 1)).unwrap();
+    let [mport, port] = free_ports();
+    std::fs::write(&conf, conf_text(&sock, mport, &[port], 1)).unwrap();
     let d = Daemon::start(&conf);
     d.log_until("Startup complete");
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -249,14 +250,14 @@ fn plan_predicts_what_the_following_sighup_does() {
         a.local_addr().unwrap().port(),
         b.local_addr().unwrap().port(),
     );
-    let mport = free_port();
+    // Chosen while a and b hold theirs: none is handed out twice.
+    let [mport, pc] = free_ports();
     std::fs::write(&conf, conf_text(&sock, mport, &[pa, pb], 2)).unwrap();
     let d = Daemon::start(&conf);
     d.log_until("Startup complete");
     // b fails first, so the plan must carry its state: it stays out.
     drop(b);
     wait_status(&sock, "b down", |d| rs(d, pb)["state"] == "unhealthy");
-    let pc = free_port();
     let new = dir.join("new.conf");
     std::fs::write(&new, conf_text(&sock, mport, &[pa, pb, pc], 7)).unwrap();
     let out = plan(&sock, &new);

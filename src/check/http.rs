@@ -67,11 +67,19 @@ pub struct UrlSpec {
     pub regex: Option<UrlRegex>,
     /// The request, made once ([`request`]).
     pub request: Vec<u8>,
-    /// `expect_body` (extension): text the body must hold.
-    pub expect_body: Option<Box<[u8]>>,
-    /// `expect_header` (extension): a header the response must have (name
-    /// in lower case), with text its value must hold.
-    pub expect_header: Option<(String, Option<String>)>,
+    /// The extensions' expectations, if any (boxed: a url of keepalived's
+    /// has none, and an HTTP check's record stays small).
+    pub expect: Option<Box<Expect>>,
+}
+
+/// What a url expects beyond keepalived's verdicts (extensions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Expect {
+    /// `expect_body`: text the body must hold.
+    pub body: Option<Box<[u8]>>,
+    /// `expect_header`: a header the response must have (name in lower
+    /// case), with text its value must hold.
+    pub header: Option<(String, Option<String>)>,
 }
 
 /// The request keepalived sends (`request_template`).
@@ -340,7 +348,8 @@ impl Response {
                 return Err(Failure::Protocol("Regex match failed".into()));
             }
         }
-        if let Some((name, text)) = &url.expect_header {
+        let expect = url.expect.as_deref();
+        if let Some((name, text)) = expect.and_then(|e| e.header.as_ref()) {
             match header_value(&self.head, name) {
                 None => return Err(Failure::Protocol(format!("no {name} header in the answer"))),
                 Some(v) => {
@@ -353,7 +362,7 @@ impl Response {
                 }
             }
         }
-        if let Some(want) = &url.expect_body {
+        if let Some(want) = expect.and_then(|e| e.body.as_ref()) {
             if !holds(&self.body, want) {
                 return Err(Failure::Protocol(format!(
                     "body without '{}'",
@@ -736,7 +745,7 @@ impl HttpProbe {
         });
         // verify_hostname without a name: the virtualhost the checker asks
         // for, else the address (its certificate must name it).
-        let verify_name = h.verify_hostname.as_ref().map(|n| {
+        let verify_name = h.ext().verify_hostname.as_ref().map(|n| {
             n.clone()
                 .or_else(|| h.urls.first().and_then(|u| u.virtualhost.clone()))
                 .or_else(|| h.virtualhost.clone())
@@ -801,17 +810,21 @@ impl HttpProbe {
         );
         Ok(UrlSpec {
             request: request_with(
-                h.method.as_deref().unwrap_or("GET"),
-                h.user_agent.as_deref().unwrap_or("KeepAliveClient"),
+                h.ext().method.as_deref().unwrap_or("GET"),
+                h.ext().user_agent.as_deref().unwrap_or("KeepAliveClient"),
                 &path,
                 &host,
                 &h.http_protocol,
             ),
-            expect_body: u.expect_body.as_ref().map(|b| b.as_bytes().into()),
-            expect_header: u
-                .expect_header
-                .as_ref()
-                .map(|(n, t)| (n.to_ascii_lowercase(), t.clone())),
+            expect: u.ext.as_ref().map(|x| {
+                Box::new(Expect {
+                    body: x.expect_body.as_ref().map(|b| b.as_bytes().into()),
+                    header: x
+                        .expect_header
+                        .as_ref()
+                        .map(|(n, t)| (n.to_ascii_lowercase(), t.clone())),
+                })
+            }),
             host,
             path,
             digest,
@@ -837,7 +850,7 @@ impl HttpProbe {
             url,
             Response::new(
                 url.digest.is_some(),
-                url.regex.is_some() || url.expect_body.is_some(),
+                url.regex.is_some() || url.expect.as_ref().is_some_and(|e| e.body.is_some()),
             ),
         )
         .await
@@ -892,16 +905,17 @@ mod tests {
             status,
             regex: None,
             request: request("/", "h", "1.0"),
-            expect_body: None,
-            expect_header: None,
+            expect: None,
         }
     }
 
     #[test]
     fn header_and_body_expectations_come_after_keepalived_s_verdicts() {
         let mut u = url(vec![(200, 299)], None);
-        u.expect_header = Some(("x-ready".into(), Some("yes".into())));
-        u.expect_body = Some(b"up".as_slice().into());
+        u.expect = Some(Box::new(Expect {
+            header: Some(("x-ready".into(), Some("yes".into()))),
+            body: Some(b"up".as_slice().into()),
+        }));
         let judge = |raw: &[u8], u: &UrlSpec| {
             let mut r = Response::new(false, true);
             r.feed(raw);
@@ -916,7 +930,7 @@ mod tests {
         let e = judge(b"HTTP/1.0 200 OK\r\nX-Ready: yes\r\n\r\ndown", &u).unwrap_err();
         assert!(e.contains("body without 'up'"), "{e}");
         // A header named in the status line's text is not a header.
-        u.expect_body = None;
+        u.expect.as_mut().unwrap().body = None;
         let e = judge(b"HTTP/1.0 200 x-ready: yes\r\n\r\n", &u).unwrap_err();
         assert!(e.contains("no x-ready header"), "{e}");
     }

@@ -333,8 +333,9 @@ struct TlsContexts {
 
 impl TlsContexts {
     fn of(&mut self, cfg: &Config, h: &crate::config::model::HttpCheck) -> Result<Tls, String> {
-        if let Some(ca) = &h.ca_file {
-            let key = (ca.clone(), h.verify_hostname.is_some(), h.enable_sni);
+        let x = h.ext();
+        if let Some(ca) = &x.ca_file {
+            let key = (ca.clone(), x.verify_hostname.is_some(), h.enable_sni);
             return self
                 .verifying
                 .entry(key)
@@ -342,7 +343,7 @@ impl TlsContexts {
                     Tls::verifying(
                         cfg.ssl.as_ref(),
                         ca,
-                        h.verify_hostname.is_some(),
+                        x.verify_hostname.is_some(),
                         h.enable_sni,
                     )
                     .map_err(|e| e.to_string())

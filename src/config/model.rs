@@ -548,13 +548,33 @@ pub struct Url {
     pub regex_stack: Option<(u32, u32)>,
     /// Line of the `url` keyword.
     pub line: usize,
-    /// `expect_body TEXT` (extension): the body must hold TEXT.
+    /// The extensions' expectations (boxed: unset in a keepalived.conf,
+    /// and a url is kept small).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub ext: Option<Box<UrlExt>>,
+}
+
+/// A url's expectations beyond keepalived's (extensions).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct UrlExt {
+    /// `expect_body TEXT`: the body must hold TEXT.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_body: Option<String>,
-    /// `expect_header NAME [TEXT]` (extension): the response must have the
-    /// header (name without regard to case), its value holding TEXT.
+    /// `expect_header NAME [TEXT]`: the response must have the header
+    /// (name without regard to case), its value holding TEXT.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_header: Option<(String, Option<String>)>,
+}
+
+impl Url {
+    /// Its extensions, none if unset.
+    pub fn ext(&self) -> &UrlExt {
+        static NONE: UrlExt = UrlExt {
+            expect_body: None,
+            expect_header: None,
+        };
+        self.ext.as_deref().unwrap_or(&NONE)
+    }
 }
 
 /// HTTP_GET / SSL_GET.
@@ -573,22 +593,42 @@ pub struct HttpCheck {
     pub enable_sni: bool,
     /// The urls.
     pub urls: Vec<Url>,
-    /// `method GET|HEAD` (extension; GET unless written).
+    /// The extensions' settings (boxed: unset in a keepalived.conf).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub ext: Option<Box<HttpExt>>,
+}
+
+/// HTTP_GET/SSL_GET settings beyond keepalived's (extensions).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HttpExt {
+    /// `method GET|HEAD` (GET unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
-    /// `user_agent TEXT` (extension; keepalived's `KeepAliveClient` unless
-    /// written).
+    /// `user_agent TEXT` (keepalived's `KeepAliveClient` unless written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_agent: Option<String>,
-    /// `ca_file PATH` (extension, SSL_GET): the server's certificate chain
-    /// is verified against these CAs (keepalived accepts any certificate).
+    /// `ca_file PATH` (SSL_GET): the server's certificate chain is
+    /// verified against these CAs (keepalived accepts any certificate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<String>,
-    /// `verify_hostname [NAME]` (extension, SSL_GET, with `ca_file`): the
-    /// certificate must also be for NAME (`Some(None)`: the virtualhost,
-    /// else the address connected to).
+    /// `verify_hostname [NAME]` (SSL_GET, with `ca_file`): the certificate
+    /// must also be for NAME (`Some(None)`: the virtualhost, else the
+    /// address connected to).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_hostname: Option<Option<String>>,
+}
+
+impl HttpCheck {
+    /// Its extensions, none if unset.
+    pub fn ext(&self) -> &HttpExt {
+        static NONE: HttpExt = HttpExt {
+            method: None,
+            user_agent: None,
+            ca_file: None,
+            verify_hostname: None,
+        };
+        self.ext.as_deref().unwrap_or(&NONE)
+    }
 }
 
 /// MISC_CHECK.

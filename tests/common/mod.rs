@@ -113,6 +113,16 @@ pub fn wait_status(
     }
 }
 
+/// `N` distinct TCP ports free on 127.0.0.1 now: held together while
+/// they are chosen, so that the kernel cannot hand out one twice (as
+/// successive [`free_port`] calls may).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+}
+
 /// A TCP port free on 127.0.0.1 now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

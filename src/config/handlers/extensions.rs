@@ -266,7 +266,7 @@ pub fn http_method(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     }
     if let Some(h) = http_check(p) {
-        h.method = Some(m);
+        h.ext.get_or_insert_with(Default::default).method = Some(m);
     }
     Ok(())
 }
@@ -282,7 +282,7 @@ pub fn http_user_agent(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     if let Some(h) = http_check(p) {
-        h.user_agent = Some(ua);
+        h.ext.get_or_insert_with(Default::default).user_agent = Some(ua);
     }
     Ok(())
 }
@@ -303,7 +303,7 @@ pub fn ssl_ca_file(p: P, w: &[Word]) -> HandlerResult {
         );
     }
     if let Some(h) = http_check(p) {
-        h.ca_file = Some(path);
+        h.ext.get_or_insert_with(Default::default).ca_file = Some(path);
     }
     Ok(())
 }
@@ -312,7 +312,7 @@ pub fn ssl_ca_file(p: P, w: &[Word]) -> HandlerResult {
 pub fn ssl_verify_hostname(p: P, w: &[Word]) -> HandlerResult {
     let name = w.get(1).map(|x| x.text.clone());
     if let Some(h) = http_check(p) {
-        h.verify_hostname = Some(name);
+        h.ext.get_or_insert_with(Default::default).verify_hostname = Some(name);
     }
     Ok(())
 }
@@ -323,11 +323,12 @@ pub fn http_extensions_close(p: P) {
     let Some(h) = http_check(p) else {
         return;
     };
-    let head_with_body = h.method.as_deref() == Some("HEAD")
+    let x = h.ext();
+    let head_with_body = x.method.as_deref() == Some("HEAD")
         && h.urls
             .iter()
-            .any(|u| u.digest.is_some() || u.regex.is_some() || u.expect_body.is_some());
-    let name_without_ca = h.verify_hostname.is_some() && h.ca_file.is_none();
+            .any(|u| u.digest.is_some() || u.regex.is_some() || u.ext().expect_body.is_some());
+    let name_without_ca = x.verify_hostname.is_some() && x.ca_file.is_none();
     if head_with_body {
         p.err_hint(
             ErrClass::GeneralError,
@@ -360,7 +361,7 @@ pub fn url_expect_body(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     if let Some(u) = url_block(p) {
-        u.expect_body = Some(text);
+        u.ext.get_or_insert_with(Default::default).expect_body = Some(text);
     }
     Ok(())
 }
@@ -390,7 +391,7 @@ pub fn url_expect_header(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     }
     if let Some(u) = url_block(p) {
-        u.expect_header = Some((name, text));
+        u.ext.get_or_insert_with(Default::default).expect_header = Some((name, text));
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{free_port, free_ports, status_json, wait_status, Daemon};
+use common::{free_port, free_ports, metrics, status_json, wait_status, Daemon};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -99,16 +99,6 @@ fn thresholds_and_intervals_take_a_server_out_and_back_as_configured() {
     });
     assert_eq!(checker(&doc, port)["successes_counted"], 0);
     let _ = std::fs::remove_dir_all(dir);
-}
-
-fn metrics(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 #[test]

@@ -7,24 +7,13 @@ mod common;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keepalived");
 
-use common::{free_port, free_ports, status_json, wait_status, Daemon};
-
-fn metrics(port: u16) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
-    out
-}
+use common::{free_port, free_ports, metrics, status_json, wait_status, Daemon};
 
 fn metric(text: &str, line_start: &str) -> Option<f64> {
     text.lines()

@@ -163,3 +163,16 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// `GET /metrics` from the daemon's metrics listener on `port`: the whole
+/// answer, which must be a 200.
+pub fn metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+    out
+}

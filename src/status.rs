@@ -226,10 +226,7 @@ pub fn recovery_window(
         return None;
     }
     let t = &c.timing;
-    let remaining = t
-        .rise
-        .saturating_sub(u32::from(st.now.state.rise_it))
-        .max(1);
+    let remaining = u32::from(t.rise.saturating_sub(st.now.state.rise_it).max(1));
     Some(from_now(
         st,
         now,

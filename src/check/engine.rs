@@ -618,7 +618,6 @@ mod tests {
             retry_it,
             retry,
             rise_it: 0,
-            rise: 1,
         }
     }
 

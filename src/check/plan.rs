@@ -108,8 +108,8 @@ pub struct Timing {
     /// How long one run may take at most (`connect_timeout`, MISC_CHECK's
     /// `misc_timeout`): the status's windows count with it.
     pub timeout: Duration,
-    /// `healthy_threshold` (extension; 1 = keepalived's).
-    pub rise: u32,
+    /// `healthy_threshold` (extension; 1 = keepalived's; at most 1000).
+    pub rise: u16,
     /// `fast_interval` (extension): between runs in transition.
     pub fast_interval: Option<Duration>,
     /// `down_interval` (extension): between runs while down.
@@ -542,12 +542,11 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                         ProbeKind::Misc { timeout, .. } => *timeout,
                         _ => t.connect_timeout,
                     },
-                    rise: t.healthy_threshold,
+                    // At most 1000 (the keyword's range).
+                    rise: t.healthy_threshold.min(u32::from(u16::MAX)) as u16,
                     fast_interval: t.fast_interval,
                     down_interval: t.down_interval,
                 };
-                // At most 1000 (the keyword's range).
-                start.state.rise = t.healthy_threshold.min(u32::from(u16::MAX)) as u16;
                 let timing = match timings.get(&timing) {
                     Some(t) => t.clone(),
                     None => {

@@ -119,12 +119,14 @@ impl Schedule {
             ));
         }
         let d = match (&c.kind, c.kind.family()) {
-            (ProbeKind::Http(_), _) => st.http_result(&mut self.urls, ok, c.timing.fast_recovery),
+            (ProbeKind::Http(_), _) => {
+                st.http_result_rising(&mut self.urls, ok, c.timing.fast_recovery, c.timing.rise)
+            }
             (_, Some(f)) => {
                 if self.cycle_start {
                     st.start_cycle(f);
                 }
-                st.result(f, ok)
+                st.result_rising(f, ok, c.timing.rise)
             }
             // A kind without a retry family (FILE_CHECK is watched, not
             // probed): no decision, and never a run without a wait.
@@ -152,7 +154,7 @@ impl Schedule {
                 c.kind.type_name(),
                 c.name,
                 self.state.rise_it,
-                self.state.rise
+                c.timing.rise
             ));
         } else if ok && (!was_up || !had_run) && !matches!(c.kind, ProbeKind::Http(_)) {
             step.info.push(success_line(c));

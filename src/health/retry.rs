@@ -75,9 +75,8 @@ pub struct CheckerState {
     /// Successes counted towards `healthy_threshold` while down
     /// (extension; keepalived's checkers come up on the first). 16 bits:
     /// the threshold is at most 1000, and a check's record stays small.
+    /// The threshold itself is the checker's timing's, passed in.
     pub rise_it: u16,
-    /// `healthy_threshold` (1 unless the extension is written).
-    pub rise: u16,
 }
 
 impl CheckerState {
@@ -91,19 +90,18 @@ impl CheckerState {
             retry_it: retry,
             retry,
             rise_it: 0,
-            rise: 1,
         }
     }
 
     /// A success of a checker that is down: short of the healthy
-    /// threshold, it is counted and changes nothing yet.
-    fn rise_pending(&mut self) -> bool {
-        if self.is_up || self.rise <= 1 {
+    /// threshold `rise`, it is counted and changes nothing yet.
+    fn rise_pending(&mut self, rise: u16) -> bool {
+        if self.is_up || rise <= 1 {
             self.rise_it = 0;
             return false;
         }
         self.rise_it += 1;
-        if self.rise_it < self.rise {
+        if self.rise_it < rise {
             return true;
         }
         self.rise_it = 0;
@@ -125,13 +123,19 @@ impl CheckerState {
         }
     }
 
-    /// Applies one result.
+    /// Applies one result, as keepalived does (up on the first success).
     pub fn result(&mut self, family: RetryFamily, success: bool) -> Decision {
+        self.result_rising(family, success, 1)
+    }
+
+    /// Applies one result of a checker with a healthy threshold of `rise`
+    /// successes (extension; 1 is keepalived's [`CheckerState::result`]).
+    pub fn result_rising(&mut self, family: RetryFamily, success: bool, rise: u16) -> Decision {
         let first = !self.has_run;
         self.has_run = true;
         if success {
             self.retry_it = 0;
-            if self.rise_pending() {
+            if self.rise_pending(rise) {
                 return Decision::new(None, Next::Recovering);
             }
             let changed = if !self.is_up || first {
@@ -183,6 +187,18 @@ impl CheckerState {
         success: bool,
         fast_recovery: bool,
     ) -> Decision {
+        self.http_result_rising(urls, success, fast_recovery, 1)
+    }
+
+    /// [`CheckerState::http_result`] with a healthy threshold of `rise`
+    /// clean passes (extension).
+    pub fn http_result_rising(
+        &mut self,
+        urls: &mut UrlCycle,
+        success: bool,
+        fast_recovery: bool,
+        rise: u16,
+    ) -> Decision {
         #[derive(PartialEq)]
         enum Method {
             New,
@@ -215,7 +231,7 @@ impl CheckerState {
         if method == Method::New && url_it.is_none() && urls.failed.is_none() {
             // A clean pass of a checker that is down counts towards the
             // healthy threshold (extension): short of it, pass again.
-            if self.rise_pending() {
+            if self.rise_pending(rise) {
                 self.has_run = true;
                 recovering = true;
             } else if !self.is_up || !self.has_run {
@@ -349,19 +365,14 @@ mod tests {
     #[test]
     fn a_healthy_threshold_needs_that_many_successes_in_a_row_while_down() {
         let mut c = CheckerState::new(0, false);
-        c.rise = 3;
-        assert_eq!(
-            c.result(RetryFamily::Simple, true).changed,
-            None,
-            "up already"
-        );
-        assert_eq!(c.result(RetryFamily::Simple, false).changed, Some(false));
+        let r = |c: &mut CheckerState, ok| c.result_rising(RetryFamily::Simple, ok, 3);
+        assert_eq!(r(&mut c, true).changed, None, "up already");
+        assert_eq!(r(&mut c, false).changed, Some(false));
         // Two successes count; a failure between starts the count again.
-        let d = run(
-            &mut c,
-            RetryFamily::Simple,
-            &[true, true, false, true, true],
-        );
+        let d: Vec<Decision> = [true, true, false, true, true]
+            .iter()
+            .map(|&ok| r(&mut c, ok))
+            .collect();
         assert!(d.iter().all(|d| d.changed.is_none()), "{d:?}");
         assert_eq!(d[0].next, Next::Recovering);
         assert_eq!(
@@ -370,11 +381,11 @@ mod tests {
             "a failure while down waits a loop"
         );
         assert_eq!(c.rise_it, 2);
-        let d = c.result(RetryFamily::Simple, true);
+        let d = r(&mut c, true);
         assert_eq!((d.changed, d.next), (Some(true), Next::DelayLoop));
         assert_eq!(c.rise_it, 0);
         // Up: a single success changes nothing and counts nothing.
-        c.result(RetryFamily::Simple, true);
+        r(&mut c, true);
         assert_eq!(c.rise_it, 0);
     }
 
@@ -382,25 +393,32 @@ mod tests {
     fn an_alpha_checker_needs_its_healthy_threshold_to_come_up_first() {
         for f in [RetryFamily::Simple, RetryFamily::Counted, RetryFamily::Smtp] {
             let mut c = CheckerState::new(1, true);
-            c.rise = 2;
-            assert_eq!(c.result(f, true).changed, None, "{f:?}");
-            assert_eq!(c.result(f, true).changed, Some(true), "{f:?}");
+            assert_eq!(c.result_rising(f, true, 2).changed, None, "{f:?}");
+            assert_eq!(c.result_rising(f, true, 2).changed, Some(true), "{f:?}");
         }
     }
 
     #[test]
     fn http_comes_back_after_healthy_threshold_clean_passes() {
         let mut c = CheckerState::new(0, false);
-        c.rise = 2;
         let mut u = UrlCycle::new(2);
-        assert_eq!(c.http_result(&mut u, false, false).changed, Some(false));
+        let http = |c: &mut CheckerState, u: &mut UrlCycle, results: &[bool]| {
+            results
+                .iter()
+                .map(|&ok| {
+                    let d = c.http_result_rising(u, ok, false, 2);
+                    (d.changed, d.next, u.current)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(http(&mut c, &mut u, &[false])[0].0, Some(false));
         // The failed url passes, then a full pass: one of two.
         let d = http(&mut c, &mut u, &[true, true, true]);
         assert!(d.iter().all(|d| d.0.is_none()), "{d:?}");
         assert_eq!(d[2].1, Next::Recovering);
         assert_eq!(c.rise_it, 1);
         // A failure starts the count again.
-        c.http_result(&mut u, false, false);
+        http(&mut c, &mut u, &[false]);
         assert_eq!(c.rise_it, 0);
         // Two clean passes of two urls.
         let d = http(&mut c, &mut u, &[true, true, true, true]);

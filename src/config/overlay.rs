@@ -318,21 +318,9 @@ impl Overlay {
                 v.real_servers.iter().any(|r| rs_name(r, v) == rs)
             })
         };
-        // Edits of servers the file no longer has go.
-        for (set, what) in [
-            (&mut self.drained, "disable"),
-            (&mut self.removed, "remove"),
-        ] {
-            set.retain(|(vs, rs)| {
-                let keep = has(&cfg, vs, rs);
-                if !keep {
-                    notes.push(format!(
-                        "{what} of {rs} in {vs} dropped: the configuration no longer has it"
-                    ));
-                }
-                keep
-            });
-        }
+        // An added server the file now has (or whose virtual server it
+        // lost) goes; the others join their virtual server before the
+        // edits below are matched, so that they can be drained or weighted.
         self.added.retain(|a| match names.get(&a.vs) {
             None => {
                 notes.push(format!(
@@ -357,6 +345,21 @@ impl Overlay {
         for a in &self.added {
             let i = names[&a.vs];
             cfg.virtual_servers[i].real_servers.push(a.rs.clone());
+        }
+        // Edits of servers the configuration no longer has go.
+        for (set, what) in [
+            (&mut self.drained, "disable"),
+            (&mut self.removed, "remove"),
+        ] {
+            set.retain(|(vs, rs)| {
+                let keep = has(&cfg, vs, rs);
+                if !keep {
+                    notes.push(format!(
+                        "{what} of {rs} in {vs} dropped: the configuration no longer has it"
+                    ));
+                }
+                keep
+            });
         }
         self.weights.retain(|(vs, rs), _| {
             let keep = has(&cfg, vs, rs);
@@ -539,6 +542,21 @@ mod tests {
             .unwrap();
         let (cfg, _) = o.apply(&base).unwrap();
         assert_eq!(rss(&cfg), [("[127.0.0.1]:tcp:8001".into(), Some(0))]);
+        // An added server can be drained like the file's, and stays so.
+        o.record(&cfg, e(&format!("add {VS} 127.0.0.1 8004")))
+            .unwrap();
+        let (cfg, _) = o.apply(&base).unwrap();
+        o.record(&cfg, e(&format!("disable {VS} [127.0.0.1]:tcp:8004")))
+            .unwrap();
+        let (cfg, notes) = o.apply(&base).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            rss(&cfg),
+            [
+                ("[127.0.0.1]:tcp:8001".into(), Some(0)),
+                ("[127.0.0.1]:tcp:8004".into(), Some(0)),
+            ]
+        );
         // A file without 8001 drops its drain, with a line.
         let fewer = load_str(&CONF.replace("8001", "8009")).config;
         let (_, notes) = o.apply(&fewer).unwrap();

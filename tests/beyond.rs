@@ -569,3 +569,34 @@ fn slow_start_ramps_the_weight_and_drain_keeps_a_failed_server_at_zero_first() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn an_edit_leaves_tracked_files_as_they_are() {
+    let (dir, conf, sock) = setup("edit-init-file");
+    let tracked = dir.join("tracked");
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n    status_socket {}\n}}\n\
+             track_file tf {{\n    file {}\n    init_file 0 overwrite\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n\
+             \x20   real_server 127.0.0.1 8001 {{\n    }}\n}}\n",
+            sock.display(),
+            tracked.display()
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    assert_eq!(std::fs::read_to_string(&tracked).unwrap(), "0\n");
+    // Someone writes the tracked file; an edit must not put init_file's
+    // value back (a reload would: keepalived's rule).
+    std::fs::write(&tracked, "5\n").unwrap();
+    let (ok, out, err) = control(&sock, "weight [192.0.2.1]:tcp:80 [127.0.0.1]:tcp:8001 3");
+    assert!(ok && out.contains("-w 3"), "{out}{err}");
+    assert_eq!(std::fs::read_to_string(&tracked).unwrap(), "5\n");
+    kill(Pid::from_raw(d.child.id() as i32), Signal::SIGHUP).unwrap();
+    d.log_until("reload: ");
+    assert_eq!(std::fs::read_to_string(&tracked).unwrap(), "0\n");
+    let _ = std::fs::remove_dir_all(dir);
+}

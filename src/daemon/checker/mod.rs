@@ -417,9 +417,12 @@ pub async fn serve<B: Backend>(
             reload_started.elapsed().as_secs_f64()
         );
         let cfg = &cur.config;
-        // init_file again, before the files are read (at start the shell
-        // wrote them, before either side ran).
-        crate::check::file::init_files(cfg);
+        // init_file again at a reload, before the files are read (at start
+        // the shell wrote them, before either side ran); an operator's edit
+        // is no reload of the file: the tracked files keep their values.
+        if edit.is_none() {
+            crate::check::file::init_files(cfg);
+        }
         checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter(), graceful);
         checking.quorum_after_reload(&carry, cfg);
         log::debug!(

@@ -600,3 +600,41 @@ fn an_edit_leaves_tracked_files_as_they_are() {
     assert_eq!(std::fs::read_to_string(&tracked).unwrap(), "0\n");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn plan_shows_a_removed_server_drained_as_the_reload_drains_it() {
+    let (dir, conf, sock) = setup("plan-drain");
+    let text = |ports: &[u16]| {
+        let mut t = format!(
+            "global_defs {{\n    status_socket {}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n    lb_algo rr\n    lb_kind NAT\n    protocol TCP\n    drain_timeout 30\n",
+            sock.display()
+        );
+        for p in ports {
+            t.push_str(&format!("    real_server 127.0.0.1 {p} {{\n    }}\n"));
+        }
+        t + "}\n"
+    };
+    std::fs::write(&conf, text(&[8001, 8002])).unwrap();
+    let d = Daemon::start(&conf);
+    d.log_until("Startup complete");
+    let new = dir.join("new.conf");
+    std::fs::write(&new, text(&[8001])).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_keepalived"))
+        .args(["--plan", "--status-socket"])
+        .arg(&sock)
+        .arg("-f")
+        .arg(&new)
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        plan.lines()
+            .filter(|l| l.starts_with("ipvsadm"))
+            .collect::<Vec<_>>(),
+        ["ipvsadm -e -t 192.0.2.1:80 -r 127.0.0.1:8002 -m -w 0"],
+        "{plan}"
+    );
+    drop(d);
+    let _ = std::fs::remove_dir_all(dir);
+}

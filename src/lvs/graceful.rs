@@ -56,7 +56,7 @@ pub enum DrainEnd {
 }
 
 /// Who ramps and who drains.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Graceful {
     ramps: Vec<(RsKey, Instant, Duration)>,
     drains: Vec<Drain>,

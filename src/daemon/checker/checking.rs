@@ -289,8 +289,14 @@ impl Checking {
         // them.
         let edited = overlay.clone().apply(&loaded.config).map(|(c, _)| c);
         let new_cfg = edited.as_ref().unwrap_or(&loaded.config);
-        let (_, _, health) = plan_start(new_cfg, opts, &carry, HashMap::new());
-        let ops = rec.preview(&desired(new_cfg, &health));
+        let (_, _, mut health) = plan_start(new_cfg, opts, &carry, HashMap::new());
+        // Drains (extension) as the reload would keep them.
+        let mut graceful = self.graceful.clone();
+        graceful.removed(cfg, new_cfg, rec.expected(), now());
+        graceful.reapply(new_cfg, &mut health, now());
+        let mut table = desired(new_cfg, &health);
+        graceful.add_leftovers(&mut table);
+        let ops = rec.preview(&table);
         let mut out = format!(
             "# a reload of {} would make {} IPVS operation(s)\n",
             file.display(),

@@ -16,7 +16,8 @@ use crate::config::model::{Config, VirtualServer};
 use crate::config::validate::format_vs;
 use crate::health::{Effect, Health, RsHealth, RsKey, Transition, RAMP_FULL};
 use crate::ipvs::table::{Dest, DestKey, ServiceKey, Table};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,8 +52,6 @@ pub enum DrainEnd {
     Drained,
     /// `drain_timeout` passed with this many active connections.
     TimedOut(u32),
-    /// The server came back (a failed one) or was added again.
-    Back,
 }
 
 /// Who ramps and who drains.
@@ -67,18 +66,41 @@ fn rs_key(vs: &VirtualServer, ri: usize) -> Option<RsKey> {
     Some(RsKey::of(&Arc::from(format_vs(vs)), rs))
 }
 
-/// Where real server `k` is in `cfg`: (virtual server, real server).
-fn find(cfg: &Config, k: &RsKey) -> Option<(usize, usize)> {
-    cfg.virtual_servers.iter().enumerate().find_map(|(vi, v)| {
-        if *format_vs(v) != *k.vs {
-            return None;
+/// The virtual servers of a configuration by keepalived's name, made once
+/// per call, so that finding a real server is not a walk over every
+/// virtual server's name.
+struct Places<'c> {
+    cfg: &'c Config,
+    by_name: BTreeMap<String, usize>,
+}
+
+impl<'c> Places<'c> {
+    fn of(cfg: &'c Config) -> Places<'c> {
+        Places {
+            cfg,
+            by_name: cfg
+                .virtual_servers
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format_vs(v), i))
+                .collect(),
         }
-        let ri = v
+    }
+
+    /// Virtual server `name`.
+    fn vs(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Where real server `k` is: (virtual server, real server).
+    fn find(&self, k: &RsKey) -> Option<(usize, usize)> {
+        let vi = self.vs(&k.vs)?;
+        let ri = self.cfg.virtual_servers[vi]
             .real_servers
             .iter()
             .position(|r| r.ip == k.ip && r.port == k.port)?;
         Some((vi, ri))
-    })
+    }
 }
 
 fn dur(us: Option<u64>) -> Option<Duration> {
@@ -89,11 +111,6 @@ impl Graceful {
     /// Nothing ramps or drains: no tick needed.
     pub fn is_idle(&self) -> bool {
         self.ramps.is_empty() && self.drains.is_empty()
-    }
-
-    /// Real servers drained now, with when they started.
-    pub fn drains(&self) -> &[Drain] {
-        &self.drains
     }
 
     /// A report's transitions: a server coming up starts its slow start
@@ -148,24 +165,31 @@ impl Graceful {
     /// `drain_timeout`, stay in at weight 0 while they drain. `kernel` is
     /// the table before the reload.
     pub fn removed(&mut self, old: &Config, new: &Config, kernel: &Table, now: Instant) {
-        let kept: BTreeMap<String, usize> = new
-            .virtual_servers
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format_vs(v), i))
-            .collect();
+        let kept = Places::of(new);
         for (vi, v) in old.virtual_servers.iter().enumerate() {
-            let Some(&ni) = kept.get(&format_vs(v)) else {
+            let name: Arc<str> = format_vs(v).into();
+            let Some(ni) = kept.vs(&name) else {
                 continue;
             };
-            let Some(timeout) = dur(new.virtual_servers[ni].drain_timeout) else {
+            let nv = &new.virtual_servers[ni];
+            let Some(timeout) = dur(nv.drain_timeout) else {
                 continue;
             };
-            for ri in 0..v.real_servers.len() {
-                let k = rs_key(v, ri).expect("a real server of v");
-                if find(new, &k).is_some() || self.drains.iter().any(|d| d.rs == k) {
+            // Once per virtual server: the new one's servers, and those
+            // draining already.
+            let still: HashSet<(IpAddr, u16)> =
+                nv.real_servers.iter().map(|r| (r.ip, r.port)).collect();
+            let draining: HashSet<(IpAddr, u16)> = self
+                .drains
+                .iter()
+                .filter(|d| d.rs.vs == name)
+                .map(|d| (d.rs.ip, d.rs.port))
+                .collect();
+            for (ri, rs) in v.real_servers.iter().enumerate() {
+                if still.contains(&(rs.ip, rs.port)) || draining.contains(&(rs.ip, rs.port)) {
                     continue;
                 }
+                let k = RsKey::of(&name, rs);
                 let left: Vec<(ServiceKey, Dest)> = super::desired::rs_dest_keys(old, vi, ri)
                     .into_iter()
                     .filter_map(|(svc, dk)| {
@@ -191,8 +215,9 @@ impl Graceful {
     /// longer fits, leaves its list; a removed server added again stops
     /// draining).
     pub fn reapply(&mut self, cfg: &Config, health: &mut Health, now: Instant) {
+        let places = Places::of(cfg);
         let at = |health: &mut Health, k: &RsKey| -> Option<(usize, usize, RsHealth)> {
-            let (vi, ri) = find(cfg, k)?;
+            let (vi, ri) = places.find(k)?;
             Some((vi, ri, *health.vs.get(vi)?.rs.get(ri)?))
         };
         self.ramps.retain(|(k, since, len)| match at(health, k) {
@@ -232,10 +257,11 @@ impl Graceful {
     /// The services whose connection counts the next [`Graceful::tick`]
     /// needs, per draining server: those of its entries.
     pub fn services_to_count(&self, cfg: &Config) -> BTreeSet<ServiceKey> {
+        let places = Places::of(cfg);
         let mut out = BTreeSet::new();
         for d in &self.drains {
             if d.left.is_empty() {
-                if let Some((vi, ri)) = find(cfg, &d.rs) {
+                if let Some((vi, ri)) = places.find(&d.rs) {
                     out.extend(
                         super::desired::rs_dest_keys(cfg, vi, ri)
                             .into_iter()
@@ -260,9 +286,10 @@ impl Graceful {
         now: Instant,
         conns: &BTreeMap<(ServiceKey, DestKey), u32>,
     ) -> (BTreeSet<usize>, Vec<(RsKey, DrainEnd)>) {
+        let places = Places::of(cfg);
         let mut touched = BTreeSet::new();
         self.ramps.retain(|(k, since, len)| {
-            let Some((vi, ri)) = find(cfg, k) else {
+            let Some((vi, ri)) = places.find(k) else {
                 return false;
             };
             let r = ramp(now.saturating_duration_since(*since), *len);
@@ -275,7 +302,7 @@ impl Graceful {
         });
         let mut ended = Vec::new();
         self.drains.retain(|d| {
-            let place = find(cfg, &d.rs);
+            let place = places.find(&d.rs);
             let keys: Vec<(ServiceKey, DestKey)> = match place {
                 Some((vi, ri)) if d.left.is_empty() => super::desired::rs_dest_keys(cfg, vi, ri),
                 _ => d.left.iter().map(|(s, dest)| (*s, dest.key())).collect(),
@@ -294,13 +321,7 @@ impl Graceful {
             }
             if !d.left.is_empty() {
                 // A removed server's virtual server, to program it without.
-                if let Some(vi) = cfg
-                    .virtual_servers
-                    .iter()
-                    .position(|v| *format_vs(v) == *d.rs.vs)
-                {
-                    touched.insert(vi);
-                }
+                touched.extend(places.vs(&d.rs.vs));
             }
             ended.push((d.rs.clone(), end));
             false

@@ -49,7 +49,6 @@ pub(super) async fn ease<B: Backend>(
                 "drain of {name} in VS {}: drain_timeout passed with {n} active connection(s) - taking it out",
                 rs.vs
             ),
-            DrainEnd::Back => {}
         }
     }
     if touched.is_empty() {

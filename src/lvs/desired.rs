@@ -379,25 +379,27 @@ pub fn rs_dest_keys(cfg: &Config, vi: usize, ri: usize) -> Vec<(ServiceKey, Dest
     };
     slots(vs, cfg, vs_family(vs, cfg))
         .iter()
-        .map(|slot| {
-            let d = dest(rs.ip, rs.port, rs.method(), slot, 0, 0, 0);
-            (slot.key, d.key())
-        })
+        .map(|slot| (slot.key, dest_key(rs, slot)))
         .collect()
+}
+
+/// The key real server `rs` has among `slot`'s destinations.
+fn dest_key(rs: &RealServer, slot: &Slot) -> DestKey {
+    dest(rs.ip, rs.port, rs.method(), slot, 0, 0, 0).key()
 }
 
 /// The weights real server `ri` of virtual server `vi` has in `table`, one
 /// per service of the virtual server (`None` where it is absent).
 pub fn rs_weights_in(cfg: &Config, vi: usize, ri: usize, table: &Table) -> Vec<Option<u32>> {
-    let Some(vs) = cfg.virtual_servers.get(vi) else {
-        return Vec::new();
-    };
-    let Some(rs) = vs.real_servers.get(ri) else {
-        return Vec::new();
-    };
-    slots(vs, cfg, vs_family(vs, cfg))
+    rs_dest_keys(cfg, vi, ri)
         .iter()
-        .map(|slot| dest_weight(rs, slot, table))
+        .map(|(svc, key)| {
+            table
+                .services
+                .get(svc)
+                .and_then(|s| s.dests.get(key))
+                .map(|d| d.weight)
+        })
         .collect()
 }
 
@@ -417,8 +419,7 @@ pub fn kernel_weights(cfg: &Config, vi: usize, table: &Table) -> Vec<Option<u32>
 }
 
 fn dest_weight(rs: &RealServer, slot: &Slot, table: &Table) -> Option<u32> {
-    let method = rs.method();
-    let key = dest(rs.ip, rs.port, method, slot, 0, 0, 0).key();
+    let key = dest_key(rs, slot);
     table
         .services
         .get(&slot.key)

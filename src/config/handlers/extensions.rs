@@ -51,37 +51,31 @@ fn ext_rest(p: P, w: &[Word], i: usize, hint: &str) -> Option<String> {
 }
 
 /// Reads word 1 as a count in 1..=[`COUNT_MAX`].
-fn count(p: P, w: &[Word], keyword: &str, hint: &str) -> Result<Option<u32>, MissingParam> {
-    let Some(s) = ext_arg(p, w, 1, hint) else {
-        return Ok(None);
-    };
+fn count(p: P, w: &[Word], keyword: &str, hint: &str) -> Option<u32> {
+    let s = ext_arg(p, w, 1, hint)?;
     match s.parse::<u32>() {
-        Ok(n) if (1..=COUNT_MAX).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => {
-            Ok(Some(n))
-        }
+        Ok(n) if (1..=COUNT_MAX).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => Some(n),
         _ => {
             p.err_hint(
                 ErrClass::InvalidNumber,
                 format!("{keyword} '{s}' invalid - must be a whole number from 1 to {COUNT_MAX}; ignoring"),
                 hint,
             );
-            Ok(None)
+            None
         }
     }
 }
 
 /// Reads word 1 as seconds (decimals allowed), returned in µs.
-fn interval(p: P, w: &[Word], keyword: &str) -> Result<Option<u64>, MissingParam> {
-    let Some(s) = ext_arg(p, w, 1, INTERVAL_HINT) else {
-        return Ok(None);
-    };
+fn interval(p: P, w: &[Word], keyword: &str) -> Option<u64> {
+    let s = ext_arg(p, w, 1, INTERVAL_HINT)?;
     let v = s
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && (INTERVAL_MIN..=INTERVAL_MAX).contains(v))
         .filter(|_| s.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
     match v {
-        Some(v) => Ok(Some((v * 1e6).round() as u64)),
+        Some(v) => Some((v * 1e6).round() as u64),
         None => {
             p.err_hint(
                 ErrClass::InvalidNumber,
@@ -90,12 +84,10 @@ fn interval(p: P, w: &[Word], keyword: &str) -> Result<Option<u64>, MissingParam
                 ),
                 INTERVAL_HINT,
             );
-            Ok(None)
+            None
         }
     }
 }
-
-type MissingParam = crate::config::parser::MissingParameter;
 
 const INTERVAL_HINT: &str = "write seconds, with decimals if needed, e.g. `1` or `0.5`";
 
@@ -139,7 +131,7 @@ fn both_written(p: P, which_ignored: &str) {
 }
 
 fn healthy_threshold(p: P, w: &[Word], level: Level) -> HandlerResult {
-    if let Some(n) = count(p, w, "healthy_threshold", RISE_HINT)? {
+    if let Some(n) = count(p, w, "healthy_threshold", RISE_HINT) {
         if let Some(t) = thresholds(p, level) {
             t.healthy_threshold = Some(n);
         }
@@ -148,7 +140,7 @@ fn healthy_threshold(p: P, w: &[Word], level: Level) -> HandlerResult {
 }
 
 fn unhealthy_threshold(p: P, w: &[Word], level: Level) -> HandlerResult {
-    if let Some(n) = count(p, w, "unhealthy_threshold", FALL_HINT)? {
+    if let Some(n) = count(p, w, "unhealthy_threshold", FALL_HINT) {
         if retry_of(p, level).is_some() {
             both_written(p, "unhealthy_threshold");
             return Ok(());
@@ -161,7 +153,7 @@ fn unhealthy_threshold(p: P, w: &[Word], level: Level) -> HandlerResult {
 }
 
 fn fast_interval(p: P, w: &[Word], level: Level) -> HandlerResult {
-    if let Some(us) = interval(p, w, "fast_interval")? {
+    if let Some(us) = interval(p, w, "fast_interval") {
         if let Some(t) = thresholds(p, level) {
             t.fast_interval = Some(us);
         }
@@ -170,7 +162,7 @@ fn fast_interval(p: P, w: &[Word], level: Level) -> HandlerResult {
 }
 
 fn down_interval(p: P, w: &[Word], level: Level) -> HandlerResult {
-    if let Some(us) = interval(p, w, "down_interval")? {
+    if let Some(us) = interval(p, w, "down_interval") {
         if let Some(t) = thresholds(p, level) {
             t.down_interval = Some(us);
         }
@@ -398,7 +390,7 @@ pub fn url_expect_header(p: P, w: &[Word]) -> HandlerResult {
 
 /// `slow_start SECONDS` (virtual server).
 pub fn vs_slow_start(p: P, w: &[Word]) -> HandlerResult {
-    if let Some(us) = interval(p, w, "slow_start")? {
+    if let Some(us) = interval(p, w, "slow_start") {
         if let Some(v) = vs(p) {
             v.slow_start = Some(us);
         }
@@ -408,7 +400,7 @@ pub fn vs_slow_start(p: P, w: &[Word]) -> HandlerResult {
 
 /// `drain_timeout SECONDS` (virtual server).
 pub fn vs_drain_timeout(p: P, w: &[Word]) -> HandlerResult {
-    if let Some(us) = interval(p, w, "drain_timeout")? {
+    if let Some(us) = interval(p, w, "drain_timeout") {
         if let Some(v) = vs(p) {
             v.drain_timeout = Some(us);
         }

@@ -287,7 +287,7 @@ pub async fn serve<B: Backend>(
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
     drift.tick().await;
-    let mut state_written = std::time::Instant::now();
+    let mut state_written = tokio::time::Instant::now();
     // The file's model (`cur` is it with the operator's edits applied).
     let mut base = cur.clone();
     let mut overlay = Overlay::default();
@@ -381,7 +381,7 @@ pub async fn serve<B: Backend>(
                         cur.config.global_defs.state_file_interval.unwrap_or(STATE_FILE_INTERVAL),
                     );
                     if state_written.elapsed() >= every {
-                        state_written = std::time::Instant::now();
+                        state_written = tokio::time::Instant::now();
                         let doc = checking.state_document(&cur.config);
                         let file = PathBuf::from(file);
                         tokio::task::spawn_blocking(move || write_state(&file, &doc));

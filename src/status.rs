@@ -271,13 +271,13 @@ pub fn checker_words(v: &View, vi: usize, ri: usize) -> Vec<&'static str> {
         .iter()
         .enumerate()
         .filter_map(|(n, &id)| {
-            let st = v.board.get(id)?;
             let sub = crate::check::engine::Subscriber {
                 vs: vi,
                 rs: ri,
                 checker: n,
             };
-            Some(checker_state(v.tracker.checker_up(&sub), &st))
+            let up = v.tracker.checker_up(&sub);
+            v.board.read(id, |st| checker_state(up, st))
         })
         .collect()
 }

@@ -169,6 +169,12 @@ impl Board {
         self.checks.get(id).map(|m| lock(m).clone())
     }
 
+    /// What `f` reads of check `id`'s status, without a copy of it (a
+    /// scrape reads tens of thousands).
+    pub fn read<T>(&self, id: usize, f: impl FnOnce(&CheckStatus) -> T) -> Option<T> {
+        self.checks.get(id).map(|m| f(&lock(m)))
+    }
+
     /// The probes' totals per checker type planned.
     pub fn totals(&self) -> Vec<(&'static str, TypeTotals)> {
         lock(&self.totals).clone()

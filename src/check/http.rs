@@ -304,8 +304,14 @@ impl Response {
     }
 
     /// The MD5 of the body (bounded by Content-Length).
-    pub fn digest(self) -> Option<[u8; 16]> {
-        self.md5.map(|m| m.finalize().into())
+    pub fn digest(mut self) -> Option<[u8; 16]> {
+        self.take_digest()
+    }
+
+    /// The MD5 of the body, the rest of the response kept (the verdict
+    /// reads its body and headers after the digest).
+    fn take_digest(&mut self) -> Option<[u8; 16]> {
+        self.md5.take().map(|m| m.finalize().into())
     }
 
     /// `http_handle_response()`'s verdict, in its order.
@@ -338,8 +344,7 @@ impl Response {
             }
         });
         if let Some(want) = url.digest {
-            let got: Option<[u8; 16]> = self.md5.take().map(|m| m.finalize().into());
-            if got != Some(want) {
+            if self.take_digest() != Some(want) {
                 return Err(Failure::Protocol("MD5 digest error to".into()));
             }
         }

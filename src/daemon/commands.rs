@@ -167,14 +167,7 @@ pub fn control(
     }
     let sock = status_socket(opts, path, load_opts);
     match crate::control::client(&sock, line) {
-        Ok(a) if a.starts_with("error:") => {
-            eprint!("{a}");
-            ExitCode::from(1)
-        }
-        Ok(a) => {
-            print!("{a}");
-            ExitCode::SUCCESS
-        }
+        Ok(a) => print_answer(&a),
         Err(e) => {
             eprintln!(
                 "cannot reach the daemon's status socket {}: {e}",
@@ -182,6 +175,18 @@ pub fn control(
             );
             ExitCode::from(1)
         }
+    }
+}
+
+/// The daemon's answer: an `error:` on standard error (exit 1), anything
+/// else on standard output.
+fn print_answer(a: &str) -> ExitCode {
+    if a.starts_with("error:") {
+        eprint!("{a}");
+        ExitCode::from(1)
+    } else {
+        print!("{a}");
+        ExitCode::SUCCESS
     }
 }
 
@@ -239,14 +244,7 @@ pub fn plan(opts: &Options, path: &std::path::Path, loaded: Loaded) -> ExitCode 
         loaded.config.global_defs.status_socket.as_deref(),
     );
     match control::client(&sock, &format!("plan {}", abs.display())) {
-        Ok(a) if a.starts_with("error:") => {
-            eprint!("{a}");
-            ExitCode::from(1)
-        }
-        Ok(a) => {
-            print!("{a}");
-            ExitCode::SUCCESS
-        }
+        Ok(a) => print_answer(&a),
         Err(e) => {
             eprintln!(
                 "no daemon answers on {} ({e}); comparing with the kernel's table",

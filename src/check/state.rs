@@ -75,7 +75,7 @@ pub fn document(cfg: &Config, plan: &Plan, board: &Board, health: &Health, now: 
                 .filter_map(|&id| {
                     Some(SavedChecker {
                         kind: plan.checks.get(id)?.kind.type_name().to_string(),
-                        start: board.get(id)?.now,
+                        start: board.read(id, |s| s.now)?,
                     })
                 })
                 .collect();

@@ -480,7 +480,12 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
             }
             if !vs_thresholds.is_empty() {
                 let own = cm.thresholds.as_deref().cloned().unwrap_or_default();
-                cm.thresholds = Some(Box::new(own.or(&vs_thresholds)));
+                let mut merged = own.or(&vs_thresholds);
+                // The virtual server's unhealthy_threshold reached the
+                // checker as `retry` (a real server's `retry` before it):
+                // only the checker's own is kept beside its retry.
+                merged.unhealthy_threshold = own.unhealthy_threshold;
+                cm.thresholds = Some(Box::new(merged));
             }
             cm.connect_ip.get_or_insert(ip);
             cm.connect_port.get_or_insert(rs_line_port);

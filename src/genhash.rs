@@ -7,7 +7,8 @@
 //! standard output and failures of the fetch still exit 0.
 
 use crate::check::conn::{ConnOpts, Failure};
-use crate::check::http::{host_header, request, HttpProbe, Response, Tls, UrlSpec};
+use crate::check::http::{host_header, request, HttpProbe, Response, UrlSpec};
+use crate::check::tls::Tls;
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;

@@ -28,4 +28,5 @@ pub mod smtp_alert;
 pub mod state;
 pub mod syn;
 pub mod tcp;
+pub mod tls;
 pub mod udp;

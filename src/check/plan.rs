@@ -11,8 +11,9 @@
 use super::conn::ConnOpts;
 use super::dns::DnsProbe;
 use super::file::{self, FileState};
-use super::http::{HttpProbe, Tls};
+use super::http::HttpProbe;
 use super::misc::{RunAs, ScriptSpec};
+use super::tls::Tls;
 use super::udp::UdpProbe;
 use crate::config::model::{Checker, Config, RealServer, VirtualServer};
 use crate::health::retry::RetryFamily;

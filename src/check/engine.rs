@@ -21,9 +21,8 @@ pub use super::plan::{
 };
 pub use super::prober::{Done, NetProber, Outcome, Prober};
 use super::schedule::{Schedule, Verdict};
+use super::timeline::Timeline;
 pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +50,7 @@ impl Engine {
         let board = Arc::new(Board::new(plan));
         let now = Instant::now();
         let mut files = Vec::new();
-        let mut queue = BinaryHeap::with_capacity(plan.checks.len());
+        let mut firsts = Vec::with_capacity(plan.checks.len());
         let mut schedules = Vec::with_capacity(plan.checks.len());
         for (i, c) in plan.checks.iter().enumerate() {
             if let ProbeKind::File { .. } = c.kind {
@@ -62,17 +61,17 @@ impl Engine {
             // register_checkers_thread(): 1 s plus a random part of warmup.
             let first = now + Duration::from_secs(1) + jitter.upto(c.timing.warmup);
             board.update(i, |b| b.next_run = Some(first));
-            queue.push(Reverse((first, i)));
+            firsts.push((first, i));
             schedules.push(Some(Schedule::new(i, c)));
         }
-        if !queue.is_empty() {
+        if !firsts.is_empty() {
             let (done, done_rx) = mpsc::unbounded_channel();
             let s = Scheduler {
                 done,
                 done_rx,
                 checks: plan.checks.clone(),
                 schedules,
-                queue,
+                queue: Timeline::from_unsorted(firsts),
                 prober,
                 tx: tx.clone(),
                 board: board.clone(),
@@ -112,8 +111,8 @@ struct Scheduler {
     checks: Arc<[Planned]>,
     /// Per check (`None`: a FILE_CHECK, watched elsewhere).
     schedules: Vec<Option<Schedule>>,
-    /// (when, check), earliest first.
-    queue: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// When each check runs next, earliest first.
+    queue: Timeline<Instant, usize>,
     prober: Arc<dyn Prober>,
     /// Where probes launched without a task of their own end.
     done: mpsc::UnboundedSender<Done>,
@@ -126,18 +125,26 @@ impl Scheduler {
     async fn run(mut self) {
         // Dropped with the scheduler (a halt): every probe out is aborted.
         let mut out: JoinSet<Ran> = JoinSet::new();
+        // One timer, moved only when the earliest run changes: a probe's
+        // end wakes this loop without registering a timer again. Not
+        // polled while nothing is queued.
+        let timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(timer);
+        let mut armed = None;
         loop {
-            let next = self.queue.peek().map(|Reverse((at, _))| *at);
+            let next = self.queue.peek();
+            if let Some(at) = next.filter(|_| next != armed) {
+                timer.as_mut().reset(at);
+            }
+            armed = next;
             tokio::select! {
-                _ = sleep_until(next) => {
+                () = &mut timer, if armed.is_some() => {
                     let now = Instant::now();
-                    while let Some(&Reverse((at, id))) = self.queue.peek() {
-                        if at > now {
-                            break;
-                        }
-                        self.queue.pop();
+                    while let Some((_, id)) = self.queue.pop_due(now) {
                         self.launch(&mut out, id);
                     }
+                    // Fired: armed again at the next turn whatever comes.
+                    armed = None;
                 }
                 Some((id, r, started, ended)) = self.done_rx.recv() => {
                     self.observe(id, r.map(|()| None), started, ended);
@@ -219,15 +226,7 @@ impl Scheduler {
         for (change, reason) in step.changes {
             send(&self.tx, id, change, reason);
         }
-        self.queue.push(Reverse((next, id)));
-    }
-}
-
-/// Sleeps until `at`; for ever without one.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+        self.queue.push(next, id);
     }
 }
 

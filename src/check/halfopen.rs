@@ -20,13 +20,12 @@
 
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};
+use super::timeline::Timeline;
+use crate::health::FxMap;
 use nix::sys::socket::{
     recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -71,7 +70,7 @@ impl Key {
 /// A destination with the device and mark its route is looked up with.
 type RouteKey = (IpAddr, Option<Box<str>>, Option<u32>);
 /// The source address the kernel picks per destination and options.
-type Routes = Arc<Mutex<HashMap<RouteKey, IpAddr>>>;
+type Routes = Arc<Mutex<FxMap<RouteKey, IpAddr>>>;
 /// A probe in flight: its SYN's sequence number, and who waits.
 type Pending = (u32, Waiter);
 
@@ -79,9 +78,9 @@ type Pending = (u32, Waiter);
 /// result, when it started and ended.
 pub type Done = (usize, Result<(), Failure>, Instant, Instant);
 
-/// When a launched probe times out: (when, destination, our port, its
+/// A launched probe, by when it times out: (destination, our port, its
 /// sequence number).
-type Deadline = (Instant, SocketAddr, u16, u32);
+type Deadline = (SocketAddr, u16, u32);
 
 /// Who waits for a probe's answer.
 enum Waiter {
@@ -116,7 +115,7 @@ fn refused() -> Failure {
 /// The half-open prober: its sources, opened at first need.
 #[derive(Default)]
 pub struct HalfOpen {
-    sources: Mutex<HashMap<Key, Option<Arc<Source>>>>,
+    sources: Mutex<FxMap<Key, Option<Arc<Source>>>>,
     routes: Routes,
     seq: AtomicU64,
 }
@@ -130,11 +129,12 @@ struct Source {
     /// already taken: then we send the RST.
     _held: Vec<Socket>,
     own_rst: bool,
-    inflight: Mutex<HashMap<(SocketAddr, u16), Pending>>,
-    /// Launched probes' deadlines, earliest first: (when, destination,
-    /// port, sequence number). An entry whose probe was answered is passed
-    /// over when it comes due.
-    deadlines: Mutex<BinaryHeap<Reverse<Deadline>>>,
+    /// Keyed by (destination, our port): the keys are the configuration's
+    /// destinations (a reply only looks one up), so the fast hash serves.
+    inflight: Mutex<FxMap<(SocketAddr, u16), Pending>>,
+    /// Launched probes by their deadline, earliest first. An entry whose
+    /// probe was answered is passed over when it comes due.
+    deadlines: Mutex<Timeline<Instant, Deadline>>,
     /// Wakes the timeout task when a deadline earlier than all others came.
     earlier: Arc<Notify>,
     routes: Routes,
@@ -275,8 +275,8 @@ impl HalfOpen {
         let deadline = started + c.timeout;
         {
             let mut d = src.deadlines.lock().expect("deadlines");
-            let first = d.peek().is_none_or(|Reverse((t, ..))| deadline < *t);
-            d.push(Reverse((deadline, c.dst, port, seq)));
+            let first = d.peek().is_none_or(|t| deadline < t);
+            d.push(deadline, (c.dst, port, seq));
             if first {
                 src.earlier.notify_one();
             }
@@ -499,8 +499,8 @@ impl Source {
             hi,
             _held: held,
             own_rst,
-            inflight: Mutex::new(HashMap::new()),
-            deadlines: Mutex::new(BinaryHeap::new()),
+            inflight: Mutex::new(FxMap::default()),
+            deadlines: Mutex::new(Timeline::new()),
             earlier: earlier.clone(),
             routes,
             tx,
@@ -704,14 +704,10 @@ async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Notify>) {
             let mut expired = Vec::new();
             let next = {
                 let mut d = s.deadlines.lock().expect("deadlines");
-                while let Some(&Reverse((at, dst, port, seq))) = d.peek() {
-                    if at > now {
-                        break;
-                    }
-                    d.pop();
-                    expired.push((dst, port, seq));
+                while let Some((_, e)) = d.pop_due(now) {
+                    expired.push(e);
                 }
-                d.peek().map(|Reverse((at, ..))| *at)
+                d.peek()
             };
             for (dst, port, seq) in expired {
                 let w = {

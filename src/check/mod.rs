@@ -4,7 +4,7 @@
 //! resolves the configuration's checkers; [`engine`] runs them, one task
 //! each, on the pure step function of [`schedule`], writing [`board`] and
 //! reporting changes to the daemon, which turns them into IPVS changes and
-//! [`notify`] calls. The probes are behind [`prober`]: one module per
+//! [`notify`] calls; [`timeline`] orders the runs. The probes are behind [`prober`]: one module per
 //! checker type ([`tcp`], [`http`] for HTTP_GET and SSL_GET, [`misc`],
 //! [`udp`], [`ping`], [`dns`], [`smtp`], [`file`]) over the shared socket
 //! options of [`conn`]. [`jitter`] spreads the first runs.
@@ -28,5 +28,6 @@ pub mod smtp_alert;
 pub mod state;
 pub mod syn;
 pub mod tcp;
+pub mod timeline;
 pub mod tls;
 pub mod udp;

@@ -71,8 +71,17 @@ impl Owned {
     pub fn extend(&mut self, table: &Table) {
         for (k, ts) in &table.services {
             self.services.insert(*k);
-            if !ts.dests.is_empty() {
-                self.dests.entry(*k).or_default().extend(ts.dests.keys());
+            if ts.dests.is_empty() {
+                continue;
+            }
+            match self.dests.entry(*k) {
+                // Built at once: packed nodes (see `Table::compact`).
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(ts.dests.keys().copied().collect());
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    o.get_mut().extend(ts.dests.keys());
+                }
             }
         }
     }

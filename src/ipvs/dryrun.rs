@@ -76,7 +76,8 @@ impl Backend for DryRun {
     }
 
     async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
-        ops.iter()
+        let results = ops
+            .iter()
             .map(|op| {
                 log::info!("dry-run: ipvsadm {op}");
                 self.applied += 1;
@@ -88,7 +89,11 @@ impl Backend for DryRun {
                     errno: r.errno(),
                 })
             })
-            .collect()
+            .collect();
+        if self.table.worth_compacting(ops.len()) {
+            self.table.compact();
+        }
+        results
     }
 
     async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {

@@ -386,10 +386,9 @@ impl IpvsHandle {
                 service: s,
                 dests: Default::default(),
             });
-            for d in dests {
-                ts.dests.insert(d.key(), d);
-            }
+            ts.dests.extend(dests.into_iter().map(|d| (d.key(), d)));
         }
+        t.compact();
         Ok(t)
     }
 

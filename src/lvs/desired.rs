@@ -365,6 +365,8 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
             }
         }
     }
+    // Kept for as long as it is the desired table: packed.
+    t.compact();
     t
 }
 

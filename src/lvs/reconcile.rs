@@ -259,6 +259,9 @@ impl<B: Backend> Reconciler<B> {
                     }
                 }
             }
+            if self.expected.worth_compacting(ops.len()) {
+                self.expected.compact();
+            }
             if !retries.is_empty() {
                 report.sent += retries.len();
                 for (op, res) in retries.iter().zip(self.backend.apply(&retries).await) {

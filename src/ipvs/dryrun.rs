@@ -6,7 +6,7 @@
 //! by the daemon shell in place of [`super::netlink`].
 
 use super::diff::{apply, Op};
-use super::{Backend, IpvsError, SyncDaemon, Table, Timeouts};
+use super::{Backend, Dest, IpvsError, Service, ServiceKey, SyncDaemon, Table, Timeouts};
 
 /// An in-memory IPVS table.
 #[derive(Debug, Default)]
@@ -73,6 +73,23 @@ impl Backend for DryRun {
 
     async fn dump(&mut self) -> Result<Table, IpvsError> {
         Ok(self.table.clone())
+    }
+
+    async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
+        Ok(self
+            .table
+            .services
+            .values()
+            .map(|ts| ts.service.clone())
+            .collect())
+    }
+
+    async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError> {
+        Ok(self
+            .table
+            .services
+            .get(svc)
+            .map(|ts| ts.dests.values().cloned().collect()))
     }
 
     async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {

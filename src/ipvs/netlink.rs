@@ -616,6 +616,18 @@ impl Backend for IpvsHandle {
         self.table().await
     }
 
+    async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
+        IpvsHandle::services(self).await
+    }
+
+    async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError> {
+        match self.dest_entries(svc, dest_from_attrs).await {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.errno() == Some(Errno::ESRCH as i32) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
         self.batch(ops).await
     }

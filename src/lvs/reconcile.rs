@@ -10,7 +10,7 @@
 
 use crate::config::model::FlushOnStop;
 use crate::ipvs::diff::{apply, diff, Op, Owned};
-use crate::ipvs::table::{DestKey, ServiceKey};
+use crate::ipvs::table::{DestKey, ServiceKey, TableService};
 use crate::ipvs::{Backend, IpvsError, Table, Timeouts};
 use nix::errno::Errno;
 
@@ -288,20 +288,59 @@ impl<B: Backend> Reconciler<B> {
         report
     }
 
-    /// Dumps the kernel; if an entry differs from what was programmed
-    /// (someone ran `ipvsadm -C`, a module was reloaded), logs the drift and
-    /// brings the table back to the desired one. Returns the operations sent.
+    /// Reads the kernel's table; if an entry differs from what was
+    /// programmed (someone ran `ipvsadm -C`, a module was reloaded), logs the
+    /// drift and brings the table back to the desired one. Returns the
+    /// operations sent. The table is read one service at a time and compared
+    /// with what was programmed for it: every drift tick
+    /// costs one service's destinations in memory, not a copy of a table of
+    /// tens of thousands; only a drift found reads it whole.
     pub async fn check_drift(&mut self) -> Result<Report, IpvsError> {
-        let current = self.backend.dump().await?;
-        // Drift is a difference from what was programmed, not from what is
-        // wanted: an entry the kernel keeps refusing (a missing scheduler
-        // module) was reported when it failed and is not retried every tick.
-        let probe = diff(&current, &self.expected, &self.owned);
-        if probe.is_empty() {
-            self.expected = current;
+        let mut keys: Vec<ServiceKey> = self.expected.services.keys().copied().collect();
+        let mut services = std::collections::BTreeMap::new();
+        for s in self.backend.services().await? {
+            if !self.expected.services.contains_key(&s.key) {
+                keys.push(s.key);
+            }
+            services.insert(s.key, s);
+        }
+        let mut drifted = false;
+        for k in keys {
+            let mut current = Table::default();
+            if let Some(service) = services.remove(&k) {
+                if let Some(dests) = self.backend.dests_of(&k).await? {
+                    current.services.insert(
+                        k,
+                        TableService {
+                            service,
+                            dests: dests.into_iter().map(|d| (d.key(), d)).collect(),
+                        },
+                    );
+                }
+            }
+            let expected = self.expected.only(&[k]);
+            // Drift is a difference from what was programmed, not from what
+            // is wanted: an entry the kernel keeps refusing (a missing
+            // scheduler module) was reported when it failed and is not
+            // retried every tick.
+            if !diff(&current, &expected, &self.owned).is_empty() {
+                drifted = true;
+                break;
+            }
+            // Others' entries, and what the kernel reports its own way,
+            // are taken as they are.
+            if current != expected {
+                match current.services.remove(&k) {
+                    Some(ts) => self.expected.services.insert(k, ts),
+                    None => self.expected.services.remove(&k),
+                };
+            }
+        }
+        if !drifted {
             return Ok(Report::default());
         }
-        for op in &probe {
+        let current = self.backend.dump().await?;
+        for op in &diff(&current, &self.expected, &self.owned) {
             log::warn!("IPVS: table drifted from the configuration; repairing: ipvsadm {op}");
         }
         self.expected = current;
@@ -488,6 +527,73 @@ mod tests {
         let r = rec.check_drift().await.unwrap();
         assert_eq!(r.sent, 3);
         assert_eq!(rec.backend_mut().table(), &table_of(TWO));
+    }
+
+    /// A dry run that counts its whole-table reads.
+    struct Dumps(DryRun, usize);
+
+    impl Backend for Dumps {
+        fn name(&self) -> &'static str {
+            "dumps"
+        }
+        async fn dump(&mut self) -> Result<Table, IpvsError> {
+            self.1 += 1;
+            self.0.dump().await
+        }
+        async fn services(&mut self) -> Result<Vec<crate::ipvs::Service>, IpvsError> {
+            self.0.services().await
+        }
+        async fn dests_of(
+            &mut self,
+            svc: &ServiceKey,
+        ) -> Result<Option<Vec<crate::ipvs::Dest>>, IpvsError> {
+            self.0.dests_of(svc).await
+        }
+        async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+            self.0.apply(ops).await
+        }
+        async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+            self.0.timeouts().await
+        }
+        async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+            self.0.set_timeouts(t).await
+        }
+        async fn start_daemon(&mut self, d: &crate::ipvs::SyncDaemon) -> Result<(), IpvsError> {
+            self.0.start_daemon(d).await
+        }
+        async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
+            self.0.stop_daemon(state, syncid).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_drift_check_reads_the_table_whole_only_when_it_drifted() {
+        let mut rec = Reconciler::new(Dumps(DryRun::new(), 0));
+        rec.start(table_of(TWO), false, None).await.unwrap();
+        rec.backend_mut().1 = 0;
+        for _ in 0..3 {
+            assert_eq!(rec.check_drift().await.unwrap().sent, 0);
+        }
+        assert_eq!(rec.backend_mut().1, 0, "no drift: read service by service");
+        // Someone else's service is taken as it is, without a repair.
+        let foreign = table_of(
+            "virtual_server 10.9.9.9 81 {\n protocol TCP\n real_server 127.0.0.9 81 {\n }\n}\n",
+        );
+        let ops = crate::ipvs::diff(&Table::default(), &foreign, &Owned::all_of(&foreign));
+        rec.backend_mut().apply(&ops).await;
+        assert_eq!(rec.check_drift().await.unwrap().sent, 0);
+        assert_eq!(rec.backend_mut().1, 0);
+        assert_eq!(rec.expected().services.len(), 2);
+        // One of ours deleted behind our back: read whole, repaired.
+        let (k, ts) = table_of(TWO).services.into_iter().next().unwrap();
+        let d = *ts.dests.keys().next().unwrap();
+        rec.backend_mut().apply(&[Op::DelDest(k, d)]).await;
+        assert_eq!(rec.check_drift().await.unwrap().sent, 1);
+        assert_eq!(rec.backend_mut().1, 1);
+        let mut want = table_of(TWO);
+        want.services.extend(foreign.services);
+        assert_eq!(rec.backend_mut().0.table(), &want);
+        assert_eq!(rec.check_drift().await.unwrap().sent, 0);
     }
 
     #[tokio::test]

@@ -76,6 +76,10 @@ pub fn render(v: &View) -> String {
             seed_vs_state(&words)
         );
     }
+    // The sections are joined once, into room made for all of them: a
+    // string grown by doubling would hold up to twice the text (megabytes
+    // at tens of thousands of real servers).
+    o.reserve(weights.len() + kernel.len() + seeds.len() + vs_seeds.len() + 4096);
     head(
         &mut o,
         &format!("{p}_real_server_weight"),
@@ -83,6 +87,7 @@ pub fn render(v: &View) -> String {
         "The real server's effective weight (configured plus dynamic).",
     );
     o.push_str(&weights);
+    drop(weights);
     head(
         &mut o,
         &format!("{p}_real_server_kernel_weight"),
@@ -90,6 +95,7 @@ pub fn render(v: &View) -> String {
         "The real server's weight in the IPVS table (absent when not in it).",
     );
     o.push_str(&kernel);
+    drop(kernel);
     head(
         &mut o,
         &format!("{p}_real_server_health"),
@@ -97,6 +103,7 @@ pub fn render(v: &View) -> String {
         "1 for the real server's health status in cloud load balancers' words: not enabled (no checker), initialising, healthy, unhealthy, unused (weight 0).",
     );
     o.push_str(&seeds);
+    drop(seeds);
     head(
         &mut o,
         &format!("{p}_virtual_server_health"),
@@ -104,6 +111,7 @@ pub fn render(v: &View) -> String {
         "1 for the virtual server's health status: no target (no real server), initialising, healthy (one real server is), unhealthy.",
     );
     o.push_str(&vs_seeds);
+    drop(vs_seeds);
 
     head(
         &mut o,

@@ -13,8 +13,9 @@ use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
 use crate::config::model::{Config, Fifo, Script, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
 use crate::health::{Effect, Health, Transition};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::net::IpAddr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
@@ -375,12 +376,13 @@ impl Notifier {
                     _ => log::info!("Removing Virtual Server {name}"),
                 }
             }
+            // A set, not a scan per server: a virtual server of thousands
+            // of real servers made the reload quadratic.
+            let kept_rs: HashSet<(IpAddr, u16)> = kept
+                .map(|k| k.real_servers.iter().map(|r| (r.ip, r.port)).collect())
+                .unwrap_or_default();
             for (ri, rs) in v.real_servers.iter().enumerate() {
-                let still = kept.is_some_and(|k| {
-                    k.real_servers
-                        .iter()
-                        .any(|r| r.ip == rs.ip && r.port == rs.port)
-                });
+                let still = kept_rs.contains(&(rs.ip, rs.port));
                 if still {
                     continue;
                 }

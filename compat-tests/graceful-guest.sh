@@ -81,6 +81,17 @@ present() { grep -q "$RS" /proc/net/ip_vs; }
 wait_for "back" present
 i=0
 while [ $i -lt 30 ]; do sample ramp; sleep 0.5; i=$((i + 1)); done
+
+# Drift: someone else's service is left alone; one of our entries deleted
+# behind the daemon's back is put back at its next drift check (every 10 s,
+# the table read one service at a time).
+ipvsadm -A -t 192.0.2.2:81 -s rr
+ipvsadm -d -t 192.0.2.1:80 -r 192.0.2.10:8080
+sample deleted
+wait_for "drift repair" weight_is 12
+sample repaired
+sleep 11
+if grep -q "^TCP  C0000202:0051" /proc/net/ip_vs; then echo "@@FOREIGN kept"; else echo "@@FOREIGN gone"; fi
 kill -TERM $kpid
 wait $kpid
-grep -E 'drain|slow|ERROR|WARN' /tmp/k.log | sed 's/^/@@LOG /'
+grep -E 'drain|slow|drift|ERROR|WARN' /tmp/k.log | sed 's/^/@@LOG /'

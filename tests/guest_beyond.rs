@@ -3,7 +3,8 @@
 //! `compat-tests/graceful-guest.sh` holds a connection through a virtual
 //! server, fails its real server's check, closes the connection, passes
 //! the check again, and samples the kernel's weight and active connections
-//! for the real server throughout.
+//! for the real server throughout; then deletes the real server's entry
+//! with ipvsadm beside a foreign service, for the drift check to repair.
 
 use std::path::Path;
 use std::process::Command;
@@ -77,5 +78,20 @@ fn slow_start_and_drain_in_the_kernel() {
     let mut steps = ramp.clone();
     steps.dedup();
     assert!(steps.len() >= 3, "in steps: {ramp:?}");
-    println!("drain: {draining:?}\nslow start weights: {ramp:?}");
+    // Drift: the deleted entry is back at its weight, repaired once with
+    // the ipvsadm command logged; the foreign service is still there.
+    assert!(
+        matches!(of("repaired")[..], [(_, _, Some((12, _)))]),
+        "{text}"
+    );
+    let repairs: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("@@LOG") && l.contains("drifted"))
+        .collect();
+    assert!(
+        matches!(repairs[..], [l] if l.contains("ipvsadm -a -t 192.0.2.1:80 -r 192.0.2.10:8080")),
+        "{repairs:?}\n{text}"
+    );
+    assert!(text.contains("@@FOREIGN kept"), "{text}");
+    println!("drain: {draining:?}\nslow start weights: {ramp:?}\nrepair: {repairs:?}");
 }

@@ -119,6 +119,27 @@ impl<K: Ord + Copy, T: Ord> Timeline<K, T> {
     }
 }
 
+impl<K: Ord + Copy, T: Ord> Timeline<K, T> {
+    /// Takes out, wherever they are first in line, the items `stale` says
+    /// are no longer wanted (however far off their time): a probe answered
+    /// long before its deadline need not be held until then. Returns how
+    /// many went.
+    pub fn prune_front(&mut self, mut stale: impl FnMut(&T) -> bool) -> usize {
+        let mut n = 0;
+        for lane in &mut self.lanes {
+            while lane.front().is_some_and(|(_, t)| stale(t)) {
+                lane.pop_front();
+                n += 1;
+            }
+        }
+        while self.heap.peek().is_some_and(|Reverse((_, t))| stale(t)) {
+            self.heap.pop();
+            n += 1;
+        }
+        n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +195,20 @@ mod tests {
         assert!(t.heap.is_empty());
         assert_eq!(t.lanes.len(), 2);
         assert_eq!(t.peek(), Some(0));
+    }
+
+    #[test]
+    fn stale_items_first_in_line_go_at_once() {
+        let mut t = Timeline::from_unsorted((0..10u32).map(|i| (u64::from(i), i)).collect());
+        // 0..3 answered, 4 not, 5.. answered: only what is first in line
+        // goes; 5.. wait behind 4 for their time.
+        let answered = |i: &u32| *i != 4;
+        assert_eq!(t.prune_front(answered), 4);
+        assert_eq!(t.peek(), Some(4));
+        assert_eq!(t.len(), 6);
+        assert_eq!(t.pop_due(4), Some((4, 4)));
+        assert_eq!(t.prune_front(answered), 5);
+        assert!(t.is_empty());
     }
 
     #[test]

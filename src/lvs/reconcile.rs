@@ -529,52 +529,19 @@ mod tests {
         assert_eq!(rec.backend_mut().table(), &table_of(TWO));
     }
 
-    /// A dry run that counts its whole-table reads.
-    struct Dumps(DryRun, usize);
-
-    impl Backend for Dumps {
-        fn name(&self) -> &'static str {
-            "dumps"
-        }
-        async fn dump(&mut self) -> Result<Table, IpvsError> {
-            self.1 += 1;
-            self.0.dump().await
-        }
-        async fn services(&mut self) -> Result<Vec<crate::ipvs::Service>, IpvsError> {
-            self.0.services().await
-        }
-        async fn dests_of(
-            &mut self,
-            svc: &ServiceKey,
-        ) -> Result<Option<Vec<crate::ipvs::Dest>>, IpvsError> {
-            self.0.dests_of(svc).await
-        }
-        async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
-            self.0.apply(ops).await
-        }
-        async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
-            self.0.timeouts().await
-        }
-        async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
-            self.0.set_timeouts(t).await
-        }
-        async fn start_daemon(&mut self, d: &crate::ipvs::SyncDaemon) -> Result<(), IpvsError> {
-            self.0.start_daemon(d).await
-        }
-        async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
-            self.0.stop_daemon(state, syncid).await
-        }
-    }
-
     #[tokio::test]
     async fn a_drift_check_reads_the_table_whole_only_when_it_drifted() {
-        let mut rec = Reconciler::new(Dumps(DryRun::new(), 0));
+        let mut rec = Reconciler::new(test_kernel::Kernel::refusing(None));
         rec.start(table_of(TWO), false, None).await.unwrap();
-        rec.backend_mut().1 = 0;
+        rec.backend_mut().dumps = 0;
         for _ in 0..3 {
             assert_eq!(rec.check_drift().await.unwrap().sent, 0);
         }
-        assert_eq!(rec.backend_mut().1, 0, "no drift: read service by service");
+        assert_eq!(
+            rec.backend_mut().dumps,
+            0,
+            "no drift: read service by service"
+        );
         // Someone else's service is taken as it is, without a repair.
         let foreign = table_of(
             "virtual_server 10.9.9.9 81 {\n protocol TCP\n real_server 127.0.0.9 81 {\n }\n}\n",
@@ -582,17 +549,17 @@ mod tests {
         let ops = crate::ipvs::diff(&Table::default(), &foreign, &Owned::all_of(&foreign));
         rec.backend_mut().apply(&ops).await;
         assert_eq!(rec.check_drift().await.unwrap().sent, 0);
-        assert_eq!(rec.backend_mut().1, 0);
+        assert_eq!(rec.backend_mut().dumps, 0);
         assert_eq!(rec.expected().services.len(), 2);
         // One of ours deleted behind our back: read whole, repaired.
         let (k, ts) = table_of(TWO).services.into_iter().next().unwrap();
         let d = *ts.dests.keys().next().unwrap();
         rec.backend_mut().apply(&[Op::DelDest(k, d)]).await;
         assert_eq!(rec.check_drift().await.unwrap().sent, 1);
-        assert_eq!(rec.backend_mut().1, 1);
+        assert_eq!(rec.backend_mut().dumps, 1);
         let mut want = table_of(TWO);
         want.services.extend(foreign.services);
-        assert_eq!(rec.backend_mut().0.table(), &want);
+        assert_eq!(rec.backend_mut().dry.table(), &want);
         assert_eq!(rec.check_drift().await.unwrap().sent, 0);
     }
 
@@ -649,48 +616,8 @@ mod tests {
 #[cfg(test)]
 mod refusal_tests {
     use super::*;
-    use crate::ipvs::dryrun::DryRun;
     use crate::ipvs::{Dest, FwdMethod, Service, ServiceKey};
     use std::net::{IpAddr, Ipv4Addr};
-
-    /// A backend whose kernel refuses one scheduler, as a kernel without
-    /// that module does.
-    struct NoTwos(DryRun);
-
-    impl Backend for NoTwos {
-        fn name(&self) -> &'static str {
-            "no-twos"
-        }
-        async fn dump(&mut self) -> Result<Table, IpvsError> {
-            self.0.dump().await
-        }
-        async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
-            let mut out = Vec::new();
-            for op in ops {
-                if matches!(op, Op::AddService(s) if s.sched_name == "twos") {
-                    out.push(Err(IpvsError::Kernel {
-                        op: op.to_string(),
-                        errno: ENOENT,
-                    }));
-                } else {
-                    out.extend(self.0.apply(std::slice::from_ref(op)).await);
-                }
-            }
-            out
-        }
-        async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
-            self.0.timeouts().await
-        }
-        async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
-            self.0.set_timeouts(t).await
-        }
-        async fn start_daemon(&mut self, d: &crate::ipvs::SyncDaemon) -> Result<(), IpvsError> {
-            self.0.start_daemon(d).await
-        }
-        async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
-            self.0.stop_daemon(state, syncid).await
-        }
-    }
 
     fn table(scheds: &[&str]) -> Table {
         let mut t = Table::default();
@@ -717,7 +644,7 @@ mod refusal_tests {
 
     #[tokio::test]
     async fn a_refused_entry_is_reported_once_not_retried_as_drift() {
-        let mut rec = Reconciler::new(NoTwos(DryRun::new()));
+        let mut rec = Reconciler::new(test_kernel::Kernel::refusing(Some("twos")));
         let r = rec
             .start(table(&["wlc", "twos", "rr"]), false, None)
             .await
@@ -726,9 +653,76 @@ mod refusal_tests {
         let mut want = table(&["wlc", "twos", "rr"]);
         let refused = *want.services.keys().nth(1).unwrap();
         want.services.remove(&refused);
-        assert_eq!(rec.backend_mut().0.table(), &want);
+        assert_eq!(rec.backend_mut().dry.table(), &want);
         // The next drift checks find nothing to do.
         assert_eq!(rec.check_drift().await.unwrap().sent, 0);
         assert_eq!(rec.check_drift().await.unwrap().sent, 0);
+    }
+}
+
+/// The tests' kernel: a dry run that counts its whole-table reads and can
+/// refuse one scheduler, as a kernel without that module does.
+#[cfg(test)]
+mod test_kernel {
+    use super::*;
+    use crate::ipvs::dryrun::DryRun;
+    use crate::ipvs::{Dest, Service, SyncDaemon};
+
+    pub struct Kernel {
+        pub dry: DryRun,
+        pub dumps: usize,
+        refuse: Option<&'static str>,
+    }
+
+    impl Kernel {
+        pub fn refusing(sched: Option<&'static str>) -> Kernel {
+            Kernel {
+                dry: DryRun::new(),
+                dumps: 0,
+                refuse: sched,
+            }
+        }
+    }
+
+    impl Backend for Kernel {
+        fn name(&self) -> &'static str {
+            "test"
+        }
+        async fn dump(&mut self) -> Result<Table, IpvsError> {
+            self.dumps += 1;
+            self.dry.dump().await
+        }
+        async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
+            self.dry.services().await
+        }
+        async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError> {
+            self.dry.dests_of(svc).await
+        }
+        async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
+            let mut out = Vec::new();
+            for op in ops {
+                if matches!(op, Op::AddService(s) if Some(s.sched_name.as_str()) == self.refuse) {
+                    out.push(Err(IpvsError::Kernel {
+                        op: op.to_string(),
+                        errno: ENOENT,
+                    }));
+                } else {
+                    out.extend(self.dry.apply(std::slice::from_ref(op)).await);
+                }
+            }
+            out
+        }
+        async fn timeouts(&mut self) -> Result<Timeouts, IpvsError> {
+            self.dry.timeouts().await
+        }
+        async fn set_timeouts(&mut self, t: Timeouts) -> Result<(), IpvsError> {
+            self.dry.set_timeouts(t).await
+        }
+        async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError> {
+            self.dry.start_daemon(d).await
+        }
+        async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
+            self.dry.stop_daemon(state, syncid).await
+        }
     }
 }

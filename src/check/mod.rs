@@ -1,10 +1,11 @@
 //! The checker side: the health checks, run on tokio.
 //!
 //! Over [`crate::health`] (keepalived's decisions, pure). [`plan`]
-//! resolves the configuration's checkers; [`engine`] runs them, one task
-//! each, on the pure step function of [`schedule`], writing [`board`] and
+//! resolves the configuration's checkers; [`engine`] runs them (one
+//! scheduler ordering their runs on a [`timeline`], a task per probe out)
+//! on the pure step function of [`schedule`], writing [`board`] and
 //! reporting changes to the daemon, which turns them into IPVS changes and
-//! [`notify`] calls; [`timeline`] orders the runs. The probes are behind [`prober`]: one module per
+//! [`notify`] calls. The probes are behind [`prober`]: one module per
 //! checker type ([`tcp`], [`http`] for HTTP_GET and SSL_GET, [`misc`],
 //! [`udp`], [`ping`], [`dns`], [`smtp`], [`file`]) over the shared socket
 //! options of [`conn`]. [`jitter`] spreads the first runs.

@@ -57,12 +57,14 @@ impl<K: Ord + Copy, T: Ord> Timeline<K, T> {
     }
 
     /// How many items it holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.lanes.iter().map(VecDeque::len).sum::<usize>() + self.heap.len()
     }
 
     /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.heap.is_empty() && self.lanes.iter().all(VecDeque::is_empty)
     }
 

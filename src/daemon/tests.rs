@@ -13,7 +13,7 @@ use crate::config::{self, LoadOptions};
 use crate::daemon::process::Notify;
 use crate::ipvs::diff::Op;
 use crate::ipvs::dryrun::DryRun;
-use crate::ipvs::{Backend, IpvsError, SyncDaemon, Table, Timeouts};
+use crate::ipvs::{Backend, Dest, IpvsError, Service, ServiceKey, SyncDaemon, Table, Timeouts};
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -77,6 +77,12 @@ impl Backend for Shared {
     }
     async fn dump(&mut self) -> Result<Table, IpvsError> {
         at_once(self.0.lock().unwrap().0.dump())
+    }
+    async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
+        at_once(self.0.lock().unwrap().0.services())
+    }
+    async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError> {
+        at_once(self.0.lock().unwrap().0.dests_of(svc))
     }
     async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>> {
         let mut g = self.0.lock().unwrap();

@@ -143,18 +143,12 @@ pub trait Backend {
     /// The whole current table.
     async fn dump(&mut self) -> Result<Table, IpvsError>;
     /// The services, without their destinations.
-    async fn services(&mut self) -> Result<Vec<Service>, IpvsError> {
-        let t = self.dump().await?;
-        Ok(t.services.into_values().map(|ts| ts.service).collect())
-    }
+    async fn services(&mut self) -> Result<Vec<Service>, IpvsError>;
     /// The destinations of service `svc`; `None` when it is gone. With
-    /// [`Backend::services`], a table read one service at a time.
-    async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError> {
-        let t = self.dump().await?;
-        Ok(t.services
-            .get(svc)
-            .map(|ts| ts.dests.values().cloned().collect()))
-    }
+    /// [`Backend::services`], a table read one service at a time (no
+    /// default through [`Backend::dump`]: that would copy the whole table
+    /// where the drift check reads one service).
+    async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError>;
     /// Applies `ops` in order; one result per operation.
     async fn apply(&mut self, ops: &[Op]) -> Vec<Result<(), IpvsError>>;
     /// Current connection timeouts.

@@ -268,9 +268,12 @@ pub fn fail_open(vs: &VirtualServer, h: &crate::health::VsHealth) -> bool {
     vs.fail_open && h.all_failed()
 }
 
-/// The table for `cfg` in `health`.
+/// The table for `cfg` in `health`: a start's or a reload's, kept as the
+/// desired table, so packed (a health change's part of it is not).
 pub fn desired(cfg: &Config, health: &Health) -> Table {
-    desired_where(cfg, health, |_| true)
+    let mut t = desired_where(cfg, health, |_| true);
+    t.compact();
+    t
 }
 
 /// The services of the virtual servers in `only` (indices), with their
@@ -365,8 +368,6 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
             }
         }
     }
-    // Kept for as long as it is the desired table: packed.
-    t.compact();
     t
 }
 

@@ -319,6 +319,9 @@ impl<B: Backend> Reconciler<B> {
                 }
             }
             let expected = self.expected.only(&[k]);
+            if current == expected {
+                continue;
+            }
             // Drift is a difference from what was programmed, not from what
             // is wanted: an entry the kernel keeps refusing (a missing
             // scheduler module) was reported when it failed and is not
@@ -329,12 +332,10 @@ impl<B: Backend> Reconciler<B> {
             }
             // Others' entries, and what the kernel reports its own way,
             // are taken as they are.
-            if current != expected {
-                match current.services.remove(&k) {
-                    Some(ts) => self.expected.services.insert(k, ts),
-                    None => self.expected.services.remove(&k),
-                };
-            }
+            match current.services.remove(&k) {
+                Some(ts) => self.expected.services.insert(k, ts),
+                None => self.expected.services.remove(&k),
+            };
         }
         if !drifted {
             return Ok(Report::default());

@@ -8,7 +8,6 @@ use common::{free_port, free_ports, metrics, status_json, wait_status, Daemon};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
 /// A folder for one test: its config and status socket paths.
@@ -34,7 +33,7 @@ fn checker(doc: &Value, port: u16) -> &Value {
 fn thresholds_and_intervals_take_a_server_out_and_back_as_configured() {
     let (dir, conf, sock) = setup("thresholds");
     let port = free_port();
-    let backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let backend = common::listen(port);
     std::fs::write(
         &conf,
         format!(
@@ -79,7 +78,7 @@ fn thresholds_and_intervals_take_a_server_out_and_back_as_configured() {
     assert!((3.4..=3.9).contains(&w), "recovery window {w}: {c:#}");
 
     // It comes back: two passes are counted, the third puts it back.
-    let _backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let _backend = common::listen(port);
     let lines = d.log_until("dry-run: ipvsadm -a -t 192.0.2.1:80");
     let passed: Vec<&String> = lines
         .iter()
@@ -105,8 +104,8 @@ fn thresholds_and_intervals_take_a_server_out_and_back_as_configured() {
 fn fail_open_keeps_every_server_in_while_all_have_failed() {
     let (dir, conf, sock) = setup("fail-open");
     let [p1, p2, mport] = free_ports();
-    let b1 = TcpListener::bind(("127.0.0.1", p1)).unwrap();
-    let b2 = TcpListener::bind(("127.0.0.1", p2)).unwrap();
+    let b1 = common::listen(p1);
+    let b2 = common::listen(p2);
     let rs = |p: u16, w: u32| {
         format!(
             "    real_server 127.0.0.1 {p} {{\n        weight {w}\n        TCP_CHECK {{\n            connect_timeout 1\n            retry 0\n            warmup 0\n        }}\n    }}\n"
@@ -171,7 +170,7 @@ fn fail_open_keeps_every_server_in_while_all_have_failed() {
     );
 
     // One comes back: fail_open ends, the other goes out again.
-    let _b1 = TcpListener::bind(("127.0.0.1", p1)).unwrap();
+    let _b1 = common::listen(p1);
     d.log_until("fail_open ends");
     d.log_until(&format!(
         "dry-run: ipvsadm -d -t 192.0.2.1:80 -r 127.0.0.1:{p2}"
@@ -196,7 +195,7 @@ fn fail_open_keeps_every_server_in_while_all_have_failed() {
 fn the_seeds_words_for_real_and_virtual_servers() {
     let (dir, conf, sock) = setup("seed-words");
     let [up, down, mport] = free_ports();
-    let _b = TcpListener::bind(("127.0.0.1", up)).unwrap();
+    let _b = common::listen(up);
     let tcp = |p: u16| {
         format!("TCP_CHECK {{\n            connect_port {p}\n            connect_timeout 1\n            retry 0\n            warmup 0\n        }}")
     };
@@ -265,9 +264,9 @@ fn control(sock: &Path, line: &str) -> (bool, String, String) {
 fn membership_over_the_status_socket_survives_a_reload_of_the_same_file() {
     let (dir, conf, sock) = setup("membership");
     let [pa, pb, pc] = free_ports();
-    let _a = TcpListener::bind(("127.0.0.1", pa)).unwrap();
-    let _b = TcpListener::bind(("127.0.0.1", pb)).unwrap();
-    let _c = TcpListener::bind(("127.0.0.1", pc)).unwrap();
+    let _a = common::listen(pa);
+    let _b = common::listen(pb);
+    let _c = common::listen(pc);
     let rs = |p: u16| {
         format!("    real_server 127.0.0.1 {p} {{\n        TCP_CHECK {{\n            connect_timeout 1\n            warmup 0\n        }}\n    }}\n")
     };
@@ -388,7 +387,7 @@ fn a_state_file_carries_checker_states_across_a_restart() {
     let (dir, conf, sock) = setup("state-file");
     let state = dir.join("state.json");
     let [good, bad] = free_ports();
-    let _g = TcpListener::bind(("127.0.0.1", good)).unwrap();
+    let _g = common::listen(good);
     let write_conf = |warmup: u32| {
         std::fs::write(
             &conf,
@@ -495,7 +494,7 @@ fn a_state_file_carries_checker_states_across_a_restart() {
 fn slow_start_ramps_the_weight_and_drain_keeps_a_failed_server_at_zero_first() {
     let (dir, conf, sock) = setup("slow-drain");
     let port = free_port();
-    let backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let backend = common::listen(port);
     std::fs::write(
         &conf,
         format!(
@@ -529,7 +528,7 @@ fn slow_start_ramps_the_weight_and_drain_keeps_a_failed_server_at_zero_first() {
     assert!(zero < drained, "{lines:#?}");
 
     // It comes back: weight 1, then steps up to 10 over 3 s.
-    let _backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let _backend = common::listen(port);
     let lines = d.log_until(&format!("dry-run: ipvsadm -a {rs} -m -w 1"));
     assert!(!lines.iter().any(|l| l.contains("-w 10")), "{lines:#?}");
     let doc = status_json(&sock);

@@ -200,13 +200,8 @@ fn a_storm_of_sighups_then_sigterm_during_a_reload() {
 fn sigusr1_writes_the_data_file_and_vrrp_signals_do_no_harm() {
     let dir = std::env::temp_dir().join(format!("karsd-usr1-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let up = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let (up_port, down_port) = (
-        up.local_addr().unwrap().port(),
-        down.local_addr().unwrap().port(),
-    );
-    drop(down);
+    let [up_port, down_port] = common::free_ports();
+    let up = common::listen(up_port);
     let conf = dir.join("keepalived.conf");
     let check = "TCP_CHECK {\n connect_timeout 1\n warmup 0\n }";
     std::fs::write(

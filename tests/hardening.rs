@@ -281,11 +281,7 @@ fn a_thousand_idle_metrics_clients_under_a_low_fd_limit_stop_nothing() {
             drop(s);
         }
     });
-    let mport = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let mport = common::free_port();
     let sock = d.join("status.sock");
     let conf = d.join("keepalived.conf");
     std::fs::write(

@@ -153,7 +153,7 @@ fn status_and_metrics_follow_a_backend_that_fails_and_recovers() {
     assert_eq!(json["rs"], format!("[127.0.0.1]:tcp:{port}"));
 
     // Back: healthy again, the transition says why.
-    let backend = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let backend = common::listen(port);
     let doc = wait_status(&sock, "recovered", |d| rs(d, port)["state"] == "healthy");
     let t = last_transition(&doc);
     assert_eq!(

@@ -113,23 +113,64 @@ pub fn wait_status(
     }
 }
 
-/// `N` distinct TCP ports free on 127.0.0.1 now: held together while
-/// they are chosen, so that the kernel cannot hand out one twice (as
-/// successive [`free_port`] calls may).
+/// The ports handed out below start here and stay under the kernel's
+/// ephemeral range (32768 and up by default): no outgoing connection takes
+/// one, and a check of a closed one cannot connect to itself (a connect
+/// from the port it goes to is a TCP simultaneous open).
+const TEST_PORTS: std::ops::Range<u16> = 10_000..32_000;
+
+/// The next candidate port: one counter per test process, starting at a
+/// place set by the process id so that test binaries run side by side
+/// rarely meet.
+fn next_test_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    let start = (std::process::id() % 97) * (span / 97);
+    let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed) % span;
+    TEST_PORTS.start + n as u16
+}
+
+/// `N` distinct TCP ports free on 127.0.0.1 now, outside the ephemeral
+/// range: each is bound once to prove it free, and all are held together
+/// while they are chosen.
 pub fn free_ports<const N: usize>() -> [u16; N] {
-    let held: Vec<std::net::TcpListener> = (0..N)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
+    let mut held: Vec<std::net::TcpListener> = Vec::with_capacity(N);
+    for _ in 0..N * 1000 {
+        if held.len() == N {
+            break;
+        }
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", next_test_port())) {
+            held.push(l);
+        }
+    }
+    assert_eq!(held.len(), N, "no {N} free ports in {TEST_PORTS:?}");
     std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 
-/// A TCP port free on 127.0.0.1 now.
+/// A listener on 127.0.0.1:`port`, a port [`free_ports`] chose or one a
+/// test closed to take its backend down. A busy port is tried again for a
+/// while: a socket just closed stays bound while a process another test
+/// thread is spawning holds a copy of it (between fork and exec), which
+/// made a bind right after [`free_ports`] fail in CI.
+pub fn listen(port: u16) -> std::net::TcpListener {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(l) => return l,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("listen on 127.0.0.1:{port}: {e}"),
+        }
+    }
+}
+
+/// A TCP port free on 127.0.0.1 now, outside the ephemeral range.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    let [p] = free_ports();
+    p
 }
 
 /// A dry-run daemon (`spawn_dry_run`) whose standard error is read for its

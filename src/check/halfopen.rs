@@ -43,28 +43,19 @@ const BATCH: usize = 64;
 /// The raw socket's receive buffer, bytes.
 const RCVBUF: usize = 16 << 20;
 
-/// Where probes leave from: one raw socket each. An IPv4 socket writes
-/// each packet's IP header (`IP_HDRINCL`), so one serves every source
-/// address; an IPv6 one is bound to its source.
+/// Where probes leave from: one raw socket each, bound to its source
+/// address, so that it reads only the packets sent to that address: the
+/// kernel hands a raw socket a copy of every TCP packet it matches, and an
+/// unbound one matched our own SYNs and the kernel's resets too (on
+/// loopback, three copies filtered per probe instead of one). An IPv4 one
+/// writes each packet's IP header (`IP_HDRINCL`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
-    v6: Option<Ipv6Addr>,
+    src: IpAddr,
     /// `bind_port`, else 0 (ports of our own).
     port: u16,
     bind_if: Option<Box<str>>,
     fwmark: Option<u32>,
-}
-
-impl Key {
-    /// The IPv4 socket `c` probes from (its source is per packet).
-    fn v4(c: &ConnOpts) -> Key {
-        Key {
-            v6: None,
-            port: c.bind.map(|b| b.port()).unwrap_or(0),
-            bind_if: c.bind_if.clone(),
-            fwmark: c.fwmark,
-        }
-    }
 }
 
 /// A destination with the device and mark its route is looked up with.
@@ -116,6 +107,9 @@ fn refused() -> Failure {
 #[derive(Default)]
 pub struct HalfOpen {
     sources: Mutex<FxMap<Key, Option<Arc<Source>>>>,
+    /// A raw socket could not be opened when the checks started (told
+    /// then): every probe connects in full.
+    denied: Mutex<Option<bool>>,
     routes: Routes,
     seq: AtomicU64,
 }
@@ -210,17 +204,26 @@ impl HalfOpen {
         HalfOpen::default()
     }
 
-    /// Opens the socket `c` probes from, so that a missing capability is
-    /// reported (once) when the checks start; `c` then connects in full.
-    /// An IPv4 socket serves every source: no route is asked here, so tens
-    /// of thousands of checks add no lookup to the start.
+    /// Finds out whether raw sockets may be opened, so that a missing
+    /// capability is reported (once) when the checks start; `c` then
+    /// connects in full. No route is asked here (tens of thousands of
+    /// checks add no lookup to the start): the sockets open at first use.
     pub fn prepare(&self, c: &ConnOpts) {
-        let key = match c.dst.ip() {
-            IpAddr::V4(_) => Ok(Key::v4(c)),
-            IpAddr::V6(_) => self.key(c).map(|(k, _)| k),
-        };
-        if let Ok(k) = key {
-            self.source(&k, c);
+        let mut denied = self.denied.lock().expect("denied");
+        if denied.is_none() {
+            let domain = match c.dst.ip() {
+                IpAddr::V4(_) => Domain::IPV4,
+                IpAddr::V6(_) => Domain::IPV6,
+            };
+            *denied = Some(
+                match Socket::new(domain, Type::RAW.cloexec(), Some(Protocol::TCP)) {
+                    Ok(_) => false,
+                    Err(e) => {
+                        log_unopened(c, &e);
+                        true
+                    }
+                },
+            );
         }
     }
 
@@ -367,11 +370,10 @@ impl HalfOpen {
             }
         };
         let key = Key {
-            v6: match src {
-                IpAddr::V6(a) => Some(a),
-                IpAddr::V4(_) => None,
-            },
-            ..Key::v4(c)
+            src,
+            port: c.bind.map(|b| b.port()).unwrap_or(0),
+            bind_if: c.bind_if.clone(),
+            fwmark: c.fwmark,
         };
         Ok((key, src))
     }
@@ -381,24 +383,31 @@ impl HalfOpen {
         if let Some(s) = sources.get(key) {
             return s.clone();
         }
+        if *self.denied.lock().expect("denied") == Some(true) {
+            return None;
+        }
         let s = match Source::open(key, self.routes.clone()) {
             Ok(s) => Some(s),
             Err(e) => {
-                let hint = if e.kind() == io::ErrorKind::PermissionDenied {
-                    " (CAP_NET_RAW is needed)"
-                } else {
-                    ""
-                };
-                log::error!(
-                    "TCP_CHECK half_open to {}: cannot open a raw socket: {e}{hint} - connecting in full instead",
-                    c.dst
-                );
+                log_unopened(c, &e);
                 None
             }
         };
         sources.insert(key.clone(), s.clone());
         s
     }
+}
+
+fn log_unopened(c: &ConnOpts, e: &io::Error) {
+    let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+        " (CAP_NET_RAW is needed)"
+    } else {
+        ""
+    };
+    log::error!(
+        "TCP_CHECK half_open to {}: cannot open a raw socket: {e}{hint} - connecting in full instead",
+        c.dst
+    );
 }
 
 /// The source address the kernel routes `c`'s destination from (with its
@@ -468,7 +477,7 @@ impl Source {
     }
 
     fn open(key: &Key, routes: Routes) -> io::Result<Arc<Source>> {
-        let v6 = key.v6.is_some();
+        let v6 = key.src.is_ipv6();
         let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
         let raw = Socket::new(
             domain,
@@ -481,11 +490,11 @@ impl Source {
         if let Some(mark) = key.fwmark {
             raw.set_mark(mark)?;
         }
-        match key.v6 {
-            // The source of every SYN, and only replies to it are read.
-            Some(a) => raw.bind(&SockAddr::from(SocketAddr::new(IpAddr::V6(a), 0)))?,
-            None => raw.set_header_included_v4(true)?,
+        // The source of every SYN, and only replies to it are read.
+        if !v6 {
+            raw.set_header_included_v4(true)?;
         }
+        raw.bind(&SockAddr::from(SocketAddr::new(key.src, 0)))?;
         // Replies come in bursts (every check of a start is due at once):
         // room for tens of thousands, beyond rmem_max when we may.
         if nix::sys::socket::setsockopt(&raw, nix::sys::socket::sockopt::RcvBufForce, &RCVBUF)
@@ -537,9 +546,9 @@ impl Source {
 /// the kernel resets a SYN-ACK sent to them. Returns them, the range, and
 /// whether we must send the RST ourselves (a `bind_port` already taken).
 fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
-    let any = match key.v6 {
-        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        Some(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    let any = match key.src {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
     let bind = |port: u16| -> io::Result<Socket> {
         let s = Socket::new(

@@ -57,14 +57,12 @@ impl<K: Ord + Copy, T: Ord> Timeline<K, T> {
     }
 
     /// How many items it holds.
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.lanes.iter().map(VecDeque::len).sum::<usize>() + self.heap.len()
     }
 
     /// Whether it holds none.
-    #[cfg(test)]
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.heap.is_empty() && self.lanes.iter().all(VecDeque::is_empty)
     }
 
@@ -140,6 +138,17 @@ impl<K: Ord + Copy, T: Ord> Timeline<K, T> {
         }
         n
     }
+
+    /// Takes out every item `stale` says is no longer wanted, wherever it
+    /// is (O(n)): for when one item not yet stale, first in line, holds
+    /// many stale ones behind it (one probe waiting for its timeout held
+    /// every later answered probe's deadline, seconds of them).
+    pub fn retain_wanted(&mut self, mut stale: impl FnMut(&T) -> bool) {
+        for lane in &mut self.lanes {
+            lane.retain(|(_, t)| !stale(t));
+        }
+        self.heap.retain(|Reverse((_, t))| !stale(t));
+    }
 }
 
 #[cfg(test)]
@@ -211,6 +220,25 @@ mod tests {
         assert_eq!(t.pop_due(4), Some((4, 4)));
         assert_eq!(t.prune_front(answered), 5);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn stale_items_behind_a_wanted_one_go_when_retained() {
+        let mut items: Vec<(u64, u32)> = (0..10u32).map(|i| (u64::from(i), i)).collect();
+        // Out of order too: some go to the heap.
+        // Later first: a new lane each, then the heap.
+        items.extend((0..20u32).map(|i| (u64::from(100 - i), 100 + i)));
+        let mut t = Timeline::new();
+        for (at, i) in items {
+            t.push(at, i);
+        }
+        assert!(!t.heap.is_empty());
+        let stale = |i: &u32| *i != 4 && *i != 107;
+        t.prune_front(stale);
+        assert!(t.len() > 2, "4 holds 5..10 behind it");
+        t.retain_wanted(stale);
+        assert_eq!(t.len(), 2);
+        assert_eq!(drain(&mut t), vec![(4, 4), (93, 107)]);
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub struct HalfOpen {
     sources: Mutex<FxMap<Key, Option<Arc<Source>>>>,
     /// A raw socket could not be opened when the checks started (told
     /// then): every probe connects in full.
-    denied: Mutex<Option<bool>>,
+    denied: std::sync::OnceLock<bool>,
     routes: Routes,
     seq: AtomicU64,
 }
@@ -211,22 +211,19 @@ impl HalfOpen {
     /// connects in full. No route is asked here (tens of thousands of
     /// checks add no lookup to the start): the sockets open at first use.
     pub fn prepare(&self, c: &ConnOpts) {
-        let mut denied = self.denied.lock().expect("denied");
-        if denied.is_none() {
+        self.denied.get_or_init(|| {
             let domain = match c.dst.ip() {
                 IpAddr::V4(_) => Domain::IPV4,
                 IpAddr::V6(_) => Domain::IPV6,
             };
-            *denied = Some(
-                match Socket::new(domain, Type::RAW.cloexec(), Some(Protocol::TCP)) {
-                    Ok(_) => false,
-                    Err(e) => {
-                        log_unopened(c, &e);
-                        true
-                    }
-                },
-            );
-        }
+            match Socket::new(domain, Type::RAW.cloexec(), Some(Protocol::TCP)) {
+                Ok(_) => false,
+                Err(e) => {
+                    log_unopened(c, &e);
+                    true
+                }
+            }
+        });
     }
 
     /// One half-open probe of `c`'s destination; `None` when this source
@@ -385,7 +382,7 @@ impl HalfOpen {
         if let Some(s) = sources.get(key) {
             return s.clone();
         }
-        if *self.denied.lock().expect("denied") == Some(true) {
+        if self.denied.get() == Some(&true) {
             return None;
         }
         let s = match Source::open(key, self.routes.clone()) {

@@ -374,8 +374,8 @@ fn probe_kind(
 ) -> Result<Option<ProbeKind>, String> {
     let conn = || ConnOpts::from_common(c.common());
     Ok(Some(match c {
-        Checker::Tcp(t) => ProbeKind::Tcp(ConnOpts {
-            half_open: t.half_open.unwrap_or(vs.half_open),
+        Checker::Tcp(_) => ProbeKind::Tcp(ConnOpts {
+            half_open: c.half_open(vs),
             ..conn()
         }),
         Checker::Ping(_) => ProbeKind::Ping(conn()),

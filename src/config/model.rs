@@ -406,6 +406,12 @@ pub enum Checker {
 }
 
 impl Checker {
+    /// A TCP_CHECK that probes half-open: its own `half_open`, else its
+    /// virtual server's.
+    pub fn half_open(&self, vs: &VirtualServer) -> bool {
+        matches!(self, Checker::Tcp(t) if t.half_open.unwrap_or(vs.half_open))
+    }
+
     /// The options every checker shares.
     pub fn common(&self) -> &CheckerCommon {
         match self {

@@ -9,7 +9,7 @@ use super::process::Notify;
 use super::reload::{config_path, load_options, log_diagnostics, source_problem};
 use super::signals::{Signal, SignalSource, UnixSignals};
 use crate::cli::Options;
-use crate::config::model::{Checker, Config};
+use crate::config::model::Config;
 use crate::config::{self, Loaded};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -48,9 +48,10 @@ fn check_load(cfg: &Config) -> f64 {
                 .map(move |c| (vs, c))
         })
         .filter_map(|(vs, c)| {
-            let weight = match c {
-                Checker::Tcp(t) if t.half_open.unwrap_or(vs.half_open) => HALF_OPEN_WEIGHT,
-                _ => 1.0,
+            let weight = if c.half_open(vs) {
+                HALF_OPEN_WEIGHT
+            } else {
+                1.0
             };
             c.common()
                 .delay_loop

@@ -15,7 +15,7 @@ mod common;
 use common::lab::{conf, summary, sync_conf, sync_conf_with, Impl, Lab, Summary};
 use std::process::Command;
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One step of a scenario: an action on the lab, then how long to watch.
 struct Step {
@@ -896,7 +896,24 @@ fn a_track_process_weight_moves_the_master() {
                     let mut lab = Lab::up(&format!("kvtp{i}"));
                     let exe = lab.path(&format!("krtpsleep{i}"));
                     std::fs::copy("/bin/sleep", &exe).unwrap();
-                    let spawn = || Command::new(&exe).arg("1000").spawn().unwrap();
+                    // Another test thread forking between our copy's close
+                    // and its exec holds a copy of the written file's
+                    // descriptor until it execs: the kernel then refuses to
+                    // run the file (ETXTBSY) for that moment.
+                    let spawn = || {
+                        let t0 = Instant::now();
+                        loop {
+                            match Command::new(&exe).arg("1000").spawn() {
+                                Err(e)
+                                    if e.raw_os_error() == Some(26)
+                                        && t0.elapsed() < Duration::from_secs(5) =>
+                                {
+                                    sleep(Duration::from_millis(20))
+                                }
+                                r => break r.unwrap(),
+                            }
+                        }
+                    };
                     let mut p = spawn();
                     let d1 =
                         format!(

@@ -357,7 +357,15 @@ impl Lab {
         let cf = d.join("keepalived.conf");
         std::fs::write(&cf, conf).unwrap();
         let bin = match imp {
-            Impl::Keepalived => KEEPALIVED.to_string(),
+            Impl::Keepalived => {
+                // `ip netns exec` only logs a missing program: say it here,
+                // not as a peer that never answered.
+                assert!(
+                    std::path::Path::new(KEEPALIVED).exists(),
+                    "{KEEPALIVED} is missing: the reference needs `apt-get install keepalived` (scripts/test.sh installs it as root)"
+                );
+                KEEPALIVED.to_string()
+            }
             Impl::Ours => env!("CARGO_BIN_EXE_keepalived").to_string(),
         };
         let log = std::fs::File::create(d.join(format!("{:?}.log", imp))).unwrap();

@@ -9,7 +9,8 @@
 //! One raw socket per [`Key`] (IPv4, or an IPv6 source address; `bind_if`,
 //! `fwmark`, `bind_port`), filtered in the kernel by [`super::syn::filter`]
 //! to replies to our ports; SYNs leave in batches (`sendmmsg`) and replies
-//! are read in batches (`recvmmsg`), each by one task per socket. The
+//! are read in batches (`recvmmsg`), each by one task per socket
+//! ([`tasks`]). The
 //! source address of a destination is the kernel's route, asked once and
 //! asked again after a timeout (the route may have moved). A probe the
 //! engine's scheduler launches ([`HalfOpen::launch`]) has no task, box or
@@ -18,18 +19,16 @@
 //! is the same probe as a future (the fallback's and the tests' way). The
 //! wire format is [`super::syn`].
 
+mod tasks;
+
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};
 use super::timeline::Timeline;
 use crate::health::FxMap;
-use nix::sys::socket::{
-    recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage,
-};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::hash::{BuildHasher, Hasher};
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::unix::AsyncFd;
@@ -135,7 +134,7 @@ struct Source {
     earlier: Arc<Notify>,
     /// Wakes the reader when a probe goes out with none in flight before.
     reading: Arc<Notify>,
-    /// The raw socket, read without readiness events (see [`recv_loop`]).
+    /// The raw socket, read without readiness events (see [`tasks::recv_loop`]).
     raw: Arc<AsyncFd<Socket>>,
     /// It is an IPv6 socket (replies come without their IP header).
     v6: bool,
@@ -532,9 +531,9 @@ impl Source {
             routes,
             tx,
             tasks: vec![
-                tokio::spawn(send_loop(raw, rx)),
-                tokio::spawn(recv_loop(me.clone(), reading)),
-                tokio::spawn(timeout_loop(me.clone(), earlier)),
+                tokio::spawn(tasks::send_loop(raw, rx)),
+                tokio::spawn(tasks::recv_loop(me.clone(), reading)),
+                tokio::spawn(tasks::timeout_loop(me.clone(), earlier)),
             ],
         }))
     }
@@ -610,248 +609,4 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
     }
     let hi = best_lo + best.len() as u16 - 1;
     Ok((best, best_lo, hi, false))
-}
-
-/// Sends what is queued, in batches of up to [`BATCH`] per `sendmmsg`.
-async fn send_loop(
-    fd: Arc<AsyncFd<Socket>>,
-    mut rx: mpsc::UnboundedReceiver<(SocketAddr, Packet)>,
-) {
-    let mut batch: Vec<(SocketAddr, Packet)> = Vec::with_capacity(BATCH);
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
-            }
-        }
-        let mut sent = 0;
-        while sent < batch.len() {
-            let Ok(mut guard) = fd.writable().await else {
-                return;
-            };
-            let rest = &batch[sent..];
-            match guard.try_io(|s| send_batch(s.get_ref(), rest)) {
-                Ok(Ok(n)) => sent += n.max(1),
-                Ok(Err(e)) => {
-                    // A destination the kernel refuses (no route) must not
-                    // hold up the others: that SYN is dropped and its probe
-                    // times out.
-                    log::debug!("half-open: sendmmsg to {}: {e}", rest[0].0);
-                    sent += 1;
-                }
-                Err(_would_block) => {}
-            }
-        }
-        batch.clear();
-    }
-}
-
-fn send_batch(s: &Socket, batch: &[(SocketAddr, Packet)]) -> io::Result<usize> {
-    // Made per batch: its pointers keep it on one thread (not `Send`).
-    let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(batch.len(), None);
-    let iovs: Vec<[IoSlice<'_>; 1]> = batch
-        .iter()
-        .map(|(_, p)| [IoSlice::new(p.bytes())])
-        .collect();
-    // A raw socket's destination port is not a TCP port: 0.
-    let addrs: Vec<Option<SockaddrStorage>> = batch
-        .iter()
-        .map(|(d, _)| Some(SockaddrStorage::from(SocketAddr::new(d.ip(), 0))))
-        .collect();
-    let none: [ControlMessage<'_>; 0] = [];
-    let r = sendmmsg(
-        s.as_raw_fd(),
-        &mut hdrs,
-        &iovs,
-        &addrs,
-        none,
-        MsgFlags::MSG_DONTWAIT,
-    )
-    .map_err(io::Error::from)?;
-    Ok(r.count())
-}
-
-/// The reader's pace while probes are out: first, and at most after a
-/// silence (the pace doubles while nothing comes).
-const PACE: std::time::Duration = std::time::Duration::from_millis(1);
-const PACE_MAX: std::time::Duration = std::time::Duration::from_millis(8);
-
-/// Reads replies while probes are out, every [`PACE`] (up to [`PACE_MAX`]
-/// after a silence), and sleeps while none is: not woken per reply. At
-/// tens of thousands of probes a second, the wake-ups of a reader woken by
-/// each reply (the socket's, the I/O driver's) were a fifth of the
-/// prober's cost; a reply is now read up to a pace late, and the timeout
-/// task reads what came before it judges a probe silent.
-async fn recv_loop(src: std::sync::Weak<Source>, reading: Arc<Notify>) {
-    let mut pace = PACE;
-    loop {
-        let notified = reading.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let out = {
-            let Some(s) = src.upgrade() else { return };
-            if s.read() {
-                pace = PACE;
-            } else {
-                pace = (pace * 2).min(PACE_MAX);
-            }
-            let out = !s.inflight.lock().expect("inflight").is_empty();
-            out
-        };
-        if !out {
-            notified.await;
-            pace = PACE;
-        }
-        tokio::time::sleep(pace).await;
-    }
-}
-
-impl Source {
-    /// Reads every reply waiting, in batches of up to [`BATCH`] per
-    /// `recvmmsg`, and hands each to the probe waiting for it. True when
-    /// one came.
-    fn read(&self) -> bool {
-        let mut bufs = [[0u8; syn::SNAP as usize]; BATCH];
-        let mut any = false;
-        loop {
-            let got = match recv_batch(self.raw.get_ref(), &mut bufs) {
-                Ok(g) => g,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return any,
-                Err(e) => {
-                    log::debug!("half-open: recvmmsg: {e}");
-                    return any;
-                }
-            };
-            let full = got.len() == BATCH;
-            any |= !got.is_empty();
-            for (i, (len, from)) in got.into_iter().enumerate() {
-                let pkt = &bufs[i][..len.min(syn::SNAP as usize)];
-                let reply = match (self.v6, from) {
-                    (true, Some(IpAddr::V6(a))) => syn::parse_v6(a, pkt),
-                    (false, _) => syn::parse_v4(pkt),
-                    _ => None,
-                };
-                let Some(r) = reply else { continue };
-                let mut inflight = self.inflight.lock().expect("inflight");
-                let key = (r.from, r.to_port);
-                if inflight
-                    .get(&key)
-                    .is_some_and(|(seq, _)| seq.wrapping_add(1) == r.ack)
-                {
-                    if let Some((seq, w)) = inflight.remove(&key) {
-                        drop(inflight);
-                        self.answered(w, r.answer, r.from, seq);
-                    }
-                }
-            }
-            // Replies come in the order the SYNs left: the deadlines of the
-            // probes just answered are mostly first in line, and go now
-            // rather than at their connect_timeout (at 20,000 probes a
-            // second and 5 s, 100,000 entries held for nothing). Deadlines,
-            // then probes: the locks' one order.
-            let mut d = self.deadlines.lock().expect("deadlines");
-            let inflight = self.inflight.lock().expect("inflight");
-            let answered = |&(dst, port, seq): &Deadline| {
-                inflight.get(&(dst, port)).is_none_or(|(s, _)| *s != seq)
-            };
-            d.prune_front(answered);
-            // A probe that waits for its timeout, first in line, holds the
-            // answered ones behind it until then (100,000 at 20,000 a
-            // second and 5 s: 7 to 25 MB, as a start's timing fell): they
-            // all go once they are most of the line (each sweep at least
-            // halves it, so a probe pays for it O(1)).
-            if d.len() > 2 * inflight.len() + SWEEP_SLACK {
-                d.retain_wanted(answered);
-            }
-            if !full {
-                return any;
-            }
-        }
-    }
-}
-
-/// Ends the launched probes no answer came for by their deadline
-/// (`connect_timeout`), asking their route again next time (a source that
-/// moved gets no answer).
-async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Notify>) {
-    loop {
-        // Taken before the queue is read: a deadline pushed after the read
-        // still wakes us (its permit is kept).
-        let notified = earlier.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let at = {
-            let Some(s) = src.upgrade() else { return };
-            let now = Instant::now();
-            // What came before the deadline is an answer, not silence.
-            s.read();
-            let mut expired = Vec::new();
-            let next = {
-                let mut d = s.deadlines.lock().expect("deadlines");
-                while let Some((_, e)) = d.pop_due(now) {
-                    expired.push(e);
-                }
-                d.peek()
-            };
-            for (dst, port, seq) in expired {
-                let w = {
-                    let mut inflight = s.inflight.lock().expect("inflight");
-                    match inflight.get(&(dst, port)) {
-                        Some((s, Waiter::Report(_))) if *s == seq => {
-                            inflight.remove(&(dst, port)).map(|(_, w)| w)
-                        }
-                        _ => None,
-                    }
-                };
-                if let Some(Waiter::Report(r)) = w {
-                    if let Some(rk) = &r.route {
-                        s.routes.lock().expect("routes").remove(rk);
-                    }
-                    r.tell(Err(Failure::ConnectTimeout));
-                }
-            }
-            next
-        };
-        match at {
-            Some(at) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
-                    _ = &mut notified => {}
-                }
-            }
-            None => notified.await,
-        }
-    }
-}
-
-fn recv_batch(
-    s: &Socket,
-    bufs: &mut [[u8; syn::SNAP as usize]],
-) -> io::Result<Vec<(usize, Option<IpAddr>)>> {
-    let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(bufs.len(), None);
-    let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
-        bufs.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
-    let r = recvmmsg(
-        s.as_raw_fd(),
-        &mut hdrs,
-        iovs.iter_mut(),
-        MsgFlags::MSG_DONTWAIT,
-        None,
-    )
-    .map_err(io::Error::from)?;
-    Ok(r.map(|m| {
-        let from = m.address.and_then(|a: SockaddrStorage| match a.family() {
-            Some(nix::sys::socket::AddressFamily::Inet6) => {
-                a.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip()))
-            }
-            Some(nix::sys::socket::AddressFamily::Inet) => {
-                a.as_sockaddr_in().map(|s| IpAddr::V4(s.ip()))
-            }
-            _ => None,
-        });
-        (m.bytes, from)
-    })
-    .collect())
 }

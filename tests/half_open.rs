@@ -358,3 +358,69 @@ async fn bindto_is_the_syn_s_source() {
     assert_eq!(syns, vec![std::net::Ipv4Addr::new(127, 0, 0, 2)]);
     assert_eq!(queued(&l), 0);
 }
+
+/// Whether the listener's side of a connection from `peer` port to `port`
+/// on 127.0.0.1 waits in TIME_WAIT (/proc/net/tcp, state 06).
+fn in_time_wait(port: u16, peer: u16) -> bool {
+    let t = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    t.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f[1] == format!("0100007F:{port:04X}")
+            && f[2] == format!("0100007F:{peer:04X}")
+            && f[3] == "06"
+    })
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn a_backend_s_time_wait_on_our_port_is_passed_not_a_timeout() {
+    // The backend closed first an earlier connection from the port we
+    // probe from (a full-connect checker's, another client's): it holds
+    // it in TIME_WAIT and answers a SYN whose number is not past the old
+    // connection's with a bare ACK, not a SYN-ACK (RFC 1122 4.2.2.13,
+    // Linux's tcp_timewait_state_process). A connect gets through a
+    // second later (its kernel resets that ACK and sends the SYN again);
+    // a probe must not wait for its timeout and call a live backend down.
+    // Half the SYNs (random numbers) fall short: eight rounds, alternately
+    // a probe's future and a launched probe.
+    use std::io::Read;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    for round in 0..8 {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        s.set_reuse_address(true).unwrap();
+        s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        let port = s.local_addr().unwrap().as_socket().unwrap().port();
+        s.connect(&addr.into()).unwrap();
+        let mut c: TcpStream = s.into();
+        // The backend closes first: its side goes to TIME_WAIT.
+        drop(l.accept().unwrap().0);
+        let mut b = [0u8; 1];
+        assert_eq!(c.read(&mut b).unwrap(), 0);
+        drop(c);
+        let t0 = Instant::now();
+        while !in_time_wait(addr.port(), port) {
+            assert!(t0.elapsed() < Duration::from_secs(2), "no TIME_WAIT");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let p = NetProber::new(Scripts::new(4));
+        let c = planned(
+            addr,
+            &format!("TCP_CHECK {{\n connect_timeout 1\n bind_port {port}\n half_open\n }}"),
+        );
+        let t0 = Instant::now();
+        let o = if round % 2 == 0 {
+            p.probe(&c, 0, 1).await
+        } else {
+            launch_all(&p, &c, 1).await.remove(0)
+        };
+        assert!(o.is_ok(), "round {round}: {o:?} after {:?}", t0.elapsed());
+        assert!(t0.elapsed() < Duration::from_millis(500), "round {round}");
+        assert_eq!(queued(&l), 0, "round {round}");
+        l.set_nonblocking(false).unwrap();
+    }
+}

@@ -63,8 +63,18 @@ struct Key {
 type RouteKey = (IpAddr, Option<Box<str>>, Option<u32>);
 /// The source address the kernel picks per destination and options.
 type Routes = Arc<Mutex<FxMap<RouteKey, IpAddr>>>;
-/// A probe in flight: its SYN's sequence number, and who waits.
-type Pending = (u32, Waiter);
+/// A probe in flight.
+struct Pending {
+    /// Its first SYN's sequence number: the probe's identity (its
+    /// deadline's and its claim's).
+    seq: u32,
+    /// The sequence number of the SYN last sent, which its answer
+    /// acknowledges (plus one): `seq`, or the one sent again past an older
+    /// connection's ([`syn::Segment::BareAck`]).
+    sent: u32,
+    /// Who waits for it.
+    waiter: Waiter,
+}
 
 /// A launched probe's end, told to the engine's scheduler: the check, its
 /// result, when it started and ended.
@@ -77,7 +87,7 @@ type Deadline = (SocketAddr, u16, u32);
 /// Who waits for a probe's answer.
 enum Waiter {
     /// A probe's future ([`HalfOpen::probe`]).
-    Future(oneshot::Sender<Answer>),
+    Future(oneshot::Sender<(Answer, u32)>),
     /// The scheduler ([`HalfOpen::launch`]): no task and no timer of the
     /// probe's own; the source's receiver tells it, or its timeout task.
     Report(Box<Report>),
@@ -138,6 +148,8 @@ struct Source {
     raw: Arc<AsyncFd<Socket>>,
     /// It is an IPv6 socket (replies come without their IP header).
     v6: bool,
+    /// Our address, the source of its SYNs.
+    addr: IpAddr,
     routes: Routes,
     tx: mpsc::UnboundedSender<(SocketAddr, Packet)>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -190,10 +202,7 @@ impl Drop for Claim<'_> {
         let mut inflight = self.src.inflight.lock().expect("inflight");
         // A reply took it out already, and another probe of the same
         // destination may have taken the place since: leave that one.
-        if inflight
-            .get(&self.key)
-            .is_some_and(|(seq, _)| *seq == self.seq)
-        {
+        if inflight.get(&self.key).is_some_and(|p| p.seq == self.seq) {
             inflight.remove(&self.key);
         }
     }
@@ -314,14 +323,14 @@ impl HalfOpen {
             )));
         }
         match tokio::time::timeout(c.timeout, answer).await {
-            Ok(Ok(Answer::Open)) => {
+            Ok(Ok((Answer::Open, sent))) => {
                 if src.own_rst {
-                    let rst = syn::rst(from, c.dst, seq.wrapping_add(1));
+                    let rst = syn::rst(from, c.dst, sent.wrapping_add(1));
                     let _ = src.tx.send((c.dst, Packet::new(from, c.dst, &rst)));
                 }
                 Ok(())
             }
-            Ok(Ok(Answer::Refused)) => Err(refused()),
+            Ok(Ok((Answer::Refused, _))) => Err(refused()),
             Ok(Err(_)) => Err(Failure::Socket(io::Error::other(
                 "half-open receiver stopped",
             ))),
@@ -448,21 +457,29 @@ impl Source {
         if inflight.is_empty() {
             self.reading.notify_one();
         }
-        inflight.insert((dst, port), (seq, w));
+        inflight.insert(
+            (dst, port),
+            Pending {
+                seq,
+                sent: seq,
+                waiter: w,
+            },
+        );
         Ok(port)
     }
 
-    /// A reply's probe answered: its waiter told.
-    fn answered(&self, w: Waiter, answer: Answer, dst: SocketAddr, seq: u32) {
+    /// A reply's probe answered (to its SYN numbered `sent`): its waiter
+    /// told.
+    fn answered(&self, w: Waiter, answer: Answer, dst: SocketAddr, sent: u32) {
         match w {
             Waiter::Future(done) => {
-                let _ = done.send(answer);
+                let _ = done.send((answer, sent));
             }
             Waiter::Report(r) => {
                 let result = match answer {
                     Answer::Open => {
                         if self.own_rst {
-                            let rst = syn::rst(r.from, dst, seq.wrapping_add(1));
+                            let rst = syn::rst(r.from, dst, sent.wrapping_add(1));
                             let _ = self.tx.send((dst, Packet::new(r.from, dst, &rst)));
                         }
                         Ok(())
@@ -528,6 +545,7 @@ impl Source {
             reading: reading.clone(),
             raw: raw.clone(),
             v6,
+            addr: key.src,
             routes,
             tx,
             tasks: vec![

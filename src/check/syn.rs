@@ -21,7 +21,11 @@ pub const SNAP: u32 = 80;
 const FIN: u8 = 0x01;
 const SYN: u8 = 0x02;
 const RST: u8 = 0x04;
+const PSH: u8 = 0x08;
 const ACK: u8 = 0x10;
+const URG: u8 = 0x20;
+/// The flags that say what a segment is (not ECN's two).
+const FLAGS: u8 = FIN | SYN | RST | PSH | ACK | URG;
 
 /// A SYN from `src` to `dst` with sequence number `seq`.
 pub fn syn(src: SocketAddr, dst: SocketAddr, seq: u32) -> [u8; SYN_LEN] {
@@ -116,6 +120,19 @@ pub enum Answer {
     Refused,
 }
 
+/// What a segment sent to one of our ports says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segment {
+    /// SYN-ACK or RST: the answer to a SYN.
+    Answer(Answer),
+    /// A bare ACK: the backend still holds an older connection between
+    /// the same two ports (in TIME_WAIT, or a request not yet completed)
+    /// and took our SYN for a stray segment of it. Its acknowledgement
+    /// number is that connection's next sequence number: a SYN numbered
+    /// past it opens a new one (RFC 1122 4.2.2.13).
+    BareAck,
+}
+
 /// A reply to one of our SYNs, as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
@@ -123,10 +140,11 @@ pub struct Reply {
     pub from: SocketAddr,
     /// Our port it was sent to.
     pub to_port: u16,
-    /// Its acknowledgement number: our SYN's sequence number plus one.
+    /// Its acknowledgement number: our SYN's sequence number plus one
+    /// (an answer), or the older connection's next one (a bare ACK).
     pub ack: u32,
-    /// SYN-ACK or RST.
-    pub answer: Answer,
+    /// What it is.
+    pub segment: Segment,
 }
 
 /// A reply as a raw IPv4 socket reads it: the IP header, then TCP.
@@ -153,10 +171,12 @@ fn parse_tcp(src: IpAddr, t: &[u8]) -> Option<Reply> {
         return None;
     }
     let flags = t[13];
-    let answer = if flags & RST != 0 {
-        Answer::Refused
+    let segment = if flags & RST != 0 {
+        Segment::Answer(Answer::Refused)
     } else if flags & (SYN | ACK | FIN) == SYN | ACK {
-        Answer::Open
+        Segment::Answer(Answer::Open)
+    } else if flags & FLAGS == ACK {
+        Segment::BareAck
     } else {
         return None;
     };
@@ -168,7 +188,7 @@ fn parse_tcp(src: IpAddr, t: &[u8]) -> Option<Reply> {
         from: SocketAddr::new(src, u16::from_be_bytes([t[0], t[1]])),
         to_port: u16::from_be_bytes([t[2], t[3]]),
         ack: u32::from_be_bytes([t[8], t[9], t[10], t[11]]),
-        answer,
+        segment,
     })
 }
 
@@ -195,7 +215,9 @@ const K: u16 = 0x00;
 pub type Insn = (u16, u8, u8, u32);
 
 /// The filter of a raw TCP socket: only segments to our ports `lo..=hi`
-/// with RST, or SYN and ACK, reach the socket, cut to [`SNAP`] bytes. An
+/// with RST, SYN and ACK, or ACK alone reach the socket, cut to [`SNAP`]
+/// bytes (no connection uses these ports: a bare ACK there answers a
+/// probe, [`Segment::BareAck`]). An
 /// IPv4 raw socket sees the IP header first (its length read from it); an
 /// IPv6 one sees the TCP segment.
 pub fn program(v6: bool, lo: u16, hi: u16) -> Vec<Insn> {
@@ -211,12 +233,13 @@ pub fn program(v6: bool, lo: u16, hi: u16) -> Vec<Insn> {
     // Jumps count the instructions skipped: drop is the second last.
     f.extend([
         (LD | H | mode, 0, 0, 2),
-        (JMP | JGE | K, 0, 5, lo),
-        (JMP | JGT | K, 4, 0, hi),
+        (JMP | JGE | K, 0, 6, lo),
+        (JMP | JGT | K, 5, 0, hi),
         (LD | B | mode, 0, 0, 13),
-        (JMP | JSET | K, 3, 0, u32::from(RST)),
-        (ALU | AND | K, 0, 0, u32::from(SYN | ACK)),
-        (JMP | JEQ | K, 1, 0, u32::from(SYN | ACK)),
+        (JMP | JSET | K, 4, 0, u32::from(RST)),
+        (ALU | AND | K, 0, 0, u32::from(FLAGS)),
+        (JMP | JEQ | K, 2, 0, u32::from(SYN | ACK)),
+        (JMP | JEQ | K, 1, 0, u32::from(ACK)),
         (RET, 0, 0, 0),
         (RET, 0, 0, SNAP),
     ]);
@@ -279,11 +302,20 @@ mod tests {
     fn replies_are_read_and_others_ignored() {
         let r = parse_v4(&reply_v4(SYN | ACK, 43)).unwrap();
         assert_eq!(r.from, a("192.0.2.9:80"));
-        assert_eq!((r.to_port, r.ack, r.answer), (40001, 43, Answer::Open));
+        assert_eq!(
+            (r.to_port, r.ack, r.segment),
+            (40001, 43, Segment::Answer(Answer::Open))
+        );
         let r = parse_v4(&reply_v4(RST | ACK, 43)).unwrap();
-        assert_eq!(r.answer, Answer::Refused);
-        // A plain ACK, a bare SYN, a RST acknowledging nothing: not ours.
-        assert_eq!(parse_v4(&reply_v4(ACK, 43)), None);
+        assert_eq!(r.segment, Segment::Answer(Answer::Refused));
+        // An older connection's ACK, with or without ECN's flags.
+        for f in [ACK, ACK | 0x40, ACK | 0x80] {
+            let r = parse_v4(&reply_v4(f, 43)).unwrap();
+            assert_eq!((r.ack, r.segment), (43, Segment::BareAck));
+        }
+        // Data, a FIN, a bare SYN, a RST acknowledging nothing: not ours.
+        assert_eq!(parse_v4(&reply_v4(ACK | PSH, 43)), None);
+        assert_eq!(parse_v4(&reply_v4(ACK | FIN, 43)), None);
         assert_eq!(parse_v4(&reply_v4(SYN, 0)), None);
         assert_eq!(parse_v4(&reply_v4(RST, 0)), None);
         assert_eq!(parse_v4(&reply_v4(SYN | ACK, 43)[..30]), None);
@@ -328,7 +360,10 @@ mod tests {
         let f = program(false, 40000, 40007);
         assert_eq!(run(&f, &reply_v4(SYN | ACK, 1)), SNAP);
         assert_eq!(run(&f, &reply_v4(RST | ACK, 1)), SNAP);
-        assert_eq!(run(&f, &reply_v4(ACK, 1)), 0);
+        assert_eq!(run(&f, &reply_v4(ACK, 1)), SNAP);
+        assert_eq!(run(&f, &reply_v4(ACK | 0x40, 1)), SNAP);
+        assert_eq!(run(&f, &reply_v4(ACK | PSH, 1)), 0);
+        assert_eq!(run(&f, &reply_v4(ACK | FIN, 1)), 0);
         assert_eq!(run(&f, &reply_v4(SYN, 1)), 0);
         // An IP header with options moves the TCP header.
         let mut opt = reply_v4(SYN | ACK, 1);
@@ -347,7 +382,9 @@ mod tests {
         assert_eq!(run(&f6, &t), SNAP);
         header(&mut t, 443, 40008, 1, 2, RST | ACK, 5);
         assert_eq!(run(&f6, &t), 0);
-        header(&mut t, 443, 40000, 1, 2, ACK, 5);
+        header(&mut t, 443, 40000, 1, 2, ACK | PSH, 5);
         assert_eq!(run(&f6, &t), 0);
+        header(&mut t, 443, 40000, 1, 2, ACK, 5);
+        assert_eq!(run(&f6, &t), SNAP);
     }
 }

@@ -8,7 +8,7 @@
 
 use super::{Deadline, Packet, Source, Waiter, BATCH, SWEEP_SLACK};
 use crate::check::conn::Failure;
-use crate::check::syn;
+use crate::check::syn::{self, Segment};
 use nix::sys::socket::{
     recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage,
 };
@@ -145,14 +145,42 @@ impl Source {
                 let Some(r) = reply else { continue };
                 let mut inflight = self.inflight.lock().expect("inflight");
                 let key = (r.from, r.to_port);
-                if inflight
-                    .get(&key)
-                    .is_some_and(|(seq, _)| seq.wrapping_add(1) == r.ack)
-                {
-                    if let Some((seq, w)) = inflight.remove(&key) {
-                        drop(inflight);
-                        self.answered(w, r.answer, r.from, seq);
+                let Some(p) = inflight.get_mut(&key) else {
+                    continue;
+                };
+                match r.segment {
+                    Segment::Answer(a) if p.sent.wrapping_add(1) == r.ack => {
+                        if let Some(p) = inflight.remove(&key) {
+                            drop(inflight);
+                            self.answered(p.waiter, a, r.from, p.sent);
+                        }
                     }
+                    // The backend holds an older connection between these
+                    // ports and took our SYN for part of it (a full-connect
+                    // checker's in TIME_WAIT, for one, if the backend
+                    // closed first). A connect's kernel resets that ACK and
+                    // sends its SYN again a second later; ours resets it
+                    // too (the port is held, not listening), and the SYN
+                    // goes again now, numbered past the old connection's
+                    // (r.ack: its next number), which a TIME_WAIT takes as
+                    // a new one even where resets do not end it (RFC
+                    // 1337). Once per probe: a second such ACK leaves it to
+                    // its timeout.
+                    Segment::BareAck if p.sent == p.seq => {
+                        // Past the old connection by a part of our own
+                        // unpredictable number, not by a known step.
+                        p.sent = r.ack.wrapping_add(1 + (p.seq >> 12));
+                        let sent = p.sent;
+                        drop(inflight);
+                        let us = SocketAddr::new(self.addr, r.to_port);
+                        if self.own_rst {
+                            let rst = syn::rst(us, r.from, r.ack);
+                            let _ = self.tx.send((r.from, Packet::new(us, r.from, &rst)));
+                        }
+                        let again = syn::syn(us, r.from, sent);
+                        let _ = self.tx.send((r.from, Packet::new(us, r.from, &again)));
+                    }
+                    _ => {}
                 }
             }
             // Replies come in the order the SYNs left: the deadlines of the
@@ -163,7 +191,7 @@ impl Source {
             let mut d = self.deadlines.lock().expect("deadlines");
             let inflight = self.inflight.lock().expect("inflight");
             let answered = |&(dst, port, seq): &Deadline| {
-                inflight.get(&(dst, port)).is_none_or(|(s, _)| *s != seq)
+                inflight.get(&(dst, port)).is_none_or(|p| p.seq != seq)
             };
             d.prune_front(answered);
             // A probe that waits for its timeout, first in line, holds the
@@ -208,8 +236,8 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
                 let w = {
                     let mut inflight = s.inflight.lock().expect("inflight");
                     match inflight.get(&(dst, port)) {
-                        Some((s, Waiter::Report(_))) if *s == seq => {
-                            inflight.remove(&(dst, port)).map(|(_, w)| w)
+                        Some(p) if p.seq == seq && matches!(p.waiter, Waiter::Report(_)) => {
+                            inflight.remove(&(dst, port)).map(|p| p.waiter)
                         }
                         _ => None,
                     }

@@ -108,7 +108,7 @@ type Ran = (usize, Outcome, Instant, Instant);
 
 /// Every check's record and when each runs next; the probes out now.
 struct Scheduler {
-    checks: Arc<[Planned]>,
+    checks: Arc<Vec<Planned>>,
     /// Per check (`None`: a FILE_CHECK, watched elsewhere).
     schedules: Vec<Option<Schedule>>,
     /// When each check runs next, earliest first.

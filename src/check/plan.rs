@@ -18,6 +18,7 @@ use super::udp::UdpProbe;
 use crate::config::model::{Checker, Config, RealServer, VirtualServer};
 use crate::health::retry::RetryFamily;
 use crate::health::{checker_keys, start_states, Roster, RsKey, Start, Subscriber};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -206,7 +207,7 @@ pub struct Planned {
 pub struct Plan {
     /// Distinct checks, shared with the engine that runs them (one copy,
     /// at exact size).
-    pub checks: Arc<[Planned]>,
+    pub checks: Arc<Vec<Planned>>,
     /// Per virtual server: the index in `rs_starts` of its first real
     /// server.
     vs_base: Vec<usize>,
@@ -222,7 +223,7 @@ impl Plan {
     /// them (probes run outside a configuration).
     pub fn of_checks(checks: Vec<Planned>) -> Plan {
         Plan {
-            checks: checks.into(),
+            checks: Arc::new(checks),
             ..Plan::default()
         }
     }
@@ -280,13 +281,37 @@ impl Roster for Plan {
 }
 
 /// What makes two planned checks one: everything they do, how they are
-/// scheduled and the state they start in.
-#[derive(PartialEq, Eq, Hash)]
-struct ShareKey {
-    kind: ProbeKind,
-    start: Start,
-    timing: Timing,
-    name: Box<str>,
+/// scheduled (`log_all_failures` aside: it does not keep checks apart) and
+/// the state they start in. The plan's map of checks seen holds this
+/// hash and the check's index, not a copy of each (at 20,000 checks a map
+/// of copies was 10 MB at the start's peak, never given back).
+fn share_hash(kind: &ProbeKind, start: &Start, timing: &Timing, name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    kind.hash(&mut h);
+    start.hash(&mut h);
+    Timing {
+        log_all_failures: false,
+        ..timing.clone()
+    }
+    .hash(&mut h);
+    name.hash(&mut h);
+    h.finish()
+}
+
+/// Whether a check planned already is the same as this one ([`share_hash`]'s
+/// fields, compared: equal hashes only point to it).
+fn same_check(c: &Planned, kind: &ProbeKind, start: &Start, timing: &Timing, name: &str) -> bool {
+    c.kind == *kind
+        && c.start == *start
+        && Timing {
+            log_all_failures: false,
+            ..(*c.timing).clone()
+        } == Timing {
+            log_all_failures: false,
+            ..timing.clone()
+        }
+        && *c.name == *name
 }
 
 /// How [`plan`] builds checks.
@@ -476,8 +501,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     let mut errors = Vec::new();
     // ProbeKind's Hash and Eq read only what never changes: a regex's
     // pattern (not its match cache), not the TLS context.
-    #[allow(clippy::mutable_key_type)]
-    let mut seen: HashMap<ShareKey, usize> = HashMap::new();
+    let mut seen: HashMap<u64, usize> = HashMap::with_capacity(if opts.share { most } else { 0 });
     let mut tls = TlsContexts::default();
     let mut timings: HashMap<Timing, Arc<Timing>> = HashMap::new();
     p.vs_base.reserve_exact(cfg.virtual_servers.len());
@@ -566,20 +590,13 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 // then may they share a probe.
                 let name: Box<str> = format_rs(rs, vs).into();
                 let shared = if opts.share {
-                    let key = ShareKey {
-                        kind: kind.clone(),
-                        start,
-                        // log_all_failures does not keep checks apart.
-                        timing: Timing {
-                            log_all_failures: false,
-                            ..(*timing).clone()
-                        },
-                        name: name.clone(),
-                    };
-                    match seen.get(&key) {
-                        Some(&i) => Some(i),
-                        None => {
-                            seen.insert(key, checks.len());
+                    match seen.entry(share_hash(&kind, &start, &timing, &name)) {
+                        // Two checks of one hash that differ (a 64-bit
+                        // collision) are left to run apart.
+                        Entry::Occupied(e) => Some(*e.get())
+                            .filter(|&i| same_check(&checks[i], &kind, &start, &timing, &name)),
+                        Entry::Vacant(e) => {
+                            e.insert(checks.len());
                             None
                         }
                     }
@@ -607,7 +624,8 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
         }
     }
     p.rs_starts.push(p.rs_checks.len());
-    p.checks = checks.into();
+    checks.shrink_to_fit();
+    p.checks = Arc::new(checks);
     (p, errors)
 }
 

@@ -214,10 +214,8 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
 
 /// Fetches and formats the result: (standard output, standard error).
 pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
-    let conn = ConnOpts {
-        fwmark: a.fwmark,
-        ..ConnOpts::to(dst, Duration::from_secs(a.timeout.unwrap_or(5).max(1)))
-    };
+    let conn = ConnOpts::to(dst, Duration::from_secs(a.timeout.unwrap_or(5).max(1)))
+        .with_source(|s| s.fwmark = a.fwmark);
     let tls = if a.ssl {
         match Tls::new(None) {
             Ok(t) => Some(t),

@@ -19,16 +19,32 @@ use tokio::net::{TcpSocket, TcpStream, UdpSocket};
 pub struct ConnOpts {
     /// Destination.
     pub dst: SocketAddr,
+    /// `connect_timeout`, also the per-read timeout.
+    pub timeout: Duration,
+    /// `half_open` (extension, TCP_CHECK): a SYN instead of a connect.
+    pub half_open: bool,
+    /// Where the connection leaves from, when any of it is set: boxed, as
+    /// it rarely is (a planned check's record is kept small for tens of
+    /// thousands; read through [`ConnOpts::bind`] and its neighbours).
+    pub source: Option<Box<ConnSource>>,
+}
+
+/// The rarely set options of a connection's source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ConnSource {
     /// `bindto` + `bind_port`.
     pub bind: Option<SocketAddr>,
     /// `bind_if`.
     pub bind_if: Option<Box<str>>,
     /// `fwmark`.
     pub fwmark: Option<u32>,
-    /// `connect_timeout`, also the per-read timeout.
-    pub timeout: Duration,
-    /// `half_open` (extension, TCP_CHECK): a SYN instead of a connect.
-    pub half_open: bool,
+}
+
+impl ConnSource {
+    /// Boxed, or none when nothing is set.
+    pub fn boxed(self) -> Option<Box<ConnSource>> {
+        (self != ConnSource::default()).then(|| Box::new(self))
+    }
 }
 
 impl ConnOpts {
@@ -49,11 +65,39 @@ impl ConnOpts {
         };
         ConnOpts {
             dst: SocketAddr::new(ip, t.connect_port),
-            bind,
-            bind_if: c.bind_if.as_deref().map(Into::into),
-            fwmark: c.fwmark,
             timeout: t.connect_timeout.max(Duration::from_micros(1)),
             half_open: false,
+            source: ConnSource {
+                bind,
+                bind_if: c.bind_if.as_deref().map(Into::into),
+                fwmark: c.fwmark,
+            }
+            .boxed(),
+        }
+    }
+
+    /// `bindto` + `bind_port`.
+    pub fn bind(&self) -> Option<SocketAddr> {
+        self.source.as_ref().and_then(|s| s.bind)
+    }
+
+    /// `bind_if`.
+    pub fn bind_if(&self) -> Option<&str> {
+        self.source.as_ref().and_then(|s| s.bind_if.as_deref())
+    }
+
+    /// `fwmark`.
+    pub fn fwmark(&self) -> Option<u32> {
+        self.source.as_ref().and_then(|s| s.fwmark)
+    }
+
+    /// The same, with the source options `f` makes of these.
+    pub fn with_source(&self, f: impl FnOnce(&mut ConnSource)) -> ConnOpts {
+        let mut src = self.source.as_deref().cloned().unwrap_or_default();
+        f(&mut src);
+        ConnOpts {
+            source: src.boxed(),
+            ..self.clone()
         }
     }
 
@@ -61,11 +105,9 @@ impl ConnOpts {
     pub fn to(dst: SocketAddr, timeout: Duration) -> ConnOpts {
         ConnOpts {
             dst,
-            bind: None,
-            bind_if: None,
-            fwmark: None,
             timeout,
             half_open: false,
+            source: None,
         }
     }
 
@@ -74,13 +116,13 @@ impl ConnOpts {
     pub fn socket(&self, ty: Type, proto: Option<Protocol>) -> io::Result<Socket> {
         let domain = Domain::for_address(self.dst);
         let s = Socket::new(domain, ty.nonblocking().cloexec(), proto)?;
-        if let Some(dev) = &self.bind_if {
+        if let Some(dev) = self.bind_if() {
             s.bind_device(Some(dev.as_bytes()))?;
         }
-        if let Some(mark) = self.fwmark {
+        if let Some(mark) = self.fwmark() {
             s.set_mark(mark)?;
         }
-        if let Some(b) = self.bind {
+        if let Some(b) = self.bind() {
             if b.port() != 0 {
                 s.set_reuse_address(true)?;
             }

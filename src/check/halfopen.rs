@@ -263,11 +263,11 @@ impl HalfOpen {
         };
         let seq = self.next_seq();
         let route = c
-            .bind
+            .bind()
             .map(|b| b.ip())
             .filter(|ip| !ip.is_unspecified())
             .is_none()
-            .then(|| (c.dst.ip(), c.bind_if.clone(), c.fwmark));
+            .then(|| (c.dst.ip(), c.bind_if().map(Into::into), c.fwmark()));
         let mut report = Report {
             id,
             started,
@@ -339,8 +339,8 @@ impl HalfOpen {
                 // no answer.
                 self.routes.lock().expect("routes").remove(&(
                     c.dst.ip(),
-                    c.bind_if.clone(),
-                    c.fwmark,
+                    c.bind_if().map(Into::into),
+                    c.fwmark(),
                 ));
                 Err(Failure::ConnectTimeout)
             }
@@ -360,11 +360,11 @@ impl HalfOpen {
     /// the address the kernel picks for the destination (asked once per
     /// destination).
     fn key(&self, c: &ConnOpts) -> io::Result<(Key, IpAddr)> {
-        let bound = c.bind.map(|b| b.ip()).filter(|ip| !ip.is_unspecified());
+        let bound = c.bind().map(|b| b.ip()).filter(|ip| !ip.is_unspecified());
         let src = match bound {
             Some(ip) => ip,
             None => {
-                let rk = (c.dst.ip(), c.bind_if.clone(), c.fwmark);
+                let rk = (c.dst.ip(), c.bind_if().map(Into::into), c.fwmark());
                 let cached = self.routes.lock().expect("routes").get(&rk).copied();
                 match cached {
                     Some(ip) => ip,
@@ -378,9 +378,9 @@ impl HalfOpen {
         };
         let key = Key {
             src,
-            port: c.bind.map(|b| b.port()).unwrap_or(0),
-            bind_if: c.bind_if.clone(),
-            fwmark: c.fwmark,
+            port: c.bind().map(|b| b.port()).unwrap_or(0),
+            bind_if: c.bind_if().map(Into::into),
+            fwmark: c.fwmark(),
         };
         Ok((key, src))
     }

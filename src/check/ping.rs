@@ -51,11 +51,10 @@ pub async fn check(conn: &ConnOpts, seq: u16) -> Result<(), Failure> {
         Protocol::ICMPV4
     };
     // PING_CHECK ignores fwmark, as keepalived does.
-    let opts = ConnOpts {
-        fwmark: None,
-        bind: conn.bind.map(|b| SocketAddr::new(b.ip(), 0)),
-        ..conn.clone()
-    };
+    let opts = conn.with_source(|s| {
+        s.fwmark = None;
+        s.bind = s.bind.map(|b| SocketAddr::new(b.ip(), 0));
+    });
     let s = opts
         .socket(Type::DGRAM, Some(proto))
         .map_err(Failure::Socket)?;

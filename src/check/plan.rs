@@ -648,3 +648,24 @@ fn file_state_with(kind: &ProbeKind, preset: &HashMap<PathBuf, i64>) -> Option<F
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// A planned check is kept once per configured checker (tens of
+    /// thousands): what it holds inline is what each costs.
+    #[test]
+    fn a_planned_check_stays_small() {
+        eprintln!(
+            "Planned {} ProbeKind {} ConnOpts {} Subscribers {} Start {}",
+            std::mem::size_of::<Planned>(),
+            std::mem::size_of::<ProbeKind>(),
+            std::mem::size_of::<ConnOpts>(),
+            std::mem::size_of::<Subscribers>(),
+            std::mem::size_of::<Start>()
+        );
+        assert!(std::mem::size_of::<ConnOpts>() <= 64);
+        assert!(std::mem::size_of::<Planned>() <= 192);
+    }
+}

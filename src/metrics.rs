@@ -12,7 +12,7 @@ use crate::health::real_weight;
 use crate::lvs::desired::kernel_weights;
 use crate::status::{checker_words, rs_state, seed_state, seed_vs_state, View};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::Write;
 
 fn esc(s: &str) -> String {
     s.replace('\\', "\\\\")
@@ -20,101 +20,150 @@ fn esc(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn head(o: &mut String, name: &str, kind: &str, help: &str) {
+fn head(o: &mut impl Write, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
     let _ = writeln!(o, "# TYPE {name} {kind}");
 }
 
+/// Counts what is written: the text's length, before it is written.
+#[derive(Default)]
+struct Length(usize);
+
+impl Write for Length {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
+}
+
+/// The metrics text, followed by `more` (the VRRP instances').
+///
+/// Written twice: once to count it, then into a string of exactly that
+/// length. Grown by doubling from side strings per section, a scrape at
+/// 20,000 real servers left 4.6 MB in the process after it (the text is
+/// 375 bytes a real server; the allocator keeps what it was handed back).
+pub fn render_with(v: &View, more: &str) -> String {
+    let mut n = Length::default();
+    render_into(v, &mut n);
+    let mut o = String::with_capacity(n.0 + more.len());
+    render_into(v, &mut o);
+    o.push_str(more);
+    o
+}
+
 /// The metrics text.
 pub fn render(v: &View) -> String {
-    let mut o = String::new();
-    let c = v.counters;
-    let p = "keepalived_rs";
+    render_with(v, "")
+}
 
-    head(
-        &mut o,
-        &format!("{p}_real_server_up"),
-        "gauge",
-        "1 when every checker of the real server is up.",
-    );
-    let mut weights = String::new();
-    let mut kernel = String::new();
-    let mut seeds = String::new();
-    let mut vs_seeds = String::new();
+/// One line per real server of one family, each VS's real servers in
+/// order; `line` writes a real server's, given its labels.
+fn per_rs(
+    v: &View,
+    o: &mut impl Write,
+    mut line: impl FnMut(&mut dyn Write, &str, usize, usize, &crate::health::RsHealth, &[Option<u32>]),
+) {
+    let mut labels = String::new();
     for (vi, vs) in v.cfg.virtual_servers.iter().enumerate() {
         let Some(h) = v.health.vs.get(vi) else {
             continue;
         };
         let vn = esc(&format_vs(vs));
         let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
-        let mut words = Vec::with_capacity(vs.real_servers.len());
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let Some(r) = h.rs.get(ri) else { continue };
-            let labels = format!("vs=\"{vn}\",rs=\"{}\"", esc(&format_rs(rs, vs)));
-            let word = seed_state(
-                rs_state(r.alive, &checker_words(v, vi, ri)),
-                in_kernel.get(ri).copied().flatten(),
-            );
-            words.push(word);
-            let _ = writeln!(
-                seeds,
-                "{p}_real_server_health{{{labels},status=\"{word}\"}} 1"
-            );
-            let _ = writeln!(o, "{p}_real_server_up{{{labels}}} {}", u8::from(r.alive));
-            let _ = writeln!(
-                weights,
-                "{p}_real_server_weight{{{labels}}} {}",
-                real_weight(r.effective_weight)
-            );
-            if let Some(w) = in_kernel.get(ri).copied().flatten() {
-                let _ = writeln!(kernel, "{p}_real_server_kernel_weight{{{labels}}} {w}");
-            }
+            labels.clear();
+            let _ = write!(labels, "vs=\"{vn}\",rs=\"{}\"", esc(&format_rs(rs, vs)));
+            line(o, &labels, vi, ri, r, &in_kernel);
         }
-        let _ = writeln!(
-            vs_seeds,
-            "{p}_virtual_server_health{{vs=\"{vn}\",status=\"{}\"}} 1",
-            seed_vs_state(&words)
-        );
     }
-    // The sections are joined once, into room made for all of them: a
-    // string grown by doubling would hold up to twice the text (megabytes
-    // at tens of thousands of real servers).
-    o.reserve(weights.len() + kernel.len() + seeds.len() + vs_seeds.len() + 4096);
+}
+
+/// A real server's health status word (seed_state's).
+fn rs_word(
+    v: &View,
+    vi: usize,
+    ri: usize,
+    r: &crate::health::RsHealth,
+    in_kernel: &[Option<u32>],
+) -> &'static str {
+    seed_state(
+        rs_state(r.alive, &checker_words(v, vi, ri)),
+        in_kernel.get(ri).copied().flatten(),
+    )
+}
+
+fn render_into(v: &View, o: &mut impl Write) {
+    let c = v.counters;
+    let p = "keepalived_rs";
+
     head(
-        &mut o,
+        o,
+        &format!("{p}_real_server_up"),
+        "gauge",
+        "1 when every checker of the real server is up.",
+    );
+    per_rs(v, o, |o, labels, _, _, r, _| {
+        let _ = writeln!(o, "{p}_real_server_up{{{labels}}} {}", u8::from(r.alive));
+    });
+    head(
+        o,
         &format!("{p}_real_server_weight"),
         "gauge",
         "The real server's effective weight (configured plus dynamic).",
     );
-    o.push_str(&weights);
-    drop(weights);
+    per_rs(v, o, |o, labels, _, _, r, _| {
+        let _ = writeln!(
+            o,
+            "{p}_real_server_weight{{{labels}}} {}",
+            real_weight(r.effective_weight)
+        );
+    });
     head(
-        &mut o,
+        o,
         &format!("{p}_real_server_kernel_weight"),
         "gauge",
         "The real server's weight in the IPVS table (absent when not in it).",
     );
-    o.push_str(&kernel);
-    drop(kernel);
+    per_rs(v, o, |o, labels, _, ri, _, in_kernel| {
+        if let Some(w) = in_kernel.get(ri).copied().flatten() {
+            let _ = writeln!(o, "{p}_real_server_kernel_weight{{{labels}}} {w}");
+        }
+    });
     head(
-        &mut o,
+        o,
         &format!("{p}_real_server_health"),
         "gauge",
         "1 for the real server's health status in cloud load balancers' words: not enabled (no checker), initialising, healthy, unhealthy, unused (weight 0).",
     );
-    o.push_str(&seeds);
-    drop(seeds);
+    per_rs(v, o, |o, labels, vi, ri, r, in_kernel| {
+        let word = rs_word(v, vi, ri, r, in_kernel);
+        let _ = writeln!(o, "{p}_real_server_health{{{labels},status=\"{word}\"}} 1");
+    });
     head(
-        &mut o,
+        o,
         &format!("{p}_virtual_server_health"),
         "gauge",
         "1 for the virtual server's health status: no target (no real server), initialising, healthy (one real server is), unhealthy.",
     );
-    o.push_str(&vs_seeds);
-    drop(vs_seeds);
+    for (vi, vs) in v.cfg.virtual_servers.iter().enumerate() {
+        let Some(h) = v.health.vs.get(vi) else {
+            continue;
+        };
+        let in_kernel = kernel_weights(v.cfg, vi, v.kernel);
+        let words: Vec<&str> = (0..vs.real_servers.len())
+            .filter_map(|ri| h.rs.get(ri).map(|r| rs_word(v, vi, ri, r, &in_kernel)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "{p}_virtual_server_health{{vs=\"{}\",status=\"{}\"}} 1",
+            esc(&format_vs(vs)),
+            seed_vs_state(&words)
+        );
+    }
 
     head(
-        &mut o,
+        o,
         &format!("{p}_virtual_server_quorum_up"),
         "gauge",
         "1 when the virtual server has quorum.",
@@ -131,7 +180,7 @@ pub fn render(v: &View) -> String {
     }
 
     head(
-        &mut o,
+        o,
         &format!("{p}_virtual_server_fail_open"),
         "gauge",
         "1 while every real server has failed and fail_open keeps them all in.",
@@ -148,7 +197,7 @@ pub fn render(v: &View) -> String {
     }
 
     head(
-        &mut o,
+        o,
         &format!("{p}_real_server_transitions_total"),
         "counter",
         "Real servers coming up or going down.",
@@ -180,7 +229,7 @@ pub fn render(v: &View) -> String {
         }
     }
     head(
-        &mut o,
+        o,
         &format!("{p}_check_duration_seconds"),
         "histogram",
         "How long probes took, by checker type.",
@@ -203,7 +252,7 @@ pub fn render(v: &View) -> String {
         let _ = writeln!(o, "{p}_check_duration_seconds_count{{type=\"{t}\"}} {cum}");
     }
     head(
-        &mut o,
+        o,
         &format!("{p}_check_errors_total"),
         "counter",
         "Failed probes, by checker type and reason.",
@@ -216,7 +265,7 @@ pub fn render(v: &View) -> String {
     }
 
     head(
-        &mut o,
+        o,
         &format!("{p}_ipvs_operations_total"),
         "counter",
         "IPVS operations sent, by result.",
@@ -233,7 +282,7 @@ pub fn render(v: &View) -> String {
     );
 
     head(
-        &mut o,
+        o,
         &format!("{p}_reloads_total"),
         "counter",
         "Reloads, by result.",
@@ -245,7 +294,7 @@ pub fn render(v: &View) -> String {
         c.reloads_refused
     );
     head(
-        &mut o,
+        o,
         &format!("{p}_reload_duration_seconds_total"),
         "counter",
         "Time spent in reloads.",
@@ -256,7 +305,7 @@ pub fn render(v: &View) -> String {
         c.reload_seconds_total
     );
     head(
-        &mut o,
+        o,
         &format!("{p}_last_reload_duration_seconds"),
         "gauge",
         "How long the last reload took.",
@@ -267,18 +316,17 @@ pub fn render(v: &View) -> String {
         c.last_reload_seconds
     );
     head(
-        &mut o,
+        o,
         &format!("{p}_loop_heartbeat_timestamp_seconds"),
         "gauge",
         "Last time the event loop went round; a value that stops moving is a stalled daemon.",
     );
     let _ = writeln!(o, "{p}_loop_heartbeat_timestamp_seconds {}", c.heartbeat);
     head(
-        &mut o,
+        o,
         &format!("{p}_checks"),
         "gauge",
         "Distinct checks running.",
     );
     let _ = writeln!(o, "{p}_checks {}", v.plan.checks.len());
-    o
 }

@@ -239,8 +239,8 @@ impl Checking {
                 doc.to_string() + "\n"
             }
             Query::Metrics => {
-                metrics::render(&view)
-                    + &instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i))
+                let vrrp = instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i));
+                metrics::render_with(&view, &vrrp)
             }
             Query::Plan(p) => self.preview_reload(run, rec, p, &board),
             // Made by the event loop, which changes the running model.

@@ -665,6 +665,11 @@ mod size_tests {
             std::mem::size_of::<Subscribers>(),
             std::mem::size_of::<Start>()
         );
+        eprintln!(
+            "RealServer {} Checker {}",
+            std::mem::size_of::<crate::config::model::RealServer>(),
+            std::mem::size_of::<Checker>()
+        );
         assert!(std::mem::size_of::<ConnOpts>() <= 64);
         assert!(std::mem::size_of::<Planned>() <= 192);
     }

@@ -459,7 +459,7 @@ pub struct CheckerCommon {
     /// `bind_port`.
     pub bind_port: Option<u16>,
     /// `bind_if`.
-    pub bind_if: Option<String>,
+    pub bind_if: Option<Box<str>>,
     /// `fwmark` (SO_MARK).
     pub fwmark: Option<u32>,
     /// `connect_timeout` µs.
@@ -760,9 +760,9 @@ pub struct RealServer {
     /// `smtp_alert`.
     pub smtp_alert: Option<bool>,
     /// `virtualhost`.
-    pub virtualhost: Option<String>,
+    pub virtualhost: Option<Box<str>>,
     /// `snmp_name`.
-    pub snmp_name: Option<String>,
+    pub snmp_name: Option<Box<str>>,
     /// Checkers; none = always up.
     pub checkers: Vec<Checker>,
 }

@@ -250,7 +250,7 @@ pub fn ck_bind_if(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     }
     if let Some(c) = common(p) {
-        c.bind_if = Some(s);
+        c.bind_if = Some(s.into());
     }
     Ok(())
 }

@@ -182,7 +182,7 @@ pub fn rs_virtualhost(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     if let Some(r) = rs(p) {
-        r.virtualhost = Some(s);
+        r.virtualhost = Some(s.into());
     }
     Ok(())
 }
@@ -192,7 +192,7 @@ pub fn rs_snmp_name(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     if let Some(r) = rs(p) {
-        r.snmp_name = Some(s);
+        r.snmp_name = Some(s.into());
     }
     Ok(())
 }

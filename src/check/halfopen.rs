@@ -295,12 +295,7 @@ impl HalfOpen {
             return false;
         };
         let seq = self.next_seq();
-        let route = c
-            .bind()
-            .map(|b| b.ip())
-            .filter(|ip| !ip.is_unspecified())
-            .is_none()
-            .then(|| (c.dst.ip(), c.bind_if().map(Into::into), c.fwmark()));
+        let route = bound_ip(c).is_none().then(|| route_key(c));
         let mut report = Report {
             id,
             started,
@@ -370,11 +365,7 @@ impl HalfOpen {
             Err(_) => {
                 // Ask the route again next time: a source that moved gets
                 // no answer.
-                self.routes.lock().expect("routes").remove(&(
-                    c.dst.ip(),
-                    c.bind_if().map(Into::into),
-                    c.fwmark(),
-                ));
+                self.routes.lock().expect("routes").remove(&route_key(c));
                 Err(Failure::ConnectTimeout)
             }
         }
@@ -393,11 +384,10 @@ impl HalfOpen {
     /// the address the kernel picks for the destination (asked once per
     /// destination).
     fn key(&self, c: &ConnOpts) -> io::Result<(Key, IpAddr)> {
-        let bound = c.bind().map(|b| b.ip()).filter(|ip| !ip.is_unspecified());
-        let src = match bound {
+        let src = match bound_ip(c) {
             Some(ip) => ip,
             None => {
-                let rk = (c.dst.ip(), c.bind_if().map(Into::into), c.fwmark());
+                let rk = route_key(c);
                 let cached = self.routes.lock().expect("routes").get(&rk);
                 match cached {
                     Some(ip) => ip,
@@ -436,6 +426,17 @@ impl HalfOpen {
         sources.insert(key.clone(), s.clone());
         s
     }
+}
+
+/// `bindto`'s address, when it names one: the probes' source, no route
+/// asked.
+fn bound_ip(c: &ConnOpts) -> Option<IpAddr> {
+    c.bind().map(|b| b.ip()).filter(|ip| !ip.is_unspecified())
+}
+
+/// How `c`'s route is looked up (and cached): destination, device, mark.
+fn route_key(c: &ConnOpts) -> RouteKey {
+    (c.dst.ip(), c.bind_if().map(Into::into), c.fwmark())
 }
 
 fn log_unopened(c: &ConnOpts, e: &io::Error) {

@@ -173,7 +173,7 @@ fn parse_tcp(src: IpAddr, t: &[u8]) -> Option<Reply> {
     let flags = t[13];
     let segment = if flags & RST != 0 {
         Segment::Answer(Answer::Refused)
-    } else if flags & (SYN | ACK | FIN) == SYN | ACK {
+    } else if flags & FLAGS == SYN | ACK {
         Segment::Answer(Answer::Open)
     } else if flags & FLAGS == ACK {
         Segment::BareAck

@@ -418,14 +418,21 @@ impl Lab {
     /// VRRP process first (keepalived's child; ours is one process), the
     /// others to the parent.
     pub fn signal(&mut self, n: usize, sig: &str) {
+        let parent = self
+            .pid_of(n, "keepalived.pid")
+            .or_else(|| self.daemons[n].as_ref().map(|c| c.id() as i32));
         if sig == "KILL" {
+            // keepalived's parent respawns a VRRP child that dies: stopped
+            // first, it cannot before its own SIGKILL (a CI run saw the
+            // respawned child come up, run notify BACKUP, then notify STOP
+            // on the parent's death; a machine's death does neither).
+            if let Some(p) = parent {
+                let _ = sh(&["kill", "-STOP", &p.to_string()]);
+            }
             if let Some(p) = self.pid_of(n, "vrrp.pid") {
                 let _ = sh(&["kill", "-KILL", &p.to_string()]);
             }
         }
-        let parent = self
-            .pid_of(n, "keepalived.pid")
-            .or_else(|| self.daemons[n].as_ref().map(|c| c.id() as i32));
         if let Some(p) = parent {
             let _ = sh(&["kill", &format!("-{sig}"), &p.to_string()]);
         }

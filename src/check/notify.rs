@@ -13,7 +13,7 @@ use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
 use crate::config::model::{Config, Fifo, Script, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
 use crate::health::{Effect, Health, Transition};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::IpAddr;
 use std::os::unix::fs::OpenOptionsExt;
@@ -376,9 +376,20 @@ impl Notifier {
                     _ => log::info!("Removing Virtual Server {name}"),
                 }
             }
+            // The same servers in the same order (most reloads): nothing
+            // removed, found without hashing any.
+            if kept.is_some_and(|k| {
+                k.real_servers.len() == v.real_servers.len()
+                    && k.real_servers
+                        .iter()
+                        .zip(&v.real_servers)
+                        .all(|(a, b)| (a.ip, a.port) == (b.ip, b.port))
+            }) {
+                continue;
+            }
             // A set, not a scan per server: a virtual server of thousands
             // of real servers made the reload quadratic.
-            let kept_rs: HashSet<(IpAddr, u16)> = kept
+            let kept_rs: crate::health::FxSet<(IpAddr, u16)> = kept
                 .map(|k| k.real_servers.iter().map(|r| (r.ip, r.port)).collect())
                 .unwrap_or_default();
             for (ri, rs) in v.real_servers.iter().enumerate() {

@@ -512,7 +512,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     );
     p.rs_checks.reserve_exact(most);
     for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-        let vs_name: Arc<str> = crate::config::validate::format_vs(vs).into();
+        let vs_name = carry.vs_name(crate::config::validate::format_vs(vs));
         p.vs_base.push(p.rs_starts.len());
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let mut kinds = Vec::new();
@@ -526,6 +526,10 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                         format_rs(rs, vs),
                     )),
                 }
+            }
+            p.rs_starts.push(p.rs_checks.len());
+            if kinds.is_empty() {
+                continue;
             }
             let rk = RsKey::of(&vs_name, rs);
             let keys = if carry.reload {
@@ -541,7 +545,6 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 })
                 .collect();
             let starts = start_states(carry, &rk, &keys, &conf);
-            p.rs_starts.push(p.rs_checks.len());
             for (n, ((c, kind), mut start)) in kinds.into_iter().zip(starts).enumerate() {
                 // FILE_CHECK starts from the file as it reads now, at a
                 // start as at a reload.

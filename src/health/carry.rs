@@ -188,6 +188,21 @@ pub struct Carry<P> {
     /// real servers in [`Carry::rs`] are migrated as by a reload, the
     /// others follow the startup rules.
     pub restart: bool,
+    /// The virtual servers' names the keys hold, one copy each: a plan that
+    /// takes its names from here ([`Carry::vs_name`]) has keys that compare
+    /// by pointer, not by text (tens of thousands a reload).
+    pub names: FxSet<Arc<str>>,
+}
+
+impl<P> Carry<P> {
+    /// keepalived's name `name` for a virtual server, as the carried keys
+    /// hold it when they do.
+    pub fn vs_name(&self, name: String) -> Arc<str> {
+        match self.names.get(name.as_str()) {
+            Some(n) => n.clone(),
+            None => name.into(),
+        }
+    }
 }
 
 impl<P> Default for Carry<P> {
@@ -199,6 +214,7 @@ impl<P> Default for Carry<P> {
             live_in_kernel: FxSet::default(),
             quorum: HashMap::new(),
             restart: false,
+            names: FxSet::default(),
         }
     }
 }

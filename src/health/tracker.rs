@@ -276,14 +276,19 @@ impl Tracker {
         out.rs.reserve(servers);
         out.checkers.reserve(roster.len());
         for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
-            let vs_name: std::sync::Arc<str> = format_vs(vs).into();
+            let vs_name = out.vs_name(format_vs(vs));
+            out.names.insert(vs_name.clone());
             for (ri, rs) in vs.real_servers.iter().enumerate() {
                 let Some(t) = self.rs.get(&(vi, ri)) else {
                     continue;
                 };
                 let rk = RsKey::of(&vs_name, rs);
-                out.rs.insert(rk.clone(), t.failed == 0);
                 let ids = roster.checks_of(vi, ri);
+                if ids.is_empty() {
+                    out.rs.insert(rk, t.failed == 0);
+                    continue;
+                }
+                out.rs.insert(rk.clone(), t.failed == 0);
                 let keys = checker_keys(&rk, ids.iter().map(|&i| roster.probe(i)));
                 for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {
                     let Some(mut start) = now(id) else { continue };

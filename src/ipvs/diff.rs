@@ -80,10 +80,42 @@ impl Owned {
                     v.insert(ts.dests.keys().copied().collect());
                 }
                 std::collections::btree_map::Entry::Occupied(mut o) => {
-                    o.get_mut().extend(ts.dests.keys());
+                    // A reload owns again what it owned: one walk of both
+                    // sorted sets finds the new keys, where an insertion
+                    // each searched the tree (tens of thousands a reload).
+                    let set = o.get_mut();
+                    let mut new = Vec::new();
+                    merge(set.iter(), ts.dests.keys(), |d| {
+                        if let (None, Some(d)) = d {
+                            new.push(*d);
+                        }
+                    });
+                    set.extend(new);
                 }
             }
         }
+    }
+
+    /// Keeps only what `keep` holds: a service, or a destination of one,
+    /// found in either of `a` and `b` (what is still desired or still in
+    /// the kernel). One walk of each sorted set beside the tables'.
+    pub fn retain_in(&mut self, a: &Table, b: &Table) {
+        self.services
+            .retain(|k| a.services.contains_key(k) || b.services.contains_key(k));
+        self.dests.retain(|k, set| {
+            let (da, db) = (a.services.get(k), b.services.get(k));
+            let mut ia = da.map(|t| t.dests.keys()).into_iter().flatten().peekable();
+            let mut ib = db.map(|t| t.dests.keys()).into_iter().flatten().peekable();
+            set.retain(|d| {
+                let mut found = false;
+                for it in [&mut ia, &mut ib] {
+                    while it.next_if(|x| *x < d).is_some() {}
+                    found |= it.peek() == Some(&d);
+                }
+                found
+            });
+            !set.is_empty()
+        });
     }
 
     /// Whether destination `d` of service `k` is ours.
@@ -140,13 +172,13 @@ pub fn diff(current: &Table, desired: &Table, owned: &Owned) -> Vec<Op> {
                     }
                 }
             }
-            Some(want) => {
-                for dk in cur.dests.keys() {
-                    if !want.dests.contains_key(dk) && owned.owns_dest(k, dk) {
+            Some(want) => merge(cur.dests.keys(), want.dests.keys(), |pair| {
+                if let (Some(dk), None) = pair {
+                    if owned.owns_dest(k, dk) {
                         dels.push(Op::DelDest(*k, *dk));
                     }
                 }
-            }
+            }),
         }
     }
     for (k, want) in &desired.services {
@@ -159,19 +191,63 @@ pub fn diff(current: &Table, desired: &Table, owned: &Owned) -> Vec<Op> {
                 if !want.service.same_settings(&cur.service) {
                     svc_ops.push(Op::EditService(want.service.clone()));
                 }
-                for (dk, d) in &want.dests {
-                    match cur.dests.get(dk) {
-                        None => adds.push(Op::AddDest(*k, d.clone())),
-                        Some(c) if !d.same_settings(c) => adds.push(Op::EditDest(*k, d.clone())),
-                        Some(_) => {}
+                merge(cur.dests.iter(), want.dests.iter(), |pair| match pair {
+                    (None, Some((_, d))) => adds.push(Op::AddDest(*k, d.clone())),
+                    (Some((_, c)), Some((_, d))) if !d.same_settings(c) => {
+                        adds.push(Op::EditDest(*k, d.clone()))
                     }
-                }
+                    _ => {}
+                });
             }
         }
     }
     dels.extend(svc_ops);
     dels.extend(adds);
     dels
+}
+
+/// Walks two sequences sorted by the same key (a tree's keys, or its
+/// entries) side by side, calling `f` once per key with what each holds of
+/// it, in key order: a table's diff without a tree search per destination.
+fn merge<A, B>(a: A, b: B, mut f: impl FnMut((Option<A::Item>, Option<B::Item>)))
+where
+    A: Iterator,
+    B: Iterator,
+    A::Item: Keyed,
+    B::Item: Keyed,
+{
+    use std::cmp::Ordering;
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => return,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(x), Some(y)) => x.key().cmp(y.key()),
+        };
+        f(match order {
+            Ordering::Less => (a.next(), None),
+            Ordering::Greater => (None, b.next()),
+            Ordering::Equal => (a.next(), b.next()),
+        });
+    }
+}
+
+/// What [`merge`] orders by: a destination's key.
+trait Keyed {
+    fn key(&self) -> &DestKey;
+}
+
+impl Keyed for &DestKey {
+    fn key(&self) -> &DestKey {
+        self
+    }
+}
+
+impl Keyed for (&DestKey, &Dest) {
+    fn key(&self) -> &DestKey {
+        self.0
+    }
 }
 
 /// Errors the kernel answers for an operation that does not fit the table.
@@ -359,6 +435,46 @@ mod tests {
                     prop_assert!(got.is_some_and(|g| g.dests.contains_key(dk)));
                 }
             }
+        }
+
+        /// Owning a table more adds exactly its entries (a reload's walk
+        /// of both sorted sets, not an insertion each).
+        #[test]
+        fn extend_owns_the_union(a in table(), b in table()) {
+            let mut owned = Owned::all_of(&a);
+            owned.extend(&b);
+            let all = |t: &Table| -> BTreeSet<(ServiceKey, DestKey)> {
+                t.services.iter().flat_map(|(k, ts)| ts.dests.keys().map(move |d| (*k, *d))).collect()
+            };
+            let want: BTreeSet<_> = all(&a).union(&all(&b)).copied().collect();
+            prop_assert_eq!(owned.dests().collect::<BTreeSet<_>>(), want);
+            let svcs: BTreeSet<_> = a.services.keys().chain(b.services.keys()).copied().collect();
+            prop_assert_eq!(&owned.services, &svcs);
+        }
+
+        /// What stays owned is what either table still holds, and nothing
+        /// is left as an empty set.
+        #[test]
+        fn retain_in_keeps_what_either_holds(o in table(), a in table(), b in table()) {
+            let mut owned = Owned::all_of(&o);
+            let before: Vec<_> = owned.dests().collect();
+            owned.retain_in(&a, &b);
+            let holds = |t: &Table, k: &ServiceKey, d: &DestKey| {
+                t.services.get(k).is_some_and(|ts| ts.dests.contains_key(d))
+            };
+            let want: BTreeSet<_> = before
+                .into_iter()
+                .filter(|(k, d)| holds(&a, k, d) || holds(&b, k, d))
+                .collect();
+            prop_assert_eq!(owned.dests().collect::<BTreeSet<_>>(), want);
+            let svcs: BTreeSet<_> = o
+                .services
+                .keys()
+                .filter(|k| a.services.contains_key(k) || b.services.contains_key(k))
+                .copied()
+                .collect();
+            prop_assert_eq!(&owned.services, &svcs);
+            prop_assert!(owned.dests.values().all(|s| !s.is_empty()));
         }
 
         /// A second diff after applying the first is empty (idempotence).

@@ -328,6 +328,10 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
         let sorry_in_use = !open && vs.sorry_server.is_some() && !h.is_some_and(|h| h.quorum_up);
         for slot in slots(vs, cfg, af) {
             let ts = t.ensure_service(service(vs, slot.key));
+            // Gathered, then built at once: packed nodes, and no tree
+            // search per destination (see `Table::compact`); the last of
+            // equal keys wins, as insertion in this order had it.
+            let mut dests = Vec::with_capacity(vs.real_servers.len() + 1);
             for (j, rs) in vs.real_servers.iter().enumerate() {
                 let st = h
                     .and_then(|h| h.rs.get(j))
@@ -352,19 +356,26 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
                     rs.uthreshold,
                     rs.lthreshold,
                 );
-                ts.dests.insert(d.key(), d);
+                dests.push((d.key(), d));
             }
             if let Some(s) = &vs.sorry_server {
                 let weight = if sorry_in_use {
-                    1
+                    Some(1)
                 } else if s.inhibit {
-                    0
+                    Some(0)
                 } else {
-                    continue;
+                    None
                 };
-                let port = if s.port == 0 { slot.dr_port } else { s.port };
-                let d = dest(s.ip, port, s.method(), &slot, weight, 0, 0);
-                ts.dests.insert(d.key(), d);
+                if let Some(weight) = weight {
+                    let port = if s.port == 0 { slot.dr_port } else { s.port };
+                    let d = dest(s.ip, port, s.method(), &slot, weight, 0, 0);
+                    dests.push((d.key(), d));
+                }
+            }
+            if ts.dests.is_empty() {
+                ts.dests = dests.into_iter().collect();
+            } else {
+                ts.dests.extend(dests);
             }
         }
     }

@@ -152,24 +152,9 @@ impl<B: Backend> Reconciler<B> {
         self.desired = desired;
         let report = self.sync().await;
         // Ownership ends once an entry is gone; a failed deletion keeps it
-        // owned so the next sync tries again.
-        let mut owned = Owned::all_of(&self.desired);
-        for k in &self.owned.services {
-            if self.expected.services.contains_key(k) {
-                owned.services.insert(*k);
-            }
-        }
-        for (k, d) in self.owned.dests() {
-            if self
-                .expected
-                .services
-                .get(&k)
-                .is_some_and(|ts| ts.dests.contains_key(&d))
-            {
-                owned.insert_dest(k, d);
-            }
-        }
-        self.owned = owned;
+        // owned so the next sync tries again. (What is owned holds all that
+        // is desired: extended above.)
+        self.owned.retain_in(&self.desired, &self.expected);
         report
     }
 

@@ -156,42 +156,84 @@ impl Owned {
 /// come first, then service changes, then destination additions, so that a
 /// service exists before its destinations are added.
 pub fn diff(current: &Table, desired: &Table, owned: &Owned) -> Vec<Op> {
-    let mut dels = Vec::new();
-    let mut svc_ops = Vec::new();
-    let mut adds = Vec::new();
-    for (k, cur) in &current.services {
-        match desired.services.get(k) {
-            None => {
+    let mut ops = Ops::default();
+    let (mut a, mut b) = (
+        current.services.keys().peekable(),
+        desired.services.keys().peekable(),
+    );
+    loop {
+        let k = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(x), None) => *x,
+            (None, Some(y)) => *y,
+            (Some(x), Some(y)) => (*x).min(*y),
+        };
+        a.next_if(|x| **x == *k);
+        b.next_if(|y| **y == *k);
+        ops.service(current, desired, owned, k);
+    }
+    ops.into_vec()
+}
+
+/// [`diff`] over the services `keys` alone (sorted, each once): the same
+/// operations in the same order for them, at the cost of those services
+/// rather than of the whole table (a health change, a reload's services).
+pub fn diff_services(
+    current: &Table,
+    desired: &Table,
+    owned: &Owned,
+    keys: &[ServiceKey],
+) -> Vec<Op> {
+    debug_assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    let mut ops = Ops::default();
+    for k in keys {
+        ops.service(current, desired, owned, k);
+    }
+    ops.into_vec()
+}
+
+/// A diff's operations by kind, joined in the order the kernel needs.
+#[derive(Default)]
+struct Ops {
+    dels: Vec<Op>,
+    del_services: Vec<Op>,
+    services: Vec<Op>,
+    adds: Vec<Op>,
+}
+
+impl Ops {
+    /// What service `k` needs, from `current` to `desired`.
+    fn service(&mut self, current: &Table, desired: &Table, owned: &Owned, k: &ServiceKey) {
+        let (cur, want) = (current.services.get(k), desired.services.get(k));
+        match (cur, want) {
+            (None, None) => {}
+            (Some(cur), None) => {
                 if owned.services.contains(k) {
-                    svc_ops.push(Op::DelService(*k));
+                    self.del_services.push(Op::DelService(*k));
                 } else {
                     for dk in cur.dests.keys() {
                         if owned.owns_dest(k, dk) {
-                            dels.push(Op::DelDest(*k, *dk));
+                            self.dels.push(Op::DelDest(*k, *dk));
                         }
                     }
                 }
             }
-            Some(want) => merge(cur.dests.keys(), want.dests.keys(), |pair| {
-                if let (Some(dk), None) = pair {
-                    if owned.owns_dest(k, dk) {
-                        dels.push(Op::DelDest(*k, *dk));
-                    }
-                }
-            }),
-        }
-    }
-    for (k, want) in &desired.services {
-        match current.services.get(k) {
-            None => {
-                svc_ops.push(Op::AddService(want.service.clone()));
-                adds.extend(want.dests.values().map(|d| Op::AddDest(*k, d.clone())));
+            (None, Some(want)) => {
+                self.services.push(Op::AddService(want.service.clone()));
+                self.adds
+                    .extend(want.dests.values().map(|d| Op::AddDest(*k, d.clone())));
             }
-            Some(cur) => {
+            (Some(cur), Some(want)) => {
                 if !want.service.same_settings(&cur.service) {
-                    svc_ops.push(Op::EditService(want.service.clone()));
+                    self.services.push(Op::EditService(want.service.clone()));
                 }
+                let (dels, adds) = (&mut self.dels, &mut self.adds);
                 merge(cur.dests.iter(), want.dests.iter(), |pair| match pair {
+                    (Some((dk, _)), None) => {
+                        if owned.owns_dest(k, dk) {
+                            dels.push(Op::DelDest(*k, *dk));
+                        }
+                    }
                     (None, Some((_, d))) => adds.push(Op::AddDest(*k, d.clone())),
                     (Some((_, c)), Some((_, d))) if !d.same_settings(c) => {
                         adds.push(Op::EditDest(*k, d.clone()))
@@ -201,9 +243,15 @@ pub fn diff(current: &Table, desired: &Table, owned: &Owned) -> Vec<Op> {
             }
         }
     }
-    dels.extend(svc_ops);
-    dels.extend(adds);
-    dels
+
+    fn into_vec(self) -> Vec<Op> {
+        let mut v = self.dels;
+        v.reserve_exact(self.del_services.len() + self.services.len() + self.adds.len());
+        v.extend(self.del_services);
+        v.extend(self.services);
+        v.extend(self.adds);
+        v
+    }
 }
 
 /// Walks two sequences sorted by the same key (a tree's keys, or its

@@ -6,13 +6,18 @@
 //! [`crate::ipvs::Backend`] (what is). It remembers what it believes the
 //! kernel holds (`expected`), so a health change or a reload costs only the
 //! operations it needs, without a dump; [`Reconciler::check_drift`] dumps on a
-//! timer and repairs anything changed behind its back.
+//! timer and repairs anything changed behind its back. What is desired is not
+//! kept beside it: once the kernel took a change, the desired table *is* the
+//! one expected (its owned entries), so only the services the kernel has not
+//! taken yet are kept apart ([`Pending`]): one table at tens of thousands of
+//! destinations, not two.
 
 use crate::config::model::FlushOnStop;
-use crate::ipvs::diff::{apply, diff, Op, Owned};
+use crate::ipvs::diff::{apply, diff, diff_services, Op, Owned};
 use crate::ipvs::table::{DestKey, ServiceKey, TableService};
 use crate::ipvs::{Backend, IpvsError, Table, Timeouts};
 use nix::errno::Errno;
+use std::collections::BTreeSet;
 
 const ENOENT: i32 = Errno::ENOENT as i32;
 const ESRCH: i32 = Errno::ESRCH as i32;
@@ -27,11 +32,48 @@ pub struct Report {
     pub errors: Vec<IpvsError>,
 }
 
+/// Where what is desired differs from what the kernel is believed to hold.
+/// Every service not here is desired as `expected` holds it (its owned
+/// entries): after a sync the kernel took whole, this is empty.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Services desired other than as expected (or absent from it).
+    table: Table,
+    /// Services desired gone that we still own something of.
+    gone: BTreeSet<ServiceKey>,
+}
+
+impl Pending {
+    /// Every service pending, in key order.
+    fn keys(&self) -> Vec<ServiceKey> {
+        let mut keys: Vec<ServiceKey> = self.table.services.keys().copied().collect();
+        keys.extend(self.gone.iter().copied());
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    fn remove(&mut self, k: &ServiceKey) {
+        self.table.services.remove(k);
+        self.gone.remove(k);
+    }
+}
+
+/// Which services a sync looks at.
+enum Scope {
+    /// These (sorted, each once).
+    Keys(Vec<ServiceKey>),
+    /// Every one, against the whole desired table (after a fresh dump).
+    Whole,
+}
+
 /// Owns the kernel-side consequences of one configuration.
 pub struct Reconciler<B: Backend> {
     backend: B,
-    desired: Table,
+    /// What it believes the kernel holds.
     expected: Table,
+    /// What the kernel has not taken yet.
+    pending: Pending,
     owned: Owned,
     saved_timeouts: Option<Timeouts>,
     /// The table [`Self::read_kernel`] read, for [`Self::start`].
@@ -43,8 +85,8 @@ impl<B: Backend> Reconciler<B> {
     pub fn new(backend: B) -> Reconciler<B> {
         Reconciler {
             backend,
-            desired: Table::default(),
             expected: Table::default(),
+            pending: Pending::default(),
             owned: Owned::default(),
             saved_timeouts: None,
             read: None,
@@ -149,12 +191,26 @@ impl<B: Backend> Reconciler<B> {
     /// this reconciler owned and that are no longer desired are deleted.
     pub async fn set_desired(&mut self, desired: Table) -> Report {
         self.owned.extend(&desired);
-        self.desired = desired;
-        let report = self.sync().await;
+        let owned = &self.owned;
+        let gone = self
+            .expected
+            .services
+            .keys()
+            .filter(|k| !desired.services.contains_key(k))
+            .filter(|k| owned.services.contains(k) || owned.dests_of(k).next().is_some())
+            .copied()
+            .collect();
+        self.pending = Pending {
+            table: desired,
+            gone,
+        };
+        let keys = self.pending.keys();
+        let report = self.sync(Scope::Keys(keys)).await;
         // Ownership ends once an entry is gone; a failed deletion keeps it
         // owned so the next sync tries again. (What is owned holds all that
-        // is desired: extended above.)
-        self.owned.retain_in(&self.desired, &self.expected);
+        // is desired: extended above; what is desired and not pending is in
+        // `expected`.)
+        self.owned.retain_in(&self.pending.table, &self.expected);
         report
     }
 
@@ -168,9 +224,10 @@ impl<B: Backend> Reconciler<B> {
             for dk in s.dests.keys() {
                 self.owned.insert_dest(k, *dk);
             }
-            self.desired.services.insert(k, s);
+            self.pending.gone.remove(&k);
+            self.pending.table.services.insert(k, s);
         }
-        let report = self.sync_keys(Some(&keys)).await;
+        let report = self.sync(Scope::Keys(keys.clone())).await;
         for k in &keys {
             let keep = |dk: &DestKey| {
                 self.expected
@@ -178,7 +235,8 @@ impl<B: Backend> Reconciler<B> {
                     .get(k)
                     .is_some_and(|s| s.dests.contains_key(dk))
                     || self
-                        .desired
+                        .pending
+                        .table
                         .services
                         .get(k)
                         .is_some_and(|s| s.dests.contains_key(dk))
@@ -191,22 +249,46 @@ impl<B: Backend> Reconciler<B> {
         report
     }
 
-    async fn sync(&mut self) -> Report {
-        self.sync_keys(None).await
+    /// Makes [`Pending`] the whole desired table, before `expected` is
+    /// replaced by a dump of the kernel (which loses what it stood for).
+    fn materialize(&mut self) {
+        for (k, ts) in &self.expected.services {
+            if !self.owned.services.contains(k)
+                || self.pending.table.services.contains_key(k)
+                || self.pending.gone.contains(k)
+            {
+                continue;
+            }
+            let dests = ts
+                .dests
+                .iter()
+                .filter(|(dk, _)| self.owned.owns_dest(k, dk))
+                .map(|(dk, d)| (*dk, d.clone()))
+                .collect();
+            self.pending.table.services.insert(
+                *k,
+                TableService {
+                    service: ts.service.clone(),
+                    dests,
+                },
+            );
+        }
     }
 
-    async fn sync_keys(&mut self, keys: Option<&[ServiceKey]>) -> Report {
+    async fn sync(&mut self, scope: Scope) -> Report {
         let mut report = Report::default();
+        let mut scope = scope;
+        // Whether every operation sent was taken: the services looked at
+        // are then as desired.
+        let mut clean = true;
         // A second round runs only when the first found the kernel other than
         // expected; it starts from a fresh dump and looks at everything.
         for round in 0..2 {
-            let ops = match (keys, round) {
-                (Some(keys), 0) => diff(
-                    &self.expected.only(keys),
-                    &self.desired.only(keys),
-                    &self.owned,
-                ),
-                _ => diff(&self.expected, &self.desired, &self.owned),
+            let ops = match &scope {
+                Scope::Keys(keys) => {
+                    diff_services(&self.expected, &self.pending.table, &self.owned, keys)
+                }
+                Scope::Whole => diff(&self.expected, &self.pending.table, &self.owned),
             };
             if ops.is_empty() {
                 break;
@@ -219,12 +301,30 @@ impl<B: Backend> Reconciler<B> {
                 t0.elapsed().as_secs_f64()
             );
             report.sent += ops.len();
+            // A service the kernel did not have and took whole is moved
+            // from what is pending into what is expected, as built (packed),
+            // instead of being rebuilt from its operations one by one.
+            let taken = results.iter().all(Result::is_ok);
+            let fresh: BTreeSet<ServiceKey> = if taken {
+                ops.iter()
+                    .filter_map(|op| match op {
+                        Op::AddService(s) if !self.expected.services.contains_key(&s.key) => {
+                            Some(s.key)
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            } else {
+                BTreeSet::new()
+            };
             let mut refresh = false;
             let mut retries = Vec::new();
             for (op, res) in ops.iter().zip(results) {
                 match res {
                     Ok(()) => {
-                        let _ = apply(&mut self.expected, op);
+                        if !op_service(op).is_some_and(|k| fresh.contains(k)) {
+                            let _ = apply(&mut self.expected, op);
+                        }
                     }
                     Err(e) => {
                         refresh = true;
@@ -244,6 +344,11 @@ impl<B: Backend> Reconciler<B> {
                     }
                 }
             }
+            for k in fresh {
+                if let Some(ts) = self.pending.table.services.remove(&k) {
+                    self.expected.services.insert(k, ts);
+                }
+            }
             if self.expected.worth_compacting(ops.len()) {
                 self.expected.compact();
             }
@@ -260,7 +365,10 @@ impl<B: Backend> Reconciler<B> {
             if !refresh {
                 break;
             }
+            clean = false;
             // Our picture of the kernel is off; take the kernel's word.
+            self.materialize();
+            scope = Scope::Whole;
             match self.backend.dump().await {
                 Ok(t) => self.expected = t,
                 Err(e) => {
@@ -270,7 +378,30 @@ impl<B: Backend> Reconciler<B> {
                 }
             }
         }
+        self.settle(&scope, clean);
         report
+    }
+
+    /// Drops from [`Pending`] the services of `scope` the kernel now holds
+    /// as desired: all of them after a sync it took whole (`clean`).
+    fn settle(&mut self, scope: &Scope, clean: bool) {
+        let keys = match scope {
+            Scope::Keys(keys) => keys.clone(),
+            Scope::Whole => self.pending.keys(),
+        };
+        for k in &keys {
+            if clean
+                || diff_services(
+                    &self.expected,
+                    &self.pending.table,
+                    &self.owned,
+                    std::slice::from_ref(k),
+                )
+                .is_empty()
+            {
+                self.pending.remove(k);
+            }
+        }
     }
 
     /// Reads the kernel's table; if an entry differs from what was
@@ -329,8 +460,9 @@ impl<B: Backend> Reconciler<B> {
         for op in &diff(&current, &self.expected, &self.owned) {
             log::warn!("IPVS: table drifted from the configuration; repairing: ipvsadm {op}");
         }
+        self.materialize();
         self.expected = current;
-        Ok(self.sync().await)
+        Ok(self.sync(Scope::Whole).await)
     }
 
     /// Shutdown (§6.6): `keep` (`-I`) leaves everything; otherwise
@@ -373,12 +505,21 @@ impl<B: Backend> Reconciler<B> {
                 }
             }
             self.owned = Owned::default();
-            self.desired = Table::default();
+            self.pending = Pending::default();
         }
         if let Err(e) = self.restore_timeouts().await {
             log::warn!("{e}");
         }
         report
+    }
+}
+
+/// The service an operation is about.
+fn op_service(op: &Op) -> Option<&ServiceKey> {
+    match op {
+        Op::AddService(s) | Op::EditService(s) => Some(&s.key),
+        Op::DelService(k) | Op::AddDest(k, _) | Op::EditDest(k, _) | Op::DelDest(k, _) => Some(k),
+        Op::Flush => None,
     }
 }
 
@@ -644,6 +785,54 @@ mod refusal_tests {
         assert_eq!(rec.check_drift().await.unwrap().sent, 0);
         assert_eq!(rec.check_drift().await.unwrap().sent, 0);
     }
+
+    /// One table is kept: what the kernel took is no longer held apart as
+    /// desired; what it refused is, until it takes it, across health
+    /// changes of other services.
+    #[tokio::test]
+    async fn only_what_the_kernel_has_not_taken_is_kept_beside_the_expected_table() {
+        let mut rec = Reconciler::new(test_kernel::Kernel::refusing(Some("twos")));
+        let all = table(&["wlc", "twos", "rr"]);
+        let keys: Vec<ServiceKey> = all.services.keys().copied().collect();
+        rec.start(all.clone(), false, None).await.unwrap();
+        assert_eq!(
+            rec.pending.keys(),
+            vec![keys[1]],
+            "only the refused service"
+        );
+        // A health change of another service: sent alone, the refused one
+        // still pending.
+        let mut partial = all.only(&keys[2..]);
+        for d in partial
+            .services
+            .values_mut()
+            .flat_map(|s| s.dests.values_mut())
+        {
+            d.weight = 5;
+        }
+        let r = rec.set_services(partial).await;
+        assert_eq!(r.sent, 1, "one EditDest");
+        assert_eq!(rec.pending.keys(), vec![keys[1]]);
+        // The kernel takes it now (the module loaded): the next full sync
+        // adds it, and nothing is held apart any more.
+        rec.backend_mut().refuse = None;
+        let mut want = all.clone();
+        for d in want.services.get_mut(&keys[2]).unwrap().dests.values_mut() {
+            d.weight = 5;
+        }
+        let r = rec.set_desired(want.clone()).await;
+        assert!(r.errors.is_empty());
+        assert_eq!(r.sent, 2, "AddService and its AddDest: {r:?}");
+        assert!(rec.pending.keys().is_empty());
+        assert_eq!(rec.expected(), &want);
+        assert_eq!(rec.backend_mut().dry.table(), &want);
+        // A service no longer desired is deleted and forgotten.
+        let fewer = want.only(&keys[..2]);
+        assert_eq!(rec.set_desired(fewer.clone()).await.sent, 1);
+        assert!(rec.pending.keys().is_empty());
+        assert_eq!(rec.backend_mut().dry.table(), &fewer);
+        assert_eq!(rec.set_desired(fewer).await.sent, 0);
+    }
 }
 
 /// The tests' kernel: a dry run that counts its whole-table reads and can
@@ -657,7 +846,7 @@ mod test_kernel {
     pub struct Kernel {
         pub dry: DryRun,
         pub dumps: usize,
-        refuse: Option<&'static str>,
+        pub refuse: Option<&'static str>,
     }
 
     impl Kernel {

@@ -191,7 +191,7 @@ pub fn render(cfg: &Config, live: &Live) -> String {
                     for u in &h.urls {
                         let _ = writeln!(o, "   Checked url = {}", u.path);
                     }
-                    if let Some(f) = st.now.url.1.and_then(|i| h.urls.get(i)) {
+                    if let Some(f) = st.now.url.failed().and_then(|i| h.urls.get(i)) {
                         let _ = writeln!(o, "   Failed URL = {}", f.path);
                     }
                 }

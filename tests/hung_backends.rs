@@ -31,7 +31,7 @@ impl Prober for Recording {
         url: usize,
         seq: u16,
     ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
-        if *check.name == *self.watched {
+        if check.name.to_string() == *self.watched {
             self.runs.lock().unwrap().push(Instant::now());
         }
         self.inner.probe(check, url, seq)
@@ -99,7 +99,11 @@ async fn a_thousand_hung_backends_do_not_delay_a_healthy_one() {
     });
     let (tx, mut rx) = mpsc::unbounded_channel();
     let engine = Engine::start(&p, prober.clone(), tx, Jitter::seeded());
-    let healthy_idx = p.checks.iter().position(|c| *c.name == *watched).unwrap();
+    let healthy_idx = p
+        .checks
+        .iter()
+        .position(|c| c.name.to_string() == *watched)
+        .unwrap();
 
     // Six seconds with every hung check waiting on its read.
     tokio::time::sleep(Duration::from_secs(6)).await;

@@ -201,7 +201,7 @@ impl Scheduler {
         self.board.update(id, |b| {
             if step.judged {
                 b.now.state = sch.state;
-                b.now.url = (sch.urls.current, sch.urls.failed);
+                b.now.url = crate::health::UrlAt::new(sch.urls.current, sch.urls.failed);
                 b.now.misc_status = sch.misc_status;
             }
             b.next_run = Some(next);
@@ -355,7 +355,12 @@ mod tests {
                     .lock()
                     .unwrap()
                     .push((check.name.to_string(), t0.elapsed()));
-                let takes = self.takes.lock().unwrap().get(&*check.name).copied();
+                let takes = self
+                    .takes
+                    .lock()
+                    .unwrap()
+                    .get(&*check.name.to_string())
+                    .copied();
                 if let Some(d) = takes {
                     tokio::time::sleep(d).await;
                 }
@@ -363,7 +368,7 @@ mod tests {
                     .ok
                     .lock()
                     .unwrap()
-                    .get(&*check.name)
+                    .get(&*check.name.to_string())
                     .copied()
                     .unwrap_or(true)
                 {
@@ -651,7 +656,7 @@ mod tests {
         );
         // check_new_rs_state(): the alpha one down; neither's first failure
         // is decisive after a reload.
-        assert_eq!(&*p.checks[1].name, "[127.0.0.1]:tcp:8003");
+        assert_eq!(p.checks[1].name.to_string(), "[127.0.0.1]:tcp:8003");
         assert_eq!(p.checks[1].start.state, st(false, false, 0, 1));
         assert_eq!(p.checks[2].start.state, st(true, false, 0, 1));
         let alive: Vec<bool> = h.vs[0].rs.iter().map(|r| r.alive).collect();

@@ -183,6 +183,37 @@ impl<'a> IntoIterator for &'a Subscribers {
     }
 }
 
+/// keepalived's name for a checked service, `[ip]:proto:port` (the real
+/// server's address and port, its virtual server's protocol): kept as what
+/// it is made of and written when shown, not as a string per check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RsName {
+    /// The real server's address.
+    pub ip: std::net::IpAddr,
+    /// Its port.
+    pub port: u16,
+    /// The virtual server's protocol.
+    pub protocol: Option<crate::config::model::Protocol>,
+}
+
+impl RsName {
+    /// Real server `rs` of `vs`.
+    pub fn of(rs: &RealServer, vs: &VirtualServer) -> RsName {
+        RsName {
+            ip: rs.ip,
+            port: rs.port,
+            protocol: vs.protocol,
+        }
+    }
+}
+
+impl std::fmt::Display for RsName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let proto = crate::config::validate::proto_name(self.protocol);
+        write!(f, "[{}]:{proto}:{}", self.ip, self.port)
+    }
+}
+
 /// One distinct check and who listens to it.
 #[derive(Debug, Clone)]
 pub struct Planned {
@@ -191,7 +222,7 @@ pub struct Planned {
     /// How it is scheduled (shared with the checks timed alike).
     pub timing: Arc<Timing>,
     /// keepalived's name for the checked service, `[ip]:proto:port`.
-    pub name: Box<str>,
+    pub name: RsName,
     /// The (first) virtual server's name, for MISC_CHECK's lines (one copy
     /// per virtual server).
     pub vs_name: Arc<str>,
@@ -285,7 +316,7 @@ impl Roster for Plan {
 /// the state they start in. The plan's map of checks seen holds this
 /// hash and the check's index, not a copy of each (at 20,000 checks a map
 /// of copies was 10 MB at the start's peak, never given back).
-fn share_hash(kind: &ProbeKind, start: &Start, timing: &Timing, name: &str) -> u64 {
+fn share_hash(kind: &ProbeKind, start: &Start, timing: &Timing, name: &RsName) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
     kind.hash(&mut h);
@@ -305,11 +336,17 @@ fn shared_timing(t: &Timing) -> Timing {
 
 /// Whether a check planned already is the same as this one ([`share_hash`]'s
 /// fields, compared: equal hashes only point to it).
-fn same_check(c: &Planned, kind: &ProbeKind, start: &Start, timing: &Timing, name: &str) -> bool {
+fn same_check(
+    c: &Planned,
+    kind: &ProbeKind,
+    start: &Start,
+    timing: &Timing,
+    name: &RsName,
+) -> bool {
     c.kind == *kind
         && c.start == *start
         && shared_timing(&c.timing) == shared_timing(timing)
-        && *c.name == *name
+        && c.name == *name
 }
 
 /// How [`plan`] builds checks.
@@ -589,7 +626,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 // Two checks are the same when everything they do, how
                 // they are scheduled and the state they start in is; only
                 // then may they share a probe.
-                let name: Box<str> = format_rs(rs, vs).into();
+                let name = RsName::of(rs, vs);
                 let shared = if opts.share {
                     match seen.entry(share_hash(&kind, &start, &timing, &name)) {
                         // Two checks of one hash that differ (a 64-bit
@@ -660,17 +697,22 @@ mod size_tests {
     #[test]
     fn a_planned_check_stays_small() {
         eprintln!(
-            "Planned {} ProbeKind {} ConnOpts {} Subscribers {} Start {}",
+            "Planned {} ProbeKind {} ConnOpts {} Subscribers {} Start {} RealServer {} Checker {}",
             std::mem::size_of::<Planned>(),
             std::mem::size_of::<ProbeKind>(),
             std::mem::size_of::<ConnOpts>(),
             std::mem::size_of::<Subscribers>(),
-            std::mem::size_of::<Start>()
+            std::mem::size_of::<Start>(),
+            std::mem::size_of::<crate::config::model::RealServer>(),
+            std::mem::size_of::<Checker>(),
         );
         assert!(std::mem::size_of::<ConnOpts>() <= 64);
-        assert!(std::mem::size_of::<Planned>() <= 192);
+        // The name as its parts (22 bytes inline) rather than a boxed string
+        // (16 inline and a 32-byte block).
+        assert!(std::mem::size_of::<Planned>() <= 184);
+        assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
-        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 200);
-        assert!(std::mem::size_of::<Checker>() <= 168);
+        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 168);
+        assert!(std::mem::size_of::<Checker>() <= 136);
     }
 }

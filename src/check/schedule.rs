@@ -77,9 +77,9 @@ impl Schedule {
             _ => 1,
         });
         // A reload may have shortened the url list.
-        if c.start.url.0 < urls.count {
-            urls.current = c.start.url.0;
-            urls.failed = c.start.url.1.filter(|&f| f < urls.count);
+        if c.start.url.next() < urls.count {
+            urls.current = c.start.url.next();
+            urls.failed = c.start.url.failed().filter(|&f| f < urls.count);
         }
         Schedule {
             state: c.start.state,

@@ -312,7 +312,7 @@ pub enum VsAddress {
 }
 
 /// `protocol`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// TCP.
@@ -463,15 +463,15 @@ pub struct CheckerCommon {
     /// `fwmark` (SO_MARK).
     pub fwmark: Option<u32>,
     /// `connect_timeout` µs.
-    pub connect_timeout: Option<u64>,
+    pub connect_timeout: Micros,
     /// `retry`.
     pub retry: Option<u32>,
     /// `delay_before_retry` µs.
-    pub delay_before_retry: Option<u64>,
+    pub delay_before_retry: Micros,
     /// `delay_loop` µs.
-    pub delay_loop: Option<u64>,
+    pub delay_loop: Micros,
     /// `warmup` µs.
-    pub warmup: Option<u64>,
+    pub warmup: Micros,
     /// `alpha`.
     pub alpha: Option<bool>,
     /// `log_all_failures`.
@@ -721,6 +721,77 @@ pub struct BfdCheck {
     pub name: Option<String>,
 }
 
+/// An optional duration in µs in 8 bytes, where `Option<u64>` takes 16: a
+/// real server's and a checker's timers (`delay_loop`, `connect_timeout`,
+/// `delay_before_retry`, `warmup`), kept as long as the configuration runs,
+/// for each of tens of thousands. Written as `Option<u64>` is (a number or
+/// null). `u64::MAX` µs (half a million years) is not a timer keepalived
+/// reads.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Micros(u64);
+
+impl Micros {
+    /// Unset.
+    pub const NONE: Micros = Micros(u64::MAX);
+
+    /// Set to `us`.
+    pub fn from_us(us: u64) -> Micros {
+        Micros(us.min(u64::MAX - 1))
+    }
+
+    /// The value, if set.
+    pub fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+
+    /// Whether unset.
+    pub fn is_none(self) -> bool {
+        self.0 == u64::MAX
+    }
+
+    /// Whether set.
+    pub fn is_some(self) -> bool {
+        !self.is_none()
+    }
+
+    /// The value, else `default`.
+    pub fn unwrap_or(self, default: u64) -> u64 {
+        self.get().unwrap_or(default)
+    }
+
+    /// The value; set to `us` first when unset.
+    pub fn get_or_insert(&mut self, us: u64) -> u64 {
+        if self.is_none() {
+            *self = Micros::from_us(us);
+        }
+        self.0
+    }
+}
+
+impl Default for Micros {
+    fn default() -> Micros {
+        Micros::NONE
+    }
+}
+
+impl From<Option<u64>> for Micros {
+    fn from(v: Option<u64>) -> Micros {
+        v.map_or(Micros::NONE, Micros::from_us)
+    }
+}
+
+impl std::fmt::Debug for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl Serialize for Micros {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
 /// `real_server IP [PORT] { ... }`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RealServer {
@@ -750,13 +821,13 @@ pub struct RealServer {
     /// `retry`.
     pub retry: Option<u32>,
     /// `delay_before_retry` µs.
-    pub delay_before_retry: Option<u64>,
+    pub delay_before_retry: Micros,
     /// `warmup` µs.
-    pub warmup: Option<u64>,
+    pub warmup: Micros,
     /// `connect_timeout` µs.
-    pub connect_timeout: Option<u64>,
+    pub connect_timeout: Micros,
     /// `delay_loop` µs.
-    pub delay_loop: Option<u64>,
+    pub delay_loop: Micros,
     /// `smtp_alert`.
     pub smtp_alert: Option<bool>,
     /// `virtualhost`.
@@ -1056,7 +1127,7 @@ pub struct CheckerTiming {
 impl CheckerCommon {
     /// The settings validation resolved.
     pub fn resolved(&self) -> CheckerTiming {
-        let us = |v: Option<u64>| std::time::Duration::from_micros(v.expect(RESOLVED));
+        let us = |v: Micros| std::time::Duration::from_micros(v.get().expect(RESOLVED));
         CheckerTiming {
             connect_ip: self.connect_ip.expect(RESOLVED),
             connect_port: self.connect_port.expect(RESOLVED),

@@ -410,10 +410,10 @@ fn like_first(vs: &VirtualServer, ip: IpAddr, port: u16, weight: Option<i32>) ->
             lthreshold: 0,
             alpha: Some(vs.alpha),
             retry: vs.retry,
-            delay_before_retry: vs.delay_before_retry,
-            warmup: vs.warmup,
-            connect_timeout: vs.connect_timeout,
-            delay_loop: vs.delay_loop,
+            delay_before_retry: vs.delay_before_retry.into(),
+            warmup: vs.warmup.into(),
+            connect_timeout: vs.connect_timeout.into(),
+            delay_loop: vs.delay_loop.into(),
             smtp_alert: None,
             virtualhost: None,
             snmp_name: None,
@@ -524,7 +524,7 @@ mod tests {
         // The added one is checked like the first, at its own address.
         let c = cfg.virtual_servers[0].real_servers[2].checkers[0].common();
         assert_eq!(c.connect_port, Some(8003));
-        assert_eq!(c.connect_timeout, Some(1_000_000));
+        assert_eq!(c.connect_timeout.get(), Some(1_000_000));
         // Refused: what is not there, what is there already.
         assert!(o
             .record(&cfg, e(&format!("enable {VS} [127.0.0.1]:tcp:8002")))

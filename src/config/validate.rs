@@ -48,7 +48,8 @@ impl Host for RealHost {
 }
 
 /// The protocol as keepalived's messages spell it.
-fn proto_name(p: Option<Protocol>) -> &'static str {
+/// keepalived's word for a virtual server's protocol in its names.
+pub fn proto_name(p: Option<Protocol>) -> &'static str {
     match p {
         Some(Protocol::Tcp) => "tcp",
         Some(Protocol::Udp) => "udp",
@@ -430,10 +431,10 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
             rs.retry = vs.retry;
         }
         if rs.delay_before_retry.is_none() {
-            rs.delay_before_retry = vs.delay_before_retry;
+            rs.delay_before_retry = vs.delay_before_retry.into();
         }
         if rs.warmup.is_none() {
-            rs.warmup = vs.warmup;
+            rs.warmup = vs.warmup.into();
         }
         rs.connect_timeout.get_or_insert(vs_ct);
         rs.delay_loop.get_or_insert(vs_delay);
@@ -491,7 +492,7 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
             cm.connect_port.get_or_insert(rs_line_port);
             cm.connect_timeout
                 .get_or_insert(rs.connect_timeout.unwrap_or(vs_ct));
-            let delay = *cm
+            let delay = cm
                 .delay_loop
                 .get_or_insert(rs.delay_loop.unwrap_or(vs_delay));
             if cm.retry.is_none() {
@@ -504,16 +505,17 @@ fn resolve_defaults(vs: &mut VirtualServer, global_log_all: bool, diags: &mut Di
                 }));
             }
             if cm.delay_before_retry.is_none() {
-                cm.delay_before_retry = Some(rs.delay_before_retry.unwrap_or(if is_dns {
-                    delay
-                } else if is_http {
-                    3 * TIMER_HZ
-                } else {
-                    TIMER_HZ
-                }));
+                cm.delay_before_retry =
+                    Micros::from_us(rs.delay_before_retry.unwrap_or(if is_dns {
+                        delay
+                    } else if is_http {
+                        3 * TIMER_HZ
+                    } else {
+                        TIMER_HZ
+                    }));
             }
             if cm.warmup.is_none() {
-                cm.warmup = Some(rs.warmup.unwrap_or(delay));
+                cm.warmup = Micros::from_us(rs.warmup.unwrap_or(delay));
             }
             cm.alpha.get_or_insert(rs.alpha.unwrap_or(false));
             cm.log_all_failures.get_or_insert(global_log_all);

@@ -55,6 +55,7 @@ fn check_load(cfg: &Config) -> f64 {
             };
             c.common()
                 .delay_loop
+                .get()
                 .map(|us| weight * 1e6 / us.max(1) as f64)
         })
         .sum()

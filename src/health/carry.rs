@@ -75,7 +75,7 @@ pub struct Start {
     pub state: CheckerState,
     /// HTTP: the url checked next and the one that took the checker down
     /// (`url_it`, the failed url).
-    pub url: (usize, Option<usize>),
+    pub url: UrlAt,
     /// MISC_CHECK `misc_dynamic`: the last exit status applied.
     pub misc_status: Option<u8>,
     /// Its dynamic weight contribution (`cur_weight`).
@@ -88,10 +88,61 @@ impl Start {
     pub fn initial(retry: u32, alpha: bool) -> Start {
         Start {
             state: CheckerState::new(retry, alpha),
-            url: (0, None),
+            url: UrlAt::FIRST,
             misc_status: None,
             cur_weight: 0,
         }
+    }
+}
+
+/// HTTP: the url a checker checks next and the one that took it down, in
+/// 8 bytes (a start state is kept per check and per board entry: tens of
+/// thousands); written as `[next, failed or null]`, as a pair of numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(from = "(usize, Option<usize>)", into = "(usize, Option<usize>)")]
+pub struct UrlAt {
+    next: u32,
+    /// `u32::MAX`: none.
+    failed: u32,
+}
+
+impl UrlAt {
+    /// At the first url, none failed.
+    pub const FIRST: UrlAt = UrlAt {
+        next: 0,
+        failed: u32::MAX,
+    };
+
+    /// At url `next`, `failed` having taken the checker down.
+    pub fn new(next: usize, failed: Option<usize>) -> UrlAt {
+        // A checker has far fewer than 2^32 - 1 urls; more reads as none.
+        let at = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+        UrlAt {
+            next: at(next),
+            failed: failed.map_or(u32::MAX, at),
+        }
+    }
+
+    /// The url checked next.
+    pub fn next(self) -> usize {
+        self.next as usize
+    }
+
+    /// The url that took the checker down.
+    pub fn failed(self) -> Option<usize> {
+        (self.failed != u32::MAX).then_some(self.failed as usize)
+    }
+}
+
+impl From<(usize, Option<usize>)> for UrlAt {
+    fn from((next, failed): (usize, Option<usize>)) -> UrlAt {
+        UrlAt::new(next, failed)
+    }
+}
+
+impl From<UrlAt> for (usize, Option<usize>) {
+    fn from(u: UrlAt) -> (usize, Option<usize>) {
+        (u.next(), u.failed())
     }
 }
 

@@ -16,7 +16,7 @@ pub mod retry;
 pub mod tracker;
 pub mod transition;
 
-pub use carry::{checker_keys, start_states, Carry, CheckerKey, FxMap, FxSet, RsKey, Start};
+pub use carry::{checker_keys, start_states, Carry, CheckerKey, FxMap, FxSet, RsKey, Start, UrlAt};
 pub use model::{real_weight, Health, RsHealth, VsHealth, RAMP_FULL};
 pub use tracker::{Change, Effect, Event, Roster, Subscriber, Tracker};
 pub use transition::Transition;

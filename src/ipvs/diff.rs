@@ -229,10 +229,8 @@ impl Ops {
                 }
                 let (dels, adds) = (&mut self.dels, &mut self.adds);
                 merge(cur.dests.iter(), want.dests.iter(), |pair| match pair {
-                    (Some((dk, _)), None) => {
-                        if owned.owns_dest(k, dk) {
-                            dels.push(Op::DelDest(*k, *dk));
-                        }
+                    (Some((dk, _)), None) if owned.owns_dest(k, dk) => {
+                        dels.push(Op::DelDest(*k, *dk));
                     }
                     (None, Some((_, d))) => adds.push(Op::AddDest(*k, d.clone())),
                     (Some((_, c)), Some((_, d))) if !d.same_settings(c) => {

@@ -84,7 +84,7 @@ num_kw!(
     0,
     0,
     Some("Delay before retry value invalid - {}"),
-    Some
+    Micros::from_us
 );
 num_kw!(
     rs_warmup,
@@ -93,7 +93,7 @@ num_kw!(
     0,
     0,
     Some("Warmup value invalid - {}"),
-    Some
+    Micros::from_us
 );
 num_kw!(
     rs_connect_timeout,
@@ -102,7 +102,7 @@ num_kw!(
     1,
     U32MAX,
     Some("Connect timeout value invalid - {}"),
-    Some
+    Micros::from_us
 );
 num_kw!(
     rs_delay_loop,
@@ -111,7 +111,7 @@ num_kw!(
     1,
     0,
     Some("real server delay_loop '{}' invalid - ignoring"),
-    Some
+    Micros::from_us
 );
 
 num_kw!(
@@ -148,7 +148,7 @@ num_kw!(
     1,
     U32MAX,
     Some("Invalid connect_timeout value '{}'"),
-    Some
+    Micros::from_us
 );
 num_kw!(
     ck_retry_value,
@@ -166,7 +166,7 @@ num_kw!(
     0,
     0,
     Some("Invalid delay_before_retry connection value '{}'"),
-    Some
+    Micros::from_us
 );
 num_kw!(
     ck_delay_loop,
@@ -175,7 +175,7 @@ num_kw!(
     1,
     0,
     Some("delay_loop '{}' is invalid - ignoring"),
-    Some
+    Micros::from_us
 );
 num_kw!(
     ck_warmup,
@@ -184,5 +184,5 @@ num_kw!(
     0,
     0,
     Some("Invalid warmup value '{}'"),
-    Some
+    Micros::from_us
 );

@@ -16,6 +16,7 @@ use super::misc::{RunAs, ScriptSpec};
 use super::tls::Tls;
 use super::udp::UdpProbe;
 use crate::config::model::{Checker, Config, RealServer, VirtualServer};
+pub use crate::config::validate::RsName;
 use crate::health::retry::RetryFamily;
 use crate::health::{checker_keys, start_states, Roster, RsKey, Start, Subscriber};
 use std::collections::hash_map::Entry;
@@ -183,37 +184,6 @@ impl<'a> IntoIterator for &'a Subscribers {
     }
 }
 
-/// keepalived's name for a checked service, `[ip]:proto:port` (the real
-/// server's address and port, its virtual server's protocol): kept as what
-/// it is made of and written when shown, not as a string per check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RsName {
-    /// The real server's address.
-    pub ip: std::net::IpAddr,
-    /// Its port.
-    pub port: u16,
-    /// The virtual server's protocol.
-    pub protocol: Option<crate::config::model::Protocol>,
-}
-
-impl RsName {
-    /// Real server `rs` of `vs`.
-    pub fn of(rs: &RealServer, vs: &VirtualServer) -> RsName {
-        RsName {
-            ip: rs.ip,
-            port: rs.port,
-            protocol: vs.protocol,
-        }
-    }
-}
-
-impl std::fmt::Display for RsName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let proto = crate::config::validate::proto_name(self.protocol);
-        write!(f, "[{}]:{proto}:{}", self.ip, self.port)
-    }
-}
-
 /// One distinct check and who listens to it.
 #[derive(Debug, Clone)]
 pub struct Planned {
@@ -372,7 +342,7 @@ impl Default for PlanOptions {
 
 /// keepalived's `FMT_RS()` for a real server of a virtual server.
 pub fn format_rs(rs: &RealServer, vs: &VirtualServer) -> String {
-    crate::config::validate::format_rs(rs.ip, rs.port, vs.protocol)
+    RsName::of(rs, vs).to_string()
 }
 
 /// Resolves the identity scripts run as: the script's own user, else
@@ -697,17 +667,18 @@ mod size_tests {
     #[test]
     fn a_planned_check_stays_small() {
         eprintln!(
-            "Planned {} ProbeKind {} ConnOpts {} Subscribers {} Start {} RealServer {} Checker {}",
+            "Planned {} ProbeKind {} ConnOpts {} Subscribers {} Start {} RsName {} RealServer {} Checker {}",
             std::mem::size_of::<Planned>(),
             std::mem::size_of::<ProbeKind>(),
             std::mem::size_of::<ConnOpts>(),
             std::mem::size_of::<Subscribers>(),
             std::mem::size_of::<Start>(),
+            std::mem::size_of::<RsName>(),
             std::mem::size_of::<crate::config::model::RealServer>(),
             std::mem::size_of::<Checker>(),
         );
         assert!(std::mem::size_of::<ConnOpts>() <= 64);
-        // The name as its parts (22 bytes inline) rather than a boxed string
+        // The name as its parts (20 bytes inline) rather than a boxed string
         // (16 inline and a 32-byte block).
         assert!(std::mem::size_of::<Planned>() <= 184);
         assert!(std::mem::size_of::<Start>() <= 32);

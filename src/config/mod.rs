@@ -10,6 +10,7 @@ pub mod diag;
 mod handlers;
 pub mod keywords;
 pub mod lexer;
+pub mod micros;
 pub mod model;
 pub mod numbers;
 pub mod overlay;

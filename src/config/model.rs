@@ -8,6 +8,7 @@
 //! yet (VRRP, BFD, static addresses/routes/rules) are kept as checked,
 //! generic [`Block`]s so that nothing an operator wrote is lost.
 
+pub use super::micros::Micros;
 use serde::Serialize;
 use std::net::IpAddr;
 
@@ -719,77 +720,6 @@ pub struct BfdCheck {
     pub common: CheckerCommon,
     /// `name`.
     pub name: Option<String>,
-}
-
-/// An optional duration in µs in 8 bytes, where `Option<u64>` takes 16: a
-/// real server's and a checker's timers (`delay_loop`, `connect_timeout`,
-/// `delay_before_retry`, `warmup`), kept as long as the configuration runs,
-/// for each of tens of thousands. Written as `Option<u64>` is (a number or
-/// null). `u64::MAX` µs (half a million years) is not a timer keepalived
-/// reads.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Micros(u64);
-
-impl Micros {
-    /// Unset.
-    pub const NONE: Micros = Micros(u64::MAX);
-
-    /// Set to `us`.
-    pub fn from_us(us: u64) -> Micros {
-        Micros(us.min(u64::MAX - 1))
-    }
-
-    /// The value, if set.
-    pub fn get(self) -> Option<u64> {
-        (self.0 != u64::MAX).then_some(self.0)
-    }
-
-    /// Whether unset.
-    pub fn is_none(self) -> bool {
-        self.0 == u64::MAX
-    }
-
-    /// Whether set.
-    pub fn is_some(self) -> bool {
-        !self.is_none()
-    }
-
-    /// The value, else `default`.
-    pub fn unwrap_or(self, default: u64) -> u64 {
-        self.get().unwrap_or(default)
-    }
-
-    /// The value; set to `us` first when unset.
-    pub fn get_or_insert(&mut self, us: u64) -> u64 {
-        if self.is_none() {
-            *self = Micros::from_us(us);
-        }
-        self.0
-    }
-}
-
-impl Default for Micros {
-    fn default() -> Micros {
-        Micros::NONE
-    }
-}
-
-impl From<Option<u64>> for Micros {
-    fn from(v: Option<u64>) -> Micros {
-        v.map_or(Micros::NONE, Micros::from_us)
-    }
-}
-
-impl std::fmt::Debug for Micros {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
-impl Serialize for Micros {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(s)
-    }
 }
 
 /// `real_server IP [PORT] { ... }`.

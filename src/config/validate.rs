@@ -48,8 +48,7 @@ impl Host for RealHost {
 }
 
 /// The protocol as keepalived's messages spell it.
-/// keepalived's word for a virtual server's protocol in its names.
-pub fn proto_name(p: Option<Protocol>) -> &'static str {
+fn proto_name(p: Option<Protocol>) -> &'static str {
     match p {
         Some(Protocol::Tcp) => "tcp",
         Some(Protocol::Udp) => "udp",
@@ -70,7 +69,44 @@ pub fn format_vs(vs: &VirtualServer) -> String {
 
 /// keepalived's `format_rs()`: the real server with its VS's protocol.
 pub fn format_rs(ip: std::net::IpAddr, port: u16, vs_protocol: Option<Protocol>) -> String {
-    format!("[{ip}]:{}:{port}", proto_name(vs_protocol))
+    RsName {
+        ip,
+        port,
+        protocol: vs_protocol,
+    }
+    .to_string()
+}
+
+/// keepalived's name for a checked service, `[ip]:proto:port` (the real
+/// server's address and port, its virtual server's protocol): kept as what
+/// it is made of and written when shown ([`format_rs`]), not as a string
+/// per check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RsName {
+    /// The real server's address.
+    pub ip: std::net::IpAddr,
+    /// Its port.
+    pub port: u16,
+    /// The virtual server's protocol.
+    pub protocol: Option<Protocol>,
+}
+
+impl RsName {
+    /// Real server `rs` of `vs`.
+    pub fn of(rs: &RealServer, vs: &VirtualServer) -> RsName {
+        RsName {
+            ip: rs.ip,
+            port: rs.port,
+            protocol: vs.protocol,
+        }
+    }
+}
+
+impl std::fmt::Display for RsName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let proto = proto_name(self.protocol);
+        write!(f, "[{}]:{proto}:{}", self.ip, self.port)
+    }
 }
 
 /// Runs every check and fix-up; problems go to `diags`.

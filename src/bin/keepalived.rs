@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    keepalived::daemon::memory::one_arena();
     let args: Vec<String> = std::env::args().collect();
     let prog = args
         .first()

@@ -106,6 +106,8 @@ pub fn request_with(
         "{method} {path} HTTP/1.{minor}\r\nUser-Agent: {user_agent}\r\n{close}Host: {host}\r\n\r\n"
     )
     .into_bytes()
+    .into_boxed_slice()
+    .into_vec()
 }
 
 /// The value of header `name` (lower case) in a response head, if there.
@@ -466,7 +468,7 @@ impl HttpProbe {
         vs_vhost: Option<&str>,
         tls: Option<Tls>,
     ) -> Result<HttpProbe, UrlError> {
-        let mut urls = Vec::new();
+        let mut urls = Vec::with_capacity(h.urls.len());
         for u in &h.urls {
             urls.push(Self::url(h, u, &conn, rs_vhost, vs_vhost)?);
         }

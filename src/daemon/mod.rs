@@ -11,6 +11,7 @@
 
 pub mod checker;
 pub mod commands;
+pub mod memory;
 pub mod process;
 pub mod reload;
 pub mod shell;

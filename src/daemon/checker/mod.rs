@@ -10,6 +10,7 @@
 //! startup table (§6.2), then turns checker reports into IPVS changes,
 //! batched per wake-up, and repairs drift on a timer.
 
+use super::memory::TrimDue;
 use super::reload::{error_set, reload_refusal};
 use super::shell::{Command, Progress, Reporter};
 use super::startup::{start_carry, timeouts};
@@ -281,6 +282,11 @@ pub async fn serve<B: Backend>(
     };
     counters.ipvs(&first);
     let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
+    // The startup's transient peak (parse, plan, first programming) is
+    // handed back at the first heartbeat, and so after each reload and
+    // each answer to a query (a metrics text of megabytes).
+    let mut trim = TrimDue::default();
+    trim.set();
     log::info!("Startup complete");
     progress.send(Progress::Started);
     let mut syncds = sync_daemons(&cur.config);
@@ -368,11 +374,13 @@ pub async fn serve<B: Backend>(
                     };
                     let a = checking.answer(&req.query, &run, &rec, &counters);
                     let _ = req.reply.send(a);
+                    trim.set();
                     None
                 }
             }
             _ = heartbeat.tick() => {
                 counters.heartbeat = status::unix_now();
+                trim.run();
                 if !checking.graceful.is_idle() {
                     ease(&cur.config, &mut checking, &mut rec, &mut counters, opts.dry_run).await;
                 }
@@ -450,6 +458,7 @@ pub async fn serve<B: Backend>(
             syncds = new_syncds;
         }
         show_table(&rec, opts.dry_run);
+        trim.set();
         match edit {
             Some((done, reply)) => {
                 log::info!(

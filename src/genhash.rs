@@ -7,11 +7,12 @@
 //! standard output and failures of the fetch still exit 0.
 
 use crate::check::conn::{ConnOpts, Failure};
-use crate::check::http::{host_header, request, HttpProbe, Response, UrlSpec};
+use crate::check::http::{request_head, HttpProbe, HttpSpec, Response, UrlSpec};
 use crate::check::tls::Tls;
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The usage text, as genhash prints it.
@@ -225,11 +226,10 @@ pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
         None
     };
     let protocol = a.protocol.clone().unwrap_or_else(|| "1.0".into());
-    let host = host_header([a.vhost.as_deref(), None, None, None], &conn);
     let url = UrlSpec {
-        request: request(path, &host, &protocol),
+        request_head: request_head("GET", "KeepAliveClient", path, &protocol),
         path: path.to_string(),
-        host,
+        host: a.vhost.as_deref().map(Box::from),
         digest: None,
         status: vec![(100, 599)],
         regex: None,
@@ -237,10 +237,12 @@ pub async fn fetch(a: &Args, dst: SocketAddr, path: &str) -> (String, String) {
     };
     let probe = HttpProbe {
         conn,
-        urls: vec![url.clone()],
-        tls,
-        sni: if a.sni { a.vhost.clone() } else { None },
-        verify_name: None,
+        spec: Arc::new(HttpSpec {
+            urls: Box::new([url.clone()]),
+            tls,
+            sni: if a.sni { a.vhost.clone() } else { None },
+            verify_name: None,
+        }),
     };
     let started = std::time::Instant::now();
     let resp: Result<Response, Failure> = probe.fetch_digest(&url).await;

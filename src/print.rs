@@ -188,10 +188,10 @@ pub fn render(cfg: &Config, live: &Live) -> String {
             let _ = writeln!(o, "   Keepalive method = {}", c.kind.type_name());
             match &c.kind {
                 ProbeKind::Http(h) => {
-                    for u in &h.urls {
+                    for u in &h.spec.urls {
                         let _ = writeln!(o, "   Checked url = {}", u.path);
                     }
-                    if let Some(f) = st.now.url.failed().and_then(|i| h.urls.get(i)) {
+                    if let Some(f) = st.now.url.failed().and_then(|i| h.spec.urls.get(i)) {
                         let _ = writeln!(o, "   Failed URL = {}", f.path);
                     }
                 }

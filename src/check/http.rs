@@ -14,6 +14,7 @@ use super::tls::Tls;
 use crate::config::model::{HttpCheck, Url};
 use md5::{Digest, Md5};
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -57,16 +58,19 @@ impl std::hash::Hash for UrlRegex {
 pub struct UrlSpec {
     /// `path`.
     pub path: String,
-    /// The Host header value.
-    pub host: String,
+    /// The Host header's value when a `virtualhost` names it; none: the
+    /// address connected to, `ip:port` (written at each request, so that
+    /// the real servers of one checker's settings share one url).
+    pub host: Option<Box<str>>,
     /// `digest`, as 16 bytes.
     pub digest: Option<[u8; 16]>,
     /// `status_code` ranges (default 200-299).
     pub status: Vec<(u16, u16)>,
     /// `regex`.
     pub regex: Option<UrlRegex>,
-    /// The request, made once ([`request`]).
-    pub request: Vec<u8>,
+    /// The request up to its Host header's value, made once
+    /// ([`request_head`]).
+    pub request_head: Box<[u8]>,
     /// The extensions' expectations, if any (boxed: a url of keepalived's
     /// has none, and an HTTP check's record stays small).
     pub expect: Option<Box<Expect>>,
@@ -96,18 +100,29 @@ pub fn request_with(
     host: &str,
     protocol: &str,
 ) -> Vec<u8> {
+    with_host(&request_head(method, user_agent, path, protocol), host)
+}
+
+/// The request up to the Host header's value (`Host: ` its last bytes).
+pub fn request_head(method: &str, user_agent: &str, path: &str, protocol: &str) -> Box<[u8]> {
     let minor = if protocol == "1.1" { 1 } else { 0 };
     let close = if matches!(protocol, "1.1" | "1.0C" | "1.0c") {
         "Connection: close\r\n"
     } else {
         ""
     };
-    format!(
-        "{method} {path} HTTP/1.{minor}\r\nUser-Agent: {user_agent}\r\n{close}Host: {host}\r\n\r\n"
-    )
-    .into_bytes()
-    .into_boxed_slice()
-    .into_vec()
+    format!("{method} {path} HTTP/1.{minor}\r\nUser-Agent: {user_agent}\r\n{close}Host: ")
+        .into_bytes()
+        .into_boxed_slice()
+}
+
+/// A request head with its Host header's value and the end of the head.
+fn with_host(head: &[u8], host: &str) -> Vec<u8> {
+    let mut r = Vec::with_capacity(head.len() + host.len() + 4);
+    r.extend_from_slice(head);
+    r.extend_from_slice(host.as_bytes());
+    r.extend_from_slice(b"\r\n\r\n");
+    r
 }
 
 /// The value of header `name` (lower case) in a response head, if there.
@@ -129,9 +144,17 @@ fn holds(haystack: &[u8], needle: &[u8]) -> bool {
 /// The Host header: the first virtualhost of url → checker → real server →
 /// virtual server, else `ip:port` (IPv6 bracketed).
 pub fn host_header(vhosts: [Option<&str>; 4], conn: &ConnOpts) -> String {
-    if let Some(v) = vhosts.into_iter().flatten().next() {
-        return v.to_string();
-    }
+    named_host(vhosts).map_or_else(|| address_host(conn), String::from)
+}
+
+/// The first `virtualhost` given, if any: the Host header's value then.
+fn named_host(vhosts: [Option<&str>; 4]) -> Option<&str> {
+    vhosts.into_iter().flatten().next()
+}
+
+/// The Host header's value without a `virtualhost`: the address connected
+/// to.
+fn address_host(conn: &ConnOpts) -> String {
     match conn.dst {
         std::net::SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
         std::net::SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
@@ -415,20 +438,31 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// An HTTP_GET or SSL_GET checker, resolved.
+/// An HTTP_GET or SSL_GET checker, resolved: where it connects, and what
+/// it asks and expects there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HttpProbe {
     /// Where to connect.
     pub conn: ConnOpts,
+    /// The rest, shared by the real servers checked alike (a planner
+    /// interns it: tens of thousands of real servers mostly have one
+    /// checker's settings).
+    pub spec: Arc<HttpSpec>,
+}
+
+/// What an HTTP check asks and expects, apart from where it connects.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct HttpSpec {
     /// The urls, in order.
-    pub urls: Vec<UrlSpec>,
+    pub urls: Box<[UrlSpec]>,
     /// TLS for SSL_GET.
     pub tls: Option<Tls>,
     /// The SNI name when `enable_sni` is set.
     pub sni: Option<String>,
     /// The name the certificate must be for (extension `verify_hostname`;
-    /// [`Tls`] checks it when made with `check_name`).
-    pub verify_name: Option<String>,
+    /// [`Tls`] checks it when made with `check_name`); `Some(None)`: the
+    /// address connected to.
+    pub verify_name: Option<Option<String>>,
 }
 
 /// Why a url could not be used.
@@ -458,19 +492,18 @@ fn parse_digest(s: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-impl HttpProbe {
+impl HttpSpec {
     /// From the model. `vhosts` are the real server's and the virtual
     /// server's `virtualhost`.
     pub fn new(
         h: &HttpCheck,
-        conn: ConnOpts,
         rs_vhost: Option<&str>,
         vs_vhost: Option<&str>,
         tls: Option<Tls>,
-    ) -> Result<HttpProbe, UrlError> {
+    ) -> Result<HttpSpec, UrlError> {
         let mut urls = Vec::with_capacity(h.urls.len());
         for u in &h.urls {
-            urls.push(Self::url(h, u, &conn, rs_vhost, vs_vhost)?);
+            urls.push(Self::url(h, u, rs_vhost, vs_vhost)?);
         }
         // SNI: the first url's vhost → checker vhost → VS vhost (the real
         // server's is skipped, as in `ssl_connect()`).
@@ -489,11 +522,9 @@ impl HttpProbe {
                 .or_else(|| h.virtualhost.clone())
                 .or_else(|| rs_vhost.map(String::from))
                 .or_else(|| vs_vhost.map(String::from))
-                .unwrap_or_else(|| conn.dst.ip().to_string())
         });
-        Ok(HttpProbe {
-            conn,
-            urls,
+        Ok(HttpSpec {
+            urls: urls.into_boxed_slice(),
             tls,
             sni: sni.flatten(),
             verify_name,
@@ -503,7 +534,6 @@ impl HttpProbe {
     fn url(
         h: &HttpCheck,
         u: &Url,
-        conn: &ConnOpts,
         rs_vhost: Option<&str>,
         vs_vhost: Option<&str>,
     ) -> Result<UrlSpec, UrlError> {
@@ -537,21 +567,18 @@ impl HttpProbe {
             }
             None => None,
         };
-        let host = host_header(
-            [
-                u.virtualhost.as_deref(),
-                h.virtualhost.as_deref(),
-                rs_vhost,
-                vs_vhost,
-            ],
-            conn,
-        );
+        let host = named_host([
+            u.virtualhost.as_deref(),
+            h.virtualhost.as_deref(),
+            rs_vhost,
+            vs_vhost,
+        ])
+        .map(Box::from);
         Ok(UrlSpec {
-            request: request_with(
+            request_head: request_head(
                 h.ext().method.as_deref().unwrap_or("GET"),
                 h.ext().user_agent.as_deref().unwrap_or("KeepAliveClient"),
                 &path,
-                &host,
                 &h.http_protocol,
             ),
             expect: u.ext.as_ref().map(|x| {
@@ -574,10 +601,20 @@ impl HttpProbe {
             regex,
         })
     }
+}
+
+impl HttpProbe {
+    /// The request for `url`, with its Host header.
+    pub fn request(&self, url: &UrlSpec) -> Vec<u8> {
+        match &url.host {
+            Some(h) => with_host(&url.request_head, h),
+            None => with_host(&url.request_head, &address_host(&self.conn)),
+        }
+    }
 
     /// Fetches url `i` and judges the answer.
     pub async fn check(&self, i: usize) -> Result<(), Failure> {
-        let url = &self.urls[i];
+        let url = &self.spec.urls[i];
         let resp = self.fetch(url).await?;
         resp.judge(url)
     }
@@ -611,11 +648,20 @@ impl HttpProbe {
     }
 
     async fn exchange_once(&self, url: &UrlSpec, resp: Response) -> Result<Response, Failure> {
-        let req = &url.request;
+        let req = &self.request(url);
         let tcp = self.conn.tcp().await?;
-        match &self.tls {
+        let spec = &*self.spec;
+        match &spec.tls {
             Some(tls) => {
-                let name = self.verify_name.as_deref().or(self.sni.as_deref());
+                let address;
+                let name = match &spec.verify_name {
+                    Some(Some(n)) => Some(n.as_str()),
+                    Some(None) => {
+                        address = self.conn.dst.ip().to_string();
+                        Some(address.as_str())
+                    }
+                    None => spec.sni.as_deref(),
+                };
                 let mut s = tls.connect(tcp, name, &self.conn).await?;
                 exchange(&mut s, req, self.conn.timeout, resp, true).await
             }
@@ -638,11 +684,11 @@ mod tests {
     fn url(status: Vec<(u16, u16)>, digest: Option<[u8; 16]>) -> UrlSpec {
         UrlSpec {
             path: "/".into(),
-            host: "h".into(),
+            host: Some("h".into()),
             digest,
             status,
             regex: None,
-            request: request("/", "h", "1.0"),
+            request_head: request_head("GET", "KeepAliveClient", "/", "1.0"),
             expect: None,
         }
     }

@@ -11,7 +11,7 @@
 use super::conn::ConnOpts;
 use super::dns::DnsProbe;
 use super::file::{self, FileState};
-use super::http::HttpProbe;
+use super::http::{HttpProbe, HttpSpec};
 use super::misc::{RunAs, ScriptSpec};
 use super::tls::Tls;
 use super::udp::UdpProbe;
@@ -20,7 +20,7 @@ pub use crate::config::validate::RsName;
 use crate::health::retry::RetryFamily;
 use crate::health::{checker_keys, start_states, Roster, RsKey, Start, Subscriber};
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,7 +67,7 @@ impl ProbeKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             ProbeKind::Tcp(_) => "TCP_CHECK",
-            ProbeKind::Http(h) if h.tls.is_some() => "SSL_GET",
+            ProbeKind::Http(h) if h.spec.tls.is_some() => "SSL_GET",
             ProbeKind::Http(_) => "HTTP_GET",
             ProbeKind::Smtp(..) => "SMTP_CHECK",
             ProbeKind::Udp(_) => "UDP_CHECK",
@@ -395,12 +395,16 @@ impl TlsContexts {
     }
 }
 
+// HttpSpec's Hash and Eq read a regex's pattern, not its match cache (the
+// interior mutability clippy sees).
+#[allow(clippy::mutable_key_type)]
 fn probe_kind(
     cfg: &Config,
     vs: &VirtualServer,
     rs: &RealServer,
     c: &Checker,
     tls: &mut TlsContexts,
+    http_specs: &mut HashSet<Arc<HttpSpec>>,
 ) -> Result<Option<ProbeKind>, String> {
     let conn = || ConnOpts::from_common(c.common());
     Ok(Some(match c {
@@ -418,16 +422,18 @@ fn probe_kind(
             if h.urls.is_empty() {
                 return Ok(None);
             }
-            ProbeKind::Http(Arc::new(
-                HttpProbe::new(
-                    h,
-                    conn(),
-                    rs.virtualhost.as_deref(),
-                    vs.virtualhost.as_deref(),
-                    t,
-                )
-                .map_err(|e| e.to_string())?,
-            ))
+            let spec = HttpSpec::new(h, rs.virtualhost.as_deref(), vs.virtualhost.as_deref(), t)
+                .map_err(|e| e.to_string())?;
+            // One copy of the urls and requests per distinct settings.
+            let spec = match http_specs.get(&spec) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(spec);
+                    http_specs.insert(s.clone());
+                    s
+                }
+            };
+            ProbeKind::Http(Arc::new(HttpProbe { conn: conn(), spec }))
         }
         Checker::Smtp(s) => ProbeKind::Smtp(Box::new((conn(), s.helo().to_string()))),
         Checker::Udp(u) => ProbeKind::Udp(Box::new(UdpProbe::new(u, conn()))),
@@ -493,6 +499,7 @@ pub fn plan(cfg: &Config, opts: &PlanOptions) -> (Plan, Vec<String>) {
 
 /// [`plan`], with the checker states of a running configuration carried
 /// over to the same checkers of the new one.
+#[allow(clippy::mutable_key_type)] // as probe_kind's
 pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, Vec<String>) {
     let mut p = Plan::default();
     // At most one check per configured checker: no slack to copy from.
@@ -508,6 +515,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     // pattern (not its match cache), not the TLS context.
     let mut seen: HashMap<u64, usize> = HashMap::with_capacity(if opts.share { most } else { 0 });
     let mut tls = TlsContexts::default();
+    let mut http_specs = HashSet::new();
     let mut timings: HashMap<Timing, Arc<Timing>> = HashMap::new();
     p.vs_base.reserve_exact(cfg.virtual_servers.len());
     p.rs_starts.reserve_exact(
@@ -524,7 +532,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
         for (ri, rs) in vs.real_servers.iter().enumerate() {
             let mut kinds = Vec::new();
             for c in &rs.checkers {
-                match probe_kind(cfg, vs, rs, c, &mut tls) {
+                match probe_kind(cfg, vs, rs, c, &mut tls, &mut http_specs) {
                     Ok(Some(k)) => kinds.push((c, k)),
                     Ok(None) => {}
                     Err(e) => errors.push(format!(
@@ -664,6 +672,46 @@ mod size_tests {
     /// A planned check is kept once per configured checker, a real server
     /// and its checkers once each (tens of thousands): what they hold
     /// inline is what each costs.
+    /// Real servers checked with the same HTTP_GET settings share one copy
+    /// of its urls and requests; each still asks its own address as the
+    /// Host, and a `virtualhost` sets a spec of its own.
+    #[test]
+    fn http_checks_alike_share_one_spec() {
+        let url = "HTTP_GET {\n url {\n path /up\n }\n }";
+        let body = format!(
+            "virtual_server 192.0.2.1 80 {{\n protocol TCP\n lb_algo rr\n lb_kind NAT\n \
+             real_server 192.0.2.10 8080 {{\n {url}\n }}\n \
+             real_server 192.0.2.11 8080 {{\n {url}\n }}\n \
+             real_server 192.0.2.12 8080 {{\n virtualhost www.example.org\n {url}\n }}\n}}\n"
+        );
+        let l = crate::config::load_str(&body);
+        assert!(
+            l.diagnostics.items().is_empty(),
+            "{:?}",
+            l.diagnostics.items()
+        );
+        let (p, errors) = plan(&l.config, &PlanOptions::default());
+        assert!(errors.is_empty(), "{errors:?}");
+        let http: Vec<&HttpProbe> = p
+            .checks
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ProbeKind::Http(h) => Some(&**h),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(http.len(), 3);
+        assert!(Arc::ptr_eq(&http[0].spec, &http[1].spec));
+        assert!(!Arc::ptr_eq(&http[0].spec, &http[2].spec));
+        let req = |h: &HttpProbe| String::from_utf8(h.request(&h.spec.urls[0])).unwrap();
+        assert_eq!(
+            req(http[0]),
+            "GET /up HTTP/1.0\r\nUser-Agent: KeepAliveClient\r\nHost: 192.0.2.10:8080\r\n\r\n"
+        );
+        assert!(req(http[1]).contains("\r\nHost: 192.0.2.11:8080\r\n\r\n"));
+        assert!(req(http[2]).contains("\r\nHost: www.example.org\r\n\r\n"));
+    }
+
     #[test]
     fn a_planned_check_stays_small() {
         eprintln!(

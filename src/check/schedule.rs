@@ -73,7 +73,7 @@ impl Schedule {
     /// The schedule of check `id` of a plan, from its start state.
     pub fn new(id: usize, c: &Planned) -> Schedule {
         let mut urls = UrlCycle::new(match &c.kind {
-            ProbeKind::Http(h) => h.urls.len(),
+            ProbeKind::Http(h) => h.spec.urls.len(),
             _ => 1,
         });
         // A reload may have shortened the url list.

@@ -52,7 +52,7 @@ impl ConnOpts {
     pub fn from_common(c: &CheckerCommon) -> ConnOpts {
         let t = c.resolved();
         let ip = t.connect_ip;
-        let bind = match (c.bindto, c.bind_port) {
+        let bind = match (c.source.bindto, c.source.bind_port) {
             (Some(a), p) => Some(SocketAddr::new(a, p.unwrap_or(0))),
             (None, Some(p)) => Some(SocketAddr::new(
                 match ip {
@@ -69,8 +69,8 @@ impl ConnOpts {
             half_open: false,
             source: ConnSource {
                 bind,
-                bind_if: c.bind_if.as_deref().map(Into::into),
-                fwmark: c.fwmark,
+                bind_if: c.source.bind_if.as_deref().map(Into::into),
+                fwmark: c.source.fwmark,
             }
             .boxed(),
         }

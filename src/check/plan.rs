@@ -732,6 +732,6 @@ mod size_tests {
         assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
         assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 168);
-        assert!(std::mem::size_of::<Checker>() <= 136);
+        assert!(std::mem::size_of::<Checker>() <= 104);
     }
 }

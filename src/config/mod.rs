@@ -15,6 +15,7 @@ pub mod model;
 pub mod numbers;
 pub mod overlay;
 pub mod parser;
+pub mod rare;
 pub mod reader;
 pub mod script_security;
 pub mod validate;

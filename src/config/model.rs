@@ -9,6 +9,7 @@
 //! generic [`Block`]s so that nothing an operator wrote is lost.
 
 pub use super::micros::Micros;
+pub use super::rare::{Rare, Unset};
 use serde::Serialize;
 use std::net::IpAddr;
 
@@ -442,6 +443,31 @@ impl Checker {
     }
 }
 
+/// Where a checker's connections come from: the local end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct CheckerSource {
+    /// `bindto`.
+    pub bindto: Option<IpAddr>,
+    /// `bind_port`.
+    pub bind_port: Option<u16>,
+    /// `bind_if`.
+    pub bind_if: Option<Box<str>>,
+    /// `fwmark` (SO_MARK).
+    pub fwmark: Option<u32>,
+}
+
+impl Unset for CheckerSource {
+    fn unset() -> &'static CheckerSource {
+        static UNSET: CheckerSource = CheckerSource {
+            bindto: None,
+            bind_port: None,
+            bind_if: None,
+            fwmark: None,
+        };
+        &UNSET
+    }
+}
+
 /// Options shared by checkers; `None` = inherited, resolved by validation.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckerCommon {
@@ -455,14 +481,9 @@ pub struct CheckerCommon {
     pub connect_ip_invalid: bool,
     /// `connect_port` (default: the port on the real_server line, 0 if none).
     pub connect_port: Option<u16>,
-    /// `bindto`.
-    pub bindto: Option<IpAddr>,
-    /// `bind_port`.
-    pub bind_port: Option<u16>,
-    /// `bind_if`.
-    pub bind_if: Option<Box<str>>,
-    /// `fwmark` (SO_MARK).
-    pub fwmark: Option<u32>,
+    /// `bindto`, `bind_port`, `bind_if`, `fwmark` (seldom given).
+    #[serde(flatten)]
+    pub source: Rare<CheckerSource>,
     /// `connect_timeout` µs.
     pub connect_timeout: Micros,
     /// `retry`.

@@ -180,11 +180,16 @@ pub(super) fn common<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut CheckerCom
     p.checker.as_mut().map(Checker::common_mut)
 }
 
+/// The checker's local end, to set one of its settings.
+pub(super) fn source<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut CheckerSource> {
+    common(p).map(|c| c.source.set())
+}
+
 pub fn ck_connect_ip(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     match parse_ip(&s) {
         Some(ip) => {
-            let other = common(p).and_then(|c| c.bindto);
+            let other = common(p).and_then(|c| c.source.bindto);
             if other.is_some_and(|b| b.is_ipv6() != ip.is_ipv6()) {
                 p.err(
                     ErrClass::GeneralError,
@@ -230,7 +235,7 @@ pub fn ck_bindto(p: P, w: &[Word]) -> HandlerResult {
                     ),
                 );
             } else if let Some(c) = common(p) {
-                c.bindto = Some(ip);
+                c.source.set().bindto = Some(ip);
             }
         }
         None => p.err(
@@ -250,7 +255,7 @@ pub fn ck_bind_if(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     }
     if let Some(c) = common(p) {
-        c.bind_if = Some(s.into());
+        c.source.set().bind_if = Some(s.into());
     }
     Ok(())
 }

@@ -125,7 +125,7 @@ num_kw!(
 );
 num_kw!(
     ck_bind_port,
-    common.bind_port,
+    source.bind_port,
     Unsigned,
     1,
     65535,
@@ -134,7 +134,7 @@ num_kw!(
 );
 num_kw!(
     ck_fwmark,
-    common.fwmark,
+    source.fwmark,
     Unsigned,
     0,
     U32MAX,

@@ -254,7 +254,11 @@ impl Notifier {
         limit: Duration,
     ) {
         let rs = &vs.real_servers[rsi];
-        let script = if up { &rs.notify_up } else { &rs.notify_down };
+        let script = if up {
+            &rs.seldom.notify_up
+        } else {
+            &rs.seldom.notify_down
+        };
         if let Some(s) = script {
             self.script(cfg, s, limit);
         }

@@ -422,8 +422,13 @@ fn probe_kind(
             if h.urls.is_empty() {
                 return Ok(None);
             }
-            let spec = HttpSpec::new(h, rs.virtualhost.as_deref(), vs.virtualhost.as_deref(), t)
-                .map_err(|e| e.to_string())?;
+            let spec = HttpSpec::new(
+                h,
+                rs.seldom.virtualhost.as_deref(),
+                vs.virtualhost.as_deref(),
+                t,
+            )
+            .map_err(|e| e.to_string())?;
             // One copy of the urls and requests per distinct settings.
             let spec = match http_specs.get(&spec) {
                 Some(s) => s.clone(),
@@ -731,7 +736,7 @@ mod size_tests {
         assert!(std::mem::size_of::<Planned>() <= 184);
         assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
-        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 168);
+        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 120);
         assert!(std::mem::size_of::<Checker>() <= 104);
     }
 }

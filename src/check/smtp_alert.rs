@@ -219,7 +219,8 @@ fn rfc822_now() -> String {
 /// Whether a real server sends alerts: its own `smtp_alert`, else its
 /// virtual server's, else `smtp_alert_checker`, else `smtp_alert`.
 pub fn rs_alerts(cfg: &Config, vs: &VirtualServer, rs: &RealServer) -> bool {
-    rs.smtp_alert
+    rs.seldom
+        .smtp_alert
         .or(vs.smtp_alert)
         .or(cfg.global_defs.smtp_alert_checker)
         .or(cfg.global_defs.smtp_alert)

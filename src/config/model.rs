@@ -743,6 +743,40 @@ pub struct BfdCheck {
     pub name: Option<String>,
 }
 
+/// A real server's seldom-given settings ([`RealServer::seldom`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RsSeldom {
+    /// `notify_up`.
+    pub notify_up: Option<Box<Script>>,
+    /// `notify_down`.
+    pub notify_down: Option<Box<Script>>,
+    /// `uthreshold`.
+    pub uthreshold: u32,
+    /// `lthreshold`.
+    pub lthreshold: u32,
+    /// `smtp_alert`.
+    pub smtp_alert: Option<bool>,
+    /// `virtualhost`.
+    pub virtualhost: Option<Box<str>>,
+    /// `snmp_name`.
+    pub snmp_name: Option<Box<str>>,
+}
+
+impl Unset for RsSeldom {
+    fn unset() -> &'static RsSeldom {
+        static UNSET: RsSeldom = RsSeldom {
+            notify_up: None,
+            notify_down: None,
+            uthreshold: 0,
+            lthreshold: 0,
+            smtp_alert: None,
+            virtualhost: None,
+            snmp_name: None,
+        };
+        &UNSET
+    }
+}
+
 /// `real_server IP [PORT] { ... }`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RealServer {
@@ -758,15 +792,12 @@ pub struct RealServer {
     pub lvs_method: Option<Forwarding>,
     /// `inhibit_on_failure`.
     pub inhibit_on_failure: Option<bool>,
-    /// `notify_up` (boxed, as the rest of the rarely set: a real server's
-    /// record is kept small for configs of tens of thousands).
-    pub notify_up: Option<Box<Script>>,
-    /// `notify_down`.
-    pub notify_down: Option<Box<Script>>,
-    /// `uthreshold`.
-    pub uthreshold: u32,
-    /// `lthreshold`.
-    pub lthreshold: u32,
+    /// `notify_up`, `notify_down`, `uthreshold`, `lthreshold`,
+    /// `smtp_alert`, `virtualhost`, `snmp_name`: seldom given, boxed as one
+    /// (a real server's record is kept small for configs of tens of
+    /// thousands).
+    #[serde(flatten)]
+    pub seldom: Rare<RsSeldom>,
     /// `alpha`.
     pub alpha: Option<bool>,
     /// `retry`.
@@ -779,12 +810,6 @@ pub struct RealServer {
     pub connect_timeout: Micros,
     /// `delay_loop` µs.
     pub delay_loop: Micros,
-    /// `smtp_alert`.
-    pub smtp_alert: Option<bool>,
-    /// `virtualhost`.
-    pub virtualhost: Option<Box<str>>,
-    /// `snmp_name`.
-    pub snmp_name: Option<Box<str>>,
     /// Checkers; none = always up.
     pub checkers: Vec<Checker>,
 }

@@ -404,19 +404,13 @@ fn like_first(vs: &VirtualServer, ip: IpAddr, port: u16, weight: Option<i32>) ->
             weight: Some(weight.unwrap_or(1)),
             lvs_method: vs.lvs_method,
             inhibit_on_failure: Some(vs.inhibit_on_failure),
-            notify_up: None,
-            notify_down: None,
-            uthreshold: 0,
-            lthreshold: 0,
+            seldom: crate::config::model::Rare::default(),
             alpha: Some(vs.alpha),
             retry: vs.retry,
             delay_before_retry: vs.delay_before_retry.into(),
             warmup: vs.warmup.into(),
             connect_timeout: vs.connect_timeout.into(),
             delay_loop: vs.delay_loop.into(),
-            smtp_alert: None,
-            virtualhost: None,
-            snmp_name: None,
             checkers: Vec::new(),
         };
     };
@@ -424,8 +418,11 @@ fn like_first(vs: &VirtualServer, ip: IpAddr, port: u16, weight: Option<i32>) ->
     rs.ip = ip;
     rs.port = port;
     rs.line = 0;
-    rs.notify_up = None;
-    rs.notify_down = None;
+    if rs.seldom.is_set() {
+        let s = rs.seldom.set();
+        s.notify_up = None;
+        s.notify_down = None;
+    }
     if let Some(w) = weight {
         rs.weight = Some(w);
     }

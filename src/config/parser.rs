@@ -822,7 +822,7 @@ mod tests {
         if super::user_exists("keepalived_script", None) {
             // The default exists: nothing to say, everything kept.
             assert!(msgs.is_empty(), "{msgs:?}");
-            assert!(rs.notify_up.is_some() && rs.checkers.len() == 1);
+            assert!(rs.seldom.notify_up.is_some() && rs.checkers.len() == 1);
         } else {
             // Reported once, at the first script that needs it; every
             // script that needs it is dropped.
@@ -836,13 +836,14 @@ mod tests {
                     ),
                 ]
             );
-            assert!(rs.notify_up.is_none() && rs.notify_down.is_none());
+            assert!(rs.seldom.notify_up.is_none() && rs.seldom.notify_down.is_none());
             assert!(rs.checkers.is_empty());
         }
         // A script with a user of its own does not need the default.
         let own = SECURE.replace(" notify_up /bin/true\n", " notify_up /bin/true root\n");
         let l = load_str(&own);
         assert!(l.config.virtual_servers[0].real_servers[0]
+            .seldom
             .notify_up
             .is_some());
     }

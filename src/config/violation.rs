@@ -117,8 +117,9 @@ pub(super) fn check_scripts(cfg: &mut Config, diags: &mut Diagnostics) {
                 *sc = None;
             }
         }
-        for rs in &mut vs.real_servers {
-            for sc in [&mut rs.notify_up, &mut rs.notify_down] {
+        for rs in vs.real_servers.iter_mut().filter(|r| r.seldom.is_set()) {
+            let s = rs.seldom.set();
+            for sc in [&mut s.notify_up, &mut s.notify_down] {
                 if sc
                     .as_ref()
                     .is_some_and(|x| !judged.keep(cfg, &x.args[0], own(x).as_ref(), diags))

@@ -353,8 +353,8 @@ fn desired_where(cfg: &Config, health: &Health, keep: impl Fn(usize) -> bool) ->
                     rs.method(),
                     &slot,
                     weight,
-                    rs.uthreshold,
-                    rs.lthreshold,
+                    rs.seldom.uthreshold,
+                    rs.seldom.lthreshold,
                 );
                 dests.push((d.key(), d));
             }

@@ -61,7 +61,7 @@ num_kw!(
 );
 num_kw!(
     rs_uthreshold,
-    rs.uthreshold,
+    rs_seldom.uthreshold,
     Unsigned,
     0,
     U32MAX,
@@ -70,7 +70,7 @@ num_kw!(
 );
 num_kw!(
     rs_lthreshold,
-    rs.lthreshold,
+    rs_seldom.lthreshold,
     Unsigned,
     0,
     U32MAX,

@@ -19,19 +19,13 @@ pub fn rs_open(p: P, w: &[Word]) -> HandlerResult {
                 weight: None,
                 lvs_method: None,
                 inhibit_on_failure: None,
-                notify_up: None,
-                notify_down: None,
-                uthreshold: 0,
-                lthreshold: 0,
+                seldom: Rare::default(),
                 alpha: None,
                 retry: None,
                 delay_before_retry: Micros::NONE,
                 warmup: Micros::NONE,
                 connect_timeout: Micros::NONE,
                 delay_loop: Micros::NONE,
-                smtp_alert: None,
-                virtualhost: None,
-                snmp_name: None,
                 checkers: Vec::new(),
             });
         }
@@ -110,6 +104,11 @@ pub(super) fn rs<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut RealServer> {
     p.rs.as_mut()
 }
 
+/// The real server's seldom-given settings, to set one of them.
+pub(super) fn rs_seldom<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut RsSeldom> {
+    rs(p).map(|r| r.seldom.set())
+}
+
 pub fn rs_weight(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     match p.read_unsigned(&s, 0, i32::MAX as u64, true) {
@@ -148,14 +147,14 @@ pub fn rs_inhibit(p: P, w: &[Word]) -> HandlerResult {
 pub fn rs_notify_up(p: P, w: &[Word]) -> HandlerResult {
     let s = p.notify_script(w)?.map(Box::new);
     set_once(p, "notify_up script", s, |p| {
-        rs(p).map(|r| &mut r.notify_up)
+        rs(p).map(|r| &mut r.seldom.set().notify_up)
     })
 }
 
 pub fn rs_notify_down(p: P, w: &[Word]) -> HandlerResult {
     let s = p.notify_script(w)?.map(Box::new);
     set_once(p, "notify_down script", s, |p| {
-        rs(p).map(|r| &mut r.notify_down)
+        rs(p).map(|r| &mut r.seldom.set().notify_down)
     })
 }
 
@@ -171,7 +170,7 @@ pub fn rs_alpha(p: P, w: &[Word]) -> HandlerResult {
 pub fn rs_smtp_alert(p: P, w: &[Word]) -> HandlerResult {
     if let Some(b) = p.opt_bool(w, "smtp_alert") {
         if let Some(r) = rs(p) {
-            r.smtp_alert = Some(b);
+            r.seldom.set().smtp_alert = Some(b);
         }
     }
     Ok(())
@@ -182,7 +181,7 @@ pub fn rs_virtualhost(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     if let Some(r) = rs(p) {
-        r.virtualhost = Some(s.into());
+        r.seldom.set().virtualhost = Some(s.into());
     }
     Ok(())
 }
@@ -192,7 +191,7 @@ pub fn rs_snmp_name(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     };
     if let Some(r) = rs(p) {
-        r.snmp_name = Some(s.into());
+        r.seldom.set().snmp_name = Some(s.into());
     }
     Ok(())
 }

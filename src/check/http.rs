@@ -86,24 +86,9 @@ pub struct Expect {
     pub header: Option<(String, Option<String>)>,
 }
 
-/// The request keepalived sends (`request_template`).
-pub fn request(path: &str, host: &str, protocol: &str) -> Vec<u8> {
-    request_with("GET", "KeepAliveClient", path, host, protocol)
-}
-
-/// keepalived's request with another method or `User-Agent` (extensions
-/// `method`, `user_agent`).
-pub fn request_with(
-    method: &str,
-    user_agent: &str,
-    path: &str,
-    host: &str,
-    protocol: &str,
-) -> Vec<u8> {
-    with_host(&request_head(method, user_agent, path, protocol), host)
-}
-
-/// The request up to the Host header's value (`Host: ` its last bytes).
+/// keepalived's request (`request_template`; extensions `method` and
+/// `user_agent` change its first two lines) up to the Host header's value
+/// (`Host: ` its last bytes).
 pub fn request_head(method: &str, user_agent: &str, path: &str, protocol: &str) -> Box<[u8]> {
     let minor = if protocol == "1.1" { 1 } else { 0 };
     let close = if matches!(protocol, "1.1" | "1.0C" | "1.0c") {
@@ -141,19 +126,14 @@ fn holds(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The Host header: the first virtualhost of url → checker → real server →
-/// virtual server, else `ip:port` (IPv6 bracketed).
-pub fn host_header(vhosts: [Option<&str>; 4], conn: &ConnOpts) -> String {
-    named_host(vhosts).map_or_else(|| address_host(conn), String::from)
-}
-
-/// The first `virtualhost` given, if any: the Host header's value then.
+/// The Host header's value when a `virtualhost` names it: the first of
+/// url → checker → real server → virtual server.
 fn named_host(vhosts: [Option<&str>; 4]) -> Option<&str> {
     vhosts.into_iter().flatten().next()
 }
 
 /// The Host header's value without a `virtualhost`: the address connected
-/// to.
+/// to, `ip:port` (IPv6 bracketed).
 fn address_host(conn: &ConnOpts) -> String {
     match conn.dst {
         std::net::SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
@@ -717,6 +697,14 @@ mod tests {
         u.expect.as_mut().unwrap().body = None;
         let e = judge(b"HTTP/1.0 200 x-ready: yes\r\n\r\n", &u).unwrap_err();
         assert!(e.contains("no x-ready header"), "{e}");
+    }
+
+    /// The whole request: the head, then the host.
+    fn request(path: &str, host: &str, protocol: &str) -> Vec<u8> {
+        with_host(
+            &request_head("GET", "KeepAliveClient", path, protocol),
+            host,
+        )
     }
 
     #[test]

@@ -283,8 +283,9 @@ pub async fn serve<B: Backend>(
     counters.ipvs(&first);
     let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
     // The startup's transient peak (parse, plan, first programming) is
-    // handed back at the first heartbeat, and so after each reload and
-    // each answer to a query (a metrics text of megabytes).
+    // handed back at the first heartbeat, and so after each reload or
+    // edit. Not after a query's answer: at 20,000 real servers that trim
+    // took 13 ms of the event loop and left no less resident.
     let mut trim = TrimDue::default();
     trim.set();
     log::info!("Startup complete");
@@ -374,7 +375,6 @@ pub async fn serve<B: Backend>(
                     };
                     let a = checking.answer(&req.query, &run, &rec, &counters);
                     let _ = req.reply.send(a);
-                    trim.set();
                     None
                 }
             }

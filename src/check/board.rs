@@ -49,8 +49,49 @@ pub struct CheckStatus {
     pub next_run: Option<tokio::time::Instant>,
 }
 
-impl CheckStatus {
-    fn record(&mut self, ok: bool, reason: &str, latency: Duration, at: tokio::time::Instant) {
+/// A check's status as the board keeps it: [`CheckStatus`] in 88 bytes
+/// rather than 120 (tens of thousands of them): times as nanoseconds from
+/// the board's epoch, the latency in microseconds.
+#[derive(Debug)]
+struct Entry {
+    now: Start,
+    runs: u64,
+    successes: u32,
+    failures: u32,
+    /// The latest result's reason (empty when it passed, or none yet).
+    error: Box<str>,
+    /// The latest result's latency, µs (saturating at about 71 minutes).
+    latency_us: u32,
+    /// A result was recorded.
+    has_last: bool,
+    /// The latest result passed.
+    ok: bool,
+    /// When the latest result came, ns from the epoch.
+    at: u64,
+    /// When it runs next, ns from the epoch ([`NEVER`]: not scheduled).
+    next_run: u64,
+}
+
+/// No next run.
+const NEVER: u64 = u64::MAX;
+
+impl Entry {
+    fn new(now: Start) -> Entry {
+        Entry {
+            now,
+            runs: 0,
+            successes: 0,
+            failures: 0,
+            error: Box::default(),
+            latency_us: 0,
+            has_last: false,
+            ok: false,
+            at: 0,
+            next_run: NEVER,
+        }
+    }
+
+    fn record(&mut self, ok: bool, reason: &str, latency: Duration, at: u64) {
         self.runs += 1;
         if ok {
             self.successes = self.successes.saturating_add(1);
@@ -59,17 +100,14 @@ impl CheckStatus {
             self.failures = self.failures.saturating_add(1);
             self.successes = 0;
         }
-        let error = match &mut self.last {
-            // A failing check mostly repeats its reason: no new string then.
-            Some(l) if &*l.error == reason => std::mem::take(&mut l.error),
-            _ => reason.into(),
-        };
-        self.last = Some(LastRun {
-            ok,
-            error,
-            latency,
-            at,
-        });
+        // A failing check mostly repeats its reason: no new string then.
+        if &*self.error != reason {
+            self.error = reason.into();
+        }
+        self.has_last = true;
+        self.ok = ok;
+        self.latency_us = u32::try_from(latency.as_micros()).unwrap_or(u32::MAX);
+        self.at = at;
     }
 }
 
@@ -126,7 +164,9 @@ pub struct Run<'a> {
 /// shown.
 #[derive(Debug)]
 pub struct Board {
-    checks: Vec<Mutex<CheckStatus>>,
+    checks: Vec<Mutex<Entry>>,
+    /// What the entries' times count from.
+    epoch: tokio::time::Instant,
     /// Per checker type planned (a handful at most).
     totals: Mutex<Vec<(&'static str, TypeTotals)>>,
 }
@@ -140,16 +180,7 @@ impl Board {
     /// Each check at its start state.
     pub fn new(plan: &Plan) -> Board {
         let mut checks = Vec::with_capacity(plan.checks.len());
-        checks.extend(plan.checks.iter().map(|c| {
-            Mutex::new(CheckStatus {
-                now: c.start,
-                runs: 0,
-                successes: 0,
-                failures: 0,
-                last: None,
-                next_run: None,
-            })
-        }));
+        checks.extend(plan.checks.iter().map(|c| Mutex::new(Entry::new(c.start))));
         // Every type planned is shown from the start, at zero.
         let mut totals: Vec<(&'static str, TypeTotals)> = Vec::new();
         for c in plan.checks.iter() {
@@ -160,19 +191,50 @@ impl Board {
         }
         Board {
             checks,
+            // Before any time an entry records: its checks start later.
+            epoch: tokio::time::Instant::now(),
             totals: Mutex::new(totals),
         }
     }
 
     /// Check `id`'s status now.
     pub fn get(&self, id: usize) -> Option<CheckStatus> {
-        self.checks.get(id).map(|m| lock(m).clone())
+        self.checks.get(id).map(|m| self.status(&lock(m)))
     }
 
-    /// What `f` reads of check `id`'s status, without a copy of it (a
-    /// scrape reads tens of thousands).
+    /// What `f` reads of check `id`'s status.
     pub fn read<T>(&self, id: usize, f: impl FnOnce(&CheckStatus) -> T) -> Option<T> {
-        self.checks.get(id).map(|m| f(&lock(m)))
+        self.get(id).map(|s| f(&s))
+    }
+
+    /// Check `id`'s state now, as a reload would carry it.
+    pub fn now(&self, id: usize) -> Option<Start> {
+        self.checks.get(id).map(|m| lock(m).now)
+    }
+
+    fn instant(&self, ns: u64) -> tokio::time::Instant {
+        self.epoch + Duration::from_nanos(ns)
+    }
+
+    fn nanos(&self, at: tokio::time::Instant) -> u64 {
+        let ns = at.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(ns).unwrap_or(NEVER - 1).min(NEVER - 1)
+    }
+
+    fn status(&self, e: &Entry) -> CheckStatus {
+        CheckStatus {
+            now: e.now,
+            runs: e.runs,
+            successes: e.successes,
+            failures: e.failures,
+            last: e.has_last.then(|| LastRun {
+                ok: e.ok,
+                error: e.error.clone(),
+                latency: Duration::from_micros(u64::from(e.latency_us)),
+                at: self.instant(e.at),
+            }),
+            next_run: (e.next_run != NEVER).then(|| self.instant(e.next_run)),
+        }
     }
 
     /// The probes' totals per checker type planned.
@@ -180,9 +242,26 @@ impl Board {
         lock(&self.totals).clone()
     }
 
-    pub(super) fn update(&self, id: usize, f: impl FnOnce(&mut CheckStatus)) {
+    /// Check `id`'s state now, changed by `f` (a test's check having run).
+    #[cfg(test)]
+    pub(super) fn update(&self, id: usize, f: impl FnOnce(&mut Start)) {
         if let Some(m) = self.checks.get(id) {
-            f(&mut lock(m));
+            f(&mut lock(m).now);
+        }
+    }
+
+    /// Check `id`'s next run, and its state now changed by `f`.
+    pub(super) fn schedule(
+        &self,
+        id: usize,
+        next_run: tokio::time::Instant,
+        f: impl FnOnce(&mut Start),
+    ) {
+        let next_run = self.nanos(next_run);
+        if let Some(m) = self.checks.get(id) {
+            let mut e = lock(m);
+            f(&mut e.now);
+            e.next_run = next_run;
         }
     }
 
@@ -191,7 +270,8 @@ impl Board {
         let Some(m) = self.checks.get(id) else {
             return;
         };
-        lock(m).record(run.ok, run.reason, run.latency, run.at);
+        let at = self.nanos(run.at);
+        lock(m).record(run.ok, run.reason, run.latency, at);
         let mut totals = lock(&self.totals);
         let i = match totals.iter().position(|(t, _)| *t == run.type_name) {
             Some(i) => i,
@@ -210,24 +290,26 @@ mod tests {
 
     #[test]
     fn a_check_s_counters_and_its_type_s_totals() {
-        let mut st = CheckStatus {
-            now: Start::initial(1, false),
-            runs: 0,
-            successes: 0,
-            failures: 0,
-            last: None,
-            next_run: None,
-        };
-        let at = tokio::time::Instant::now();
-        st.record(false, "refused", Duration::from_millis(2), at);
-        st.record(false, "refused", Duration::from_millis(3), at);
+        let board = Board::new(&Plan::default());
+        let mut e = Entry::new(Start::initial(1, false));
+        let fresh = board.status(&e);
+        assert!(fresh.last.is_none() && fresh.next_run.is_none());
+        let at = tokio::time::Instant::now() + Duration::from_millis(1500);
+        e.record(false, "refused", Duration::from_millis(2), board.nanos(at));
+        e.record(false, "refused", Duration::from_millis(3), board.nanos(at));
+        let st = board.status(&e);
         assert_eq!((st.runs, st.failures, st.successes), (2, 2, 0));
         assert_eq!(&*st.last.as_ref().unwrap().error, "refused");
-        st.record(true, "", Duration::from_micros(300), at);
+        e.record(true, "", Duration::from_micros(300), board.nanos(at));
+        let st = board.status(&e);
         assert_eq!((st.runs, st.failures, st.successes), (3, 0, 1));
         let l = st.last.unwrap();
         assert!(l.ok && l.error.is_empty());
         assert_eq!(l.latency, Duration::from_micros(300));
+        assert_eq!(l.at, at, "kept as nanoseconds from the board's epoch");
+        e.next_run = board.nanos(at + Duration::from_secs(1));
+        assert_eq!(board.status(&e).next_run, Some(at + Duration::from_secs(1)));
+        assert!(std::mem::size_of::<Entry>() <= 88);
 
         let mut t = TypeTotals::default();
         t.record(false, "refused", Duration::from_millis(2));

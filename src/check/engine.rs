@@ -60,7 +60,7 @@ impl Engine {
             }
             // register_checkers_thread(): 1 s plus a random part of warmup.
             let first = now + Duration::from_secs(1) + jitter.upto(c.timing.warmup);
-            board.update(i, |b| b.next_run = Some(first));
+            board.schedule(i, first, |_| {});
             firsts.push((first, i));
             schedules.push(Some(Schedule::new(i, c)));
         }
@@ -166,7 +166,7 @@ impl Scheduler {
         let Some(sch) = self.schedules[id].as_mut() else {
             return;
         };
-        let (url, seq) = (sch.urls.current, sch.next_seq());
+        let (url, seq) = (sch.url.next(), sch.next_seq());
         if self.prober.launch(&self.checks[id], id, &self.done) {
             return;
         }
@@ -198,13 +198,12 @@ impl Scheduler {
         // Written before the events are sent, with no await between: a
         // reload that stops the engine then drains the events finds the
         // board and the events in agreement.
-        self.board.update(id, |b| {
+        self.board.schedule(id, next, |now| {
             if step.judged {
-                b.now.state = sch.state;
-                b.now.url = crate::health::UrlAt::new(sch.urls.current, sch.urls.failed);
-                b.now.misc_status = sch.misc_status;
+                now.state = sch.state;
+                now.url = sch.url;
+                now.misc_status = sch.misc_status;
             }
-            b.next_run = Some(next);
         });
         if step.judged {
             let (ok, reason, kind) = match &verdict {
@@ -557,11 +556,11 @@ mod tests {
         );
         // Its task saw the failure.
         let board = Board::new(&p);
-        board.update(0, |b| {
-            b.now.state.is_up = false;
-            b.now.state.has_run = true;
+        board.update(0, |now| {
+            now.state.is_up = false;
+            now.state.has_run = true;
         });
-        let carry = t.carry(&old, &p, |id| board.get(id).map(|s| s.now), &h);
+        let carry = t.carry(&old, &p, |id| board.now(id), &h);
         // The new file adds a server; the failed one must stay out.
         let new = conf(&TCP.replace(
             " real_server 127.0.0.1 8002",
@@ -606,9 +605,9 @@ mod tests {
                     },
                 );
             }
-            board.update(id, |b| b.now.state = st);
+            board.update(id, |now| now.state = st);
         }
-        let carry = t.carry(&old, &p, |id| board.get(id).map(|s| s.now), &h);
+        let carry = t.carry(&old, &p, |id| board.now(id), &h);
         let new = conf(body);
         let (p2, _) = plan_carrying(&new, &PlanOptions::default(), &carry);
         let (_, h2) = Tracker::start(&new, &p2);

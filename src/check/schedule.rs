@@ -10,7 +10,7 @@
 use super::conn::Failure;
 use super::plan::{Planned, ProbeKind};
 use crate::health::retry::{CheckerState, Next, UrlCycle};
-use crate::health::Change;
+use crate::health::{Change, UrlAt};
 use std::time::Duration;
 
 /// A probe's verdict, as the schedule takes it.
@@ -59,8 +59,11 @@ pub struct Step {
 pub struct Schedule {
     /// `is_up`, `has_run`, `retry_it`.
     pub state: CheckerState,
-    /// HTTP: which url runs next, which one failed.
-    pub urls: UrlCycle,
+    /// HTTP: which url runs next, which one failed (as a start state
+    /// keeps it: 8 bytes, tens of thousands of records).
+    pub url: UrlAt,
+    /// HTTP: how many urls (1 for the other checkers).
+    url_count: u32,
     /// MISC_CHECK `misc_dynamic`: the last exit status applied.
     pub misc_status: Option<u8>,
     /// PING/DNS sequence numbers.
@@ -72,21 +75,36 @@ pub struct Schedule {
 impl Schedule {
     /// The schedule of check `id` of a plan, from its start state.
     pub fn new(id: usize, c: &Planned) -> Schedule {
-        let mut urls = UrlCycle::new(match &c.kind {
+        let count = match &c.kind {
             ProbeKind::Http(h) => h.spec.urls.len(),
             _ => 1,
-        });
-        // A reload may have shortened the url list.
-        if c.start.url.next() < urls.count {
-            urls.current = c.start.url.next();
-            urls.failed = c.start.url.failed().filter(|&f| f < urls.count);
         }
+        .max(1);
+        // A reload may have shortened the url list.
+        let url = if c.start.url.next() < count {
+            UrlAt::new(
+                c.start.url.next(),
+                c.start.url.failed().filter(|&f| f < count),
+            )
+        } else {
+            UrlAt::FIRST
+        };
         Schedule {
             state: c.start.state,
-            urls,
+            url,
+            url_count: u32::try_from(count).unwrap_or(u32::MAX),
             misc_status: c.start.misc_status,
             seq: (id as u16).wrapping_mul(7919),
             cycle_start: true,
+        }
+    }
+
+    /// Where the checker is in its urls.
+    pub fn urls(&self) -> UrlCycle {
+        UrlCycle {
+            current: self.url.next(),
+            failed: self.url.failed(),
+            count: self.url_count as usize,
         }
     }
 
@@ -109,6 +127,7 @@ impl Schedule {
                 return step;
             }
         };
+        let mut urls = self.urls();
         let st = &mut self.state;
         let (was_up, had_run, retry_it) = (st.is_up, st.has_run, st.retry_it);
         if !ok && c.timing.log_all_failures {
@@ -120,7 +139,9 @@ impl Schedule {
         }
         let d = match (&c.kind, c.kind.family()) {
             (ProbeKind::Http(_), _) => {
-                st.http_result_rising(&mut self.urls, ok, c.timing.fast_recovery, c.timing.rise)
+                let d = st.http_result_rising(&mut urls, ok, c.timing.fast_recovery, c.timing.rise);
+                self.url = UrlAt::new(urls.current, urls.failed);
+                d
             }
             (_, Some(f)) => {
                 if self.cycle_start {

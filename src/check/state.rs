@@ -75,7 +75,7 @@ pub fn document(cfg: &Config, plan: &Plan, board: &Board, health: &Health, now: 
                 .filter_map(|&id| {
                     Some(SavedChecker {
                         kind: plan.checks.get(id)?.kind.type_name().to_string(),
-                        start: board.read(id, |s| s.now)?,
+                        start: board.now(id)?,
                     })
                 })
                 .collect();
@@ -156,13 +156,13 @@ mod tests {
         let (p, _) = plan(&cfg, &PlanOptions::default());
         let board = Board::new(&p);
         // 8001 (alpha) was found up; 8002 failed.
-        board.update(0, |b| {
-            b.now.state.is_up = true;
-            b.now.state.has_run = true;
+        board.update(0, |now| {
+            now.state.is_up = true;
+            now.state.has_run = true;
         });
-        board.update(1, |b| {
-            b.now.state.is_up = false;
-            b.now.state.has_run = true;
+        board.update(1, |now| {
+            now.state.is_up = false;
+            now.state.has_run = true;
         });
         let (_, mut health) = Tracker::start(&cfg, &p);
         health.vs[0].rs[0].alive = true;
@@ -195,9 +195,9 @@ mod tests {
         let cfg = load_str(CONF).config;
         let (p, _) = plan(&cfg, &PlanOptions::default());
         let board = Board::new(&p);
-        board.update(0, |b| {
-            b.now.state.is_up = true;
-            b.now.state.has_run = true;
+        board.update(0, |now| {
+            now.state.is_up = true;
+            now.state.has_run = true;
         });
         let (_, health) = Tracker::start(&cfg, &p);
         let mut doc = document(&cfg, &p, &board, &health, 1.0);

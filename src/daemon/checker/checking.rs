@@ -279,12 +279,9 @@ impl Checking {
                 file.display()
             );
         }
-        let carry = self.tracker.carry(
-            cfg,
-            &self.plan,
-            |id| board.get(id).map(|s| s.now),
-            &self.health,
-        );
+        let carry = self
+            .tracker
+            .carry(cfg, &self.plan, |id| board.now(id), &self.health);
         // The operator's edits apply to the new file as a reload applies
         // them.
         let edited = overlay.clone().apply(&loaded.config).map(|(c, _)| c);
@@ -334,7 +331,7 @@ impl Checking {
             mut graceful,
             ..
         } = self;
-        let carry = tracker.carry(cfg, &plan, |id| board.get(id).map(|s| s.now), &health);
+        let carry = tracker.carry(cfg, &plan, |id| board.now(id), &health);
         notifier.removed_by_reload(cfg, &health, new);
         notifier.close().await;
         graceful.removed(cfg, new, kernel, now());

@@ -94,7 +94,7 @@ backend_count() { # "tcp http", summed over the backends' logs
     echo $((tt + hh))
 }
 metric_count() {
-    curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
+    curl -s -m 10 "http://127.0.0.1:$METRICS_PORT/metrics" |
         awk '/_check_duration_seconds_count/{s+=$2} END{print s+0}'
 }
 
@@ -137,6 +137,17 @@ run() {
     anon=$(anon_kb "$cpid")
     m1=$([ "$impl" = keepalived ] && echo 0 || metric_count)
     kill -TERM "$pid" 2>/dev/null || true
+    # A daemon that does not stop at SIGTERM is a defect: say so, with its
+    # log and its threads, rather than wait for ever.
+    local w
+    for w in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "bench-scale: $name still running 10 s after SIGTERM; its log's end and threads:" >&2
+        tail -n 20 "$WORK/run.log" >&2
+        for t in /proc/"$cpid"/task/*; do echo "  $(cat "$t/comm") $(cat "$t/wchan")" >&2; done
+        cp "$WORK/run.log" "/tmp/bench-scale-$name-no-stop.log" 2>/dev/null || true
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
     wait "$pid" 2>/dev/null || true
     # shellcheck disable=SC2086
     kill $bpids 2>/dev/null || true

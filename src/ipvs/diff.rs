@@ -77,7 +77,7 @@ impl Owned {
             match self.dests.entry(*k) {
                 // Built at once: packed nodes (see `Table::compact`).
                 std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(ts.dests.keys().copied().collect());
+                    v.insert(ts.dests.keys().collect());
                 }
                 std::collections::btree_map::Entry::Occupied(mut o) => {
                     // A reload owns again what it owned: one walk of both
@@ -87,7 +87,7 @@ impl Owned {
                     let mut new = Vec::new();
                     merge(set.iter(), ts.dests.keys(), |d| {
                         if let (None, Some(d)) = d {
-                            new.push(*d);
+                            new.push(d);
                         }
                     });
                     set.extend(new);
@@ -109,8 +109,8 @@ impl Owned {
             set.retain(|d| {
                 let mut found = false;
                 for it in [&mut ia, &mut ib] {
-                    while it.next_if(|x| *x < d).is_some() {}
-                    found |= it.peek() == Some(&d);
+                    while it.next_if(|x| x < d).is_some() {}
+                    found |= it.peek() == Some(d);
                 }
                 found
             });
@@ -212,8 +212,8 @@ impl Ops {
                     self.del_services.push(Op::DelService(*k));
                 } else {
                     for dk in cur.dests.keys() {
-                        if owned.owns_dest(k, dk) {
-                            self.dels.push(Op::DelDest(*k, *dk));
+                        if owned.owns_dest(k, &dk) {
+                            self.dels.push(Op::DelDest(*k, dk));
                         }
                     }
                 }
@@ -229,8 +229,8 @@ impl Ops {
                 }
                 let (dels, adds) = (&mut self.dels, &mut self.adds);
                 merge(cur.dests.iter(), want.dests.iter(), |pair| match pair {
-                    (Some((dk, _)), None) if owned.owns_dest(k, dk) => {
-                        dels.push(Op::DelDest(*k, *dk));
+                    (Some((dk, _)), None) if owned.owns_dest(k, &dk) => {
+                        dels.push(Op::DelDest(*k, dk));
                     }
                     (None, Some((_, d))) => adds.push(Op::AddDest(*k, d.clone())),
                     (Some((_, c)), Some((_, d))) if !d.same_settings(c) => {
@@ -290,9 +290,15 @@ impl Keyed for &DestKey {
     }
 }
 
-impl Keyed for (&DestKey, &Dest) {
+impl Keyed for DestKey {
     fn key(&self) -> &DestKey {
-        self.0
+        self
+    }
+}
+
+impl Keyed for (DestKey, &Dest) {
+    fn key(&self) -> &DestKey {
+        &self.0
     }
 }
 
@@ -330,7 +336,7 @@ pub fn apply(table: &mut Table, op: &Op) -> Result<(), Refusal> {
                 s.key,
                 TableService {
                     service: s.clone(),
-                    dests: BTreeMap::new(),
+                    dests: super::Dests::new(),
                 },
             );
         }
@@ -471,14 +477,14 @@ mod tests {
                 let got = &after.services[k];
                 prop_assert_eq!(&got.service, &ts.service);
                 for (dk, d) in &ts.dests {
-                    prop_assert_eq!(&got.dests[dk], d);
+                    prop_assert_eq!(&got.dests[&dk], d);
                 }
             }
             for (k, ts) in &current.services {
                 let got = after.services.get(k);
                 prop_assert!(got.is_some(), "foreign service {} deleted", k);
                 for dk in ts.dests.keys() {
-                    prop_assert!(got.is_some_and(|g| g.dests.contains_key(dk)));
+                    prop_assert!(got.is_some_and(|g| g.dests.contains_key(&dk)));
                 }
             }
         }
@@ -490,7 +496,7 @@ mod tests {
             let mut owned = Owned::all_of(&a);
             owned.extend(&b);
             let all = |t: &Table| -> BTreeSet<(ServiceKey, DestKey)> {
-                t.services.iter().flat_map(|(k, ts)| ts.dests.keys().map(move |d| (*k, *d))).collect()
+                t.services.iter().flat_map(|(k, ts)| ts.dests.keys().map(move |d| (*k, d))).collect()
             };
             let want: BTreeSet<_> = all(&a).union(&all(&b)).copied().collect();
             prop_assert_eq!(owned.dests().collect::<BTreeSet<_>>(), want);

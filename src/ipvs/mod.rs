@@ -9,12 +9,14 @@
 //! - [`netlink`]: the async handle on the kernel (I/O shell);
 //! - [`dryrun`]: a backend that keeps the table in memory and logs each change.
 
+pub mod dests;
 pub mod diff;
 pub mod dryrun;
 pub mod genl;
 pub mod netlink;
 pub mod table;
 
+pub use dests::Dests;
 pub use diff::{diff, Op, Owned};
 pub use table::{Dest, DestKey, FwdMethod, Service, ServiceKey, Table};
 
@@ -166,7 +168,7 @@ pub trait Backend {
         let t = self.dump().await?;
         Ok(t.services
             .get(svc)
-            .map(|s| s.dests.keys().map(|k| (*k, 0)).collect())
+            .map(|s| s.dests.keys().map(|k| (k, 0)).collect())
             .unwrap_or_default())
     }
 }

@@ -7,6 +7,7 @@
 //! `linux/ip_vs.h`. [`Table::save`] prints what `ipvsadm -S -n` prints, so the
 //! dry-run backend's table reads like the kernel's.
 
+use super::dests::Dests;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -307,7 +308,7 @@ pub struct TableService {
     /// The service.
     pub service: Service,
     /// Its destinations.
-    pub dests: BTreeMap<DestKey, Dest>,
+    pub dests: Dests,
 }
 
 /// A whole IPVS table.
@@ -339,18 +340,17 @@ impl Table {
             .entry(service.key)
             .or_insert_with(|| TableService {
                 service,
-                dests: BTreeMap::new(),
+                dests: Dests::new(),
             })
     }
 
-    /// Rebuilds each service's destinations with full B-tree nodes. One by
-    /// one, in key order, insertions leave nodes about half full (some 115
-    /// bytes a destination); a bulk build packs them (about 65): at tens of
+    /// Gives back each service's spare room for destinations (a vector
+    /// grown by doubling holds up to twice what it needs): at tens of
     /// thousands of destinations, per copy of the table. Worth it after a
     /// batch that touched a good part of the table ([`Table::worth_compacting`]).
     pub fn compact(&mut self) {
         for ts in self.services.values_mut() {
-            ts.dests = std::mem::take(&mut ts.dests).into_iter().collect();
+            ts.dests.shrink_to_fit();
         }
     }
 

@@ -248,7 +248,7 @@ impl Graceful {
         for d in &self.drains {
             for (svc, dest) in &d.left {
                 if let Some(s) = table.services.get_mut(svc) {
-                    s.dests.entry(dest.key()).or_insert_with(|| dest.clone());
+                    s.dests.get_or_insert_with(dest.key(), || dest.clone());
                 }
             }
         }

@@ -222,7 +222,7 @@ impl<B: Backend> Reconciler<B> {
         for (k, s) in partial.services {
             self.owned.services.insert(k);
             for dk in s.dests.keys() {
-                self.owned.insert_dest(k, *dk);
+                self.owned.insert_dest(k, dk);
             }
             self.pending.gone.remove(&k);
             self.pending.table.services.insert(k, s);
@@ -263,7 +263,7 @@ impl<B: Backend> Reconciler<B> {
                 .dests
                 .iter()
                 .filter(|(dk, _)| self.owned.owns_dest(k, dk))
-                .map(|(dk, d)| (*dk, d.clone()))
+                .map(|(dk, d)| (dk, d.clone()))
                 .collect();
             self.pending.table.services.insert(
                 *k,
@@ -479,8 +479,8 @@ impl<B: Backend> Reconciler<B> {
                     for (k, ts) in &self.expected.services {
                         if mode == FlushOnStop::Off {
                             for dk in ts.dests.keys() {
-                                if self.owned.owns_dest(k, dk) {
-                                    ops.push(Op::DelDest(*k, *dk));
+                                if self.owned.owns_dest(k, &dk) {
+                                    ops.push(Op::DelDest(*k, dk));
                                 }
                             }
                         }
@@ -680,7 +680,7 @@ mod tests {
         assert_eq!(rec.expected().services.len(), 2);
         // One of ours deleted behind our back: read whole, repaired.
         let (k, ts) = table_of(TWO).services.into_iter().next().unwrap();
-        let d = *ts.dests.keys().next().unwrap();
+        let d = ts.dests.keys().next().unwrap();
         rec.backend_mut().apply(&[Op::DelDest(k, d)]).await;
         assert_eq!(rec.check_drift().await.unwrap().sent, 1);
         assert_eq!(rec.backend_mut().dumps, 1);

@@ -183,7 +183,7 @@ pub fn render(cfg: &Config, live: &Live) -> String {
             if let Some(conn) = conn {
                 let _ = writeln!(o, "   Connection");
                 let _ = writeln!(o, "     Dest = [{}]:{}", conn.dst.ip(), conn.dst.port());
-                let _ = writeln!(o, "     Timeout = {:.6}", conn.timeout.as_secs_f64());
+                let _ = writeln!(o, "     Timeout = {:.6}", conn.timeout().as_secs_f64());
             }
             let _ = writeln!(o, "   Keepalive method = {}", c.kind.type_name());
             match &c.kind {

@@ -19,8 +19,10 @@ use tokio::net::{TcpSocket, TcpStream, UdpSocket};
 pub struct ConnOpts {
     /// Destination.
     pub dst: SocketAddr,
-    /// `connect_timeout`, also the per-read timeout.
-    pub timeout: Duration,
+    /// `connect_timeout`, also the per-read timeout, µs (8 bytes where a
+    /// `Duration` takes 16: tens of thousands of checks); read through
+    /// [`ConnOpts::timeout`].
+    timeout_us: u64,
     /// `half_open` (extension, TCP_CHECK): a SYN instead of a connect.
     pub half_open: bool,
     /// Where the connection leaves from, when any of it is set: boxed, as
@@ -47,6 +49,12 @@ impl ConnSource {
     }
 }
 
+/// A timeout in whole microseconds, at least one (keepalived's timers
+/// count in µs).
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
 impl ConnOpts {
     /// From a checker's (validated) common options.
     pub fn from_common(c: &CheckerCommon) -> ConnOpts {
@@ -65,7 +73,7 @@ impl ConnOpts {
         };
         ConnOpts {
             dst: SocketAddr::new(ip, t.connect_port),
-            timeout: t.connect_timeout.max(Duration::from_micros(1)),
+            timeout_us: micros(t.connect_timeout),
             half_open: false,
             source: ConnSource {
                 bind,
@@ -74,6 +82,11 @@ impl ConnOpts {
             }
             .boxed(),
         }
+    }
+
+    /// `connect_timeout`, also the per-read timeout (at least 1 µs).
+    pub fn timeout(&self) -> Duration {
+        Duration::from_micros(self.timeout_us)
     }
 
     /// `bindto` + `bind_port`.
@@ -105,7 +118,7 @@ impl ConnOpts {
     pub fn to(dst: SocketAddr, timeout: Duration) -> ConnOpts {
         ConnOpts {
             dst,
-            timeout,
+            timeout_us: micros(timeout),
             half_open: false,
             source: None,
         }
@@ -137,7 +150,7 @@ impl ConnOpts {
             .socket(Type::STREAM, Some(Protocol::TCP))
             .map_err(Failure::Socket)?;
         let sock = TcpSocket::from_std_stream(s.into());
-        match tokio::time::timeout(self.timeout, sock.connect(self.dst)).await {
+        match tokio::time::timeout(self.timeout(), sock.connect(self.dst)).await {
             Ok(Ok(stream)) => Ok(stream),
             Ok(Err(e)) => Err(Failure::Connect(e)),
             Err(_) => Err(Failure::ConnectTimeout),

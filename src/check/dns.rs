@@ -67,7 +67,7 @@ impl DnsProbe {
         sock.send(&q)
             .await
             .map_err(|e| Failure::Io("DNS send", e))?;
-        let deadline = tokio::time::Instant::now() + self.conn.timeout;
+        let deadline = tokio::time::Instant::now() + self.conn.timeout();
         let mut buf = vec![0u8; 65536];
         loop {
             let n = match tokio::time::timeout_at(deadline, sock.recv(&mut buf)).await {

@@ -334,7 +334,7 @@ impl HalfOpen {
                 return true;
             }
         };
-        let deadline = started + c.timeout;
+        let deadline = started + c.timeout();
         {
             let mut d = src.deadlines.lock().expect("deadlines");
             let first = d.peek().is_none_or(|t| deadline < t);
@@ -368,7 +368,7 @@ impl HalfOpen {
                 "half-open sender stopped",
             )));
         }
-        match tokio::time::timeout(c.timeout, answer).await {
+        match tokio::time::timeout(c.timeout(), answer).await {
             Ok(Ok((Answer::Open, sent))) => {
                 if src.own_rst {
                     let rst = syn::rst(from, c.dst, sent.wrapping_add(1));

@@ -620,7 +620,7 @@ impl HttpProbe {
         // keepalived's timer is per read, so a server that keeps sending (an
         // endless body, a byte a second) holds its check forever; the whole
         // check has a deadline too.
-        let deadline = self.conn.timeout.saturating_mul(HTTP_DEADLINE_FACTOR);
+        let deadline = self.conn.timeout().saturating_mul(HTTP_DEADLINE_FACTOR);
         match tokio::time::timeout(deadline, self.exchange_once(url, resp)).await {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout("HTTP check deadline")),
@@ -643,11 +643,11 @@ impl HttpProbe {
                     None => spec.sni.as_deref(),
                 };
                 let mut s = tls.connect(tcp, name, &self.conn).await?;
-                exchange(&mut s, req, self.conn.timeout, resp, true).await
+                exchange(&mut s, req, self.conn.timeout(), resp, true).await
             }
             None => {
                 let mut s = tcp;
-                let r = exchange(&mut s, req, self.conn.timeout, resp, false).await;
+                let r = exchange(&mut s, req, self.conn.timeout(), resp, false).await;
                 // The server has closed (or failed): end with a reset, so
                 // that neither side keeps a TIME_WAIT socket per check.
                 let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));

@@ -65,7 +65,7 @@ pub async fn check(conn: &ConnOpts, seq: u16) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Io("ICMP send", e))?;
     let reply_type = if v6 { 129 } else { 0 };
-    let deadline = tokio::time::Instant::now() + conn.timeout;
+    let deadline = tokio::time::Instant::now() + conn.timeout();
     let mut buf = [0u8; 1500];
     loop {
         let n = match tokio::time::timeout_at(deadline, sock.recv(&mut buf)).await {

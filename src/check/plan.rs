@@ -408,10 +408,11 @@ fn probe_kind(
 ) -> Result<Option<ProbeKind>, String> {
     let conn = || ConnOpts::from_common(c.common());
     Ok(Some(match c {
-        Checker::Tcp(_) => ProbeKind::Tcp(ConnOpts {
-            half_open: c.half_open(vs),
-            ..conn()
-        }),
+        Checker::Tcp(_) => {
+            let mut conn = conn();
+            conn.half_open = c.half_open(vs);
+            ProbeKind::Tcp(conn)
+        }
         Checker::Ping(_) => ProbeKind::Ping(conn()),
         Checker::Http(h) | Checker::Ssl(h) => {
             let t = if matches!(c, Checker::Ssl(_)) {

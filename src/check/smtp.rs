@@ -18,7 +18,7 @@ async fn line(s: &mut TcpStream, conn: &ConnOpts) -> Result<Vec<u8>, Failure> {
     let mut out = Vec::new();
     let mut b = [0u8; 256];
     loop {
-        let n = within(conn.timeout, "SMTP read", s.read(&mut b)).await?;
+        let n = within(conn.timeout(), "SMTP read", s.read(&mut b)).await?;
         if n == 0 {
             return Err(Failure::Protocol("SMTP connection closed".into()));
         }
@@ -46,7 +46,7 @@ pub async fn check(conn: &ConnOpts, helo: &str) -> Result<(), Failure> {
         )));
     }
     within(
-        conn.timeout,
+        conn.timeout(),
         "SMTP write",
         s.write_all(format!("HELO {helo}\r\n").as_bytes()),
     )
@@ -58,7 +58,7 @@ pub async fn check(conn: &ConnOpts, helo: &str) -> Result<(), Failure> {
             String::from_utf8_lossy(&reply).trim_end()
         )));
     }
-    within(conn.timeout, "SMTP write", s.write_all(b"QUIT\r\n")).await?;
+    within(conn.timeout(), "SMTP write", s.write_all(b"QUIT\r\n")).await?;
     line(&mut s, conn).await?;
     Ok(())
 }

@@ -270,7 +270,7 @@ impl Tls {
             .and_then(|s| ServerName::try_from(s.to_string()).ok())
             .unwrap_or(ServerName::IpAddress(conn.dst.ip().into()));
         let connector = tokio_rustls::TlsConnector::from(self.config.clone());
-        match tokio::time::timeout(conn.timeout, connector.connect(name, tcp)).await {
+        match tokio::time::timeout(conn.timeout(), connector.connect(name, tcp)).await {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err(Failure::Protocol(format!("SSL handshake failed: {e}"))),
             Err(_) => Err(Failure::Timeout("SSL handshake")),

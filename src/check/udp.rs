@@ -67,7 +67,7 @@ impl UdpProbe {
             .await
             .map_err(|e| Failure::Io("UDP send", e))?;
         let mut buf = vec![0u8; 65536];
-        match tokio::time::timeout(self.conn.timeout, sock.recv(&mut buf)).await {
+        match tokio::time::timeout(self.conn.timeout(), sock.recv(&mut buf)).await {
             Err(_) if self.require_reply => Err(Failure::Timeout("UDP reply")),
             Err(_) => Ok(()),
             Ok(Err(e)) => Err(Failure::Io("UDP receive", e)),

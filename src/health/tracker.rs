@@ -74,13 +74,31 @@ pub struct Event {
     pub reason: String,
 }
 
-/// Per real server: failed checkers and dynamic weights.
+/// Per real server: failed checkers and dynamic weights (32 bytes: tens
+/// of thousands of them; a checker's up and weight inline for the one
+/// most have).
 #[derive(Debug, Clone, Default)]
 struct RsTrack {
     failed: u32,
-    up: PerChecker<bool>,
-    cur_weight: PerChecker<i64>,
-    iweight: i64,
+    /// Its own weight (`iweight`).
+    iweight: i32,
+    checkers: PerChecker<Mark>,
+}
+
+/// What the tracker holds of one checker of a real server.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    /// Its dynamic weight (`cur_weight`).
+    weight: i64,
+    /// Up, as the table was built from it.
+    up: bool,
+}
+
+impl RsTrack {
+    /// The real server's weight with its checkers' dynamic parts.
+    fn weight(&self) -> i64 {
+        i64::from(self.iweight) + self.checkers.iter().map(|m| m.weight).sum::<i64>()
+    }
 }
 
 /// One value per checker of a real server. Most have one checker: its
@@ -215,9 +233,14 @@ impl Tracker {
                             let n = roster.checks_of(vi, ri).len();
                             RsTrack {
                                 failed: 0,
-                                up: PerChecker::new(true, n),
-                                cur_weight: PerChecker::new(0, n),
-                                iweight: i64::from(r.iweight()),
+                                iweight: r.iweight(),
+                                checkers: PerChecker::new(
+                                    Mark {
+                                        weight: 0,
+                                        up: true,
+                                    },
+                                    n,
+                                ),
                             }
                         })
                         .collect()
@@ -232,16 +255,16 @@ impl Tracker {
                     continue;
                 };
                 if !start.state.is_up {
-                    t.up[s.checker] = false;
+                    t.checkers[s.checker].up = false;
                     t.failed += 1;
                 }
-                t.cur_weight[s.checker] = start.cur_weight;
+                t.checkers[s.checker].weight = start.cur_weight;
             }
         }
         let tracker = Tracker { rs };
         let health = Health::with_start(cfg, |vs, r| {
             let t = &tracker.rs[&(vs, r)];
-            RsHealth::new(t.failed == 0, t.iweight + t.cur_weight.iter().sum::<i64>())
+            RsHealth::new(t.failed == 0, t.weight())
         });
         (tracker, health)
     }
@@ -294,8 +317,9 @@ impl Tracker {
                     let Some(mut start) = now(id) else { continue };
                     // The tracker holds the up state the table was built
                     // from, and the weight per real server.
-                    start.state.is_up = t.up.get(n).copied().unwrap_or(start.state.is_up);
-                    start.cur_weight = t.cur_weight.get(n).copied().unwrap_or(0);
+                    let mark = t.checkers.get(n);
+                    start.state.is_up = mark.map_or(start.state.is_up, |m| m.up);
+                    start.cur_weight = mark.map_or(0, |m| m.weight);
                     out.checkers.insert(key, start);
                 }
             }
@@ -312,18 +336,16 @@ impl Tracker {
     pub fn checker_up(&self, s: &Subscriber) -> bool {
         self.rs
             .get(&(s.vs, s.rs))
-            .and_then(|t| t.up.get(s.checker))
-            .copied()
-            .unwrap_or(true)
+            .and_then(|t| t.checkers.get(s.checker))
+            .is_none_or(|m| m.up)
     }
 
     /// A subscriber's checker's dynamic weight (`cur_weight`).
     pub fn checker_weight(&self, s: &Subscriber) -> i64 {
         self.rs
             .get(&(s.vs, s.rs))
-            .and_then(|t| t.cur_weight.get(s.checker))
-            .copied()
-            .unwrap_or(0)
+            .and_then(|t| t.checkers.get(s.checker))
+            .map_or(0, |m| m.weight)
     }
 
     /// Applies one event to `health`; returns what it did.
@@ -345,10 +367,10 @@ impl Tracker {
             match ev.change {
                 Change::Up | Change::Down => {
                     let up = ev.change == Change::Up;
-                    if t.up[s.checker] == up {
+                    if t.checkers[s.checker].up == up {
                         continue;
                     }
-                    t.up[s.checker] = up;
+                    t.checkers[s.checker].up = up;
                     if up {
                         t.failed = t.failed.saturating_sub(1);
                     } else {
@@ -364,15 +386,15 @@ impl Tracker {
                 }
                 Change::FirstDown => out.push(Effect::ConfirmedDown { vs: s.vs, rs: s.rs }),
                 Change::MiscStatus(st) => {
-                    t.cur_weight[s.checker] = if st >= 2 {
-                        i64::from(st) - 2 - t.iweight
+                    t.checkers[s.checker].weight = if st >= 2 {
+                        i64::from(st) - 2 - i64::from(t.iweight)
                     } else {
                         0
                     };
                     out.extend(self_weight(cfg, health, t, s));
                 }
                 Change::FileWeight(w) => {
-                    t.cur_weight[s.checker] = w;
+                    t.checkers[s.checker].weight = w;
                     out.extend(self_weight(cfg, health, t, s));
                 }
             }
@@ -382,7 +404,7 @@ impl Tracker {
 }
 
 fn self_weight(cfg: &Config, health: &mut Health, t: &RsTrack, s: &Subscriber) -> Vec<Effect> {
-    let new = t.iweight + t.cur_weight.iter().sum::<i64>();
+    let new = t.weight();
     let old = health
         .vs
         .get(s.vs)
@@ -410,4 +432,28 @@ fn self_weight(cfg: &Config, health: &mut Health, t: &RsTrack, s: &Subscriber) -
             .map(Effect::Transition),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_server_s_record_stays_small() {
+        assert!(std::mem::size_of::<RsTrack>() <= 32);
+        let mut t = RsTrack {
+            failed: 0,
+            iweight: 3,
+            checkers: PerChecker::new(
+                Mark {
+                    weight: 0,
+                    up: true,
+                },
+                2,
+            ),
+        };
+        t.checkers[1].weight = -2;
+        assert_eq!(t.weight(), 1);
+        assert!(t.checkers.iter().all(|m| m.up));
+    }
 }

@@ -44,12 +44,16 @@ pub enum ProbeKind {
     Ping(ConnOpts),
     /// MISC_CHECK.
     Misc {
-        /// The script.
-        script: ScriptSpec,
+        /// The script (boxed: a TCP_CHECK is the common check and sets the
+        /// size of each).
+        script: Box<ScriptSpec>,
         /// `misc_timeout` (else the VS delay_loop).
         timeout: Duration,
         /// `misc_dynamic`.
         dynamic: bool,
+        /// The (first) virtual server's name, for its lines: not part of
+        /// what the check does (a check shared by virtual servers is one).
+        vs_name: Label,
     },
     /// FILE_CHECK.
     File {
@@ -86,6 +90,29 @@ impl ProbeKind {
             ProbeKind::Smtp(..) => Some(RetryFamily::Smtp),
             ProbeKind::Http(_) | ProbeKind::File { .. } => None,
         }
+    }
+}
+
+/// A name a check carries for its log lines only: two checks that differ
+/// in it alone are the same check (equal, hashed alike).
+#[derive(Debug, Clone)]
+pub struct Label(pub Arc<str>);
+
+impl PartialEq for Label {
+    fn eq(&self, _: &Label) -> bool {
+        true
+    }
+}
+
+impl Eq for Label {}
+
+impl std::hash::Hash for Label {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -193,9 +220,6 @@ pub struct Planned {
     pub timing: Arc<Timing>,
     /// keepalived's name for the checked service, `[ip]:proto:port`.
     pub name: RsName,
-    /// The (first) virtual server's name, for MISC_CHECK's lines (one copy
-    /// per virtual server).
-    pub vs_name: Arc<str>,
     /// Who gets the results.
     pub subscribers: Subscribers,
     /// The state its task starts in: keepalived's startup rules, or what a
@@ -469,9 +493,10 @@ fn probe_kind(
                 _ => vs.delay(),
             };
             ProbeKind::Misc {
-                script: ScriptSpec { argv, run_as },
+                script: Box::new(ScriptSpec { argv, run_as }),
                 timeout,
                 dynamic: m.misc_dynamic,
+                vs_name: Label(crate::config::validate::format_vs(vs).into()),
             }
         }
         Checker::File(f) => {
@@ -636,7 +661,6 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                             kind,
                             timing,
                             name,
-                            vs_name: vs_name.clone(),
                             subscribers: Subscribers::One(sub),
                             start,
                         });
@@ -731,10 +755,13 @@ mod size_tests {
             std::mem::size_of::<crate::config::model::RealServer>(),
             std::mem::size_of::<Checker>(),
         );
-        assert!(std::mem::size_of::<ConnOpts>() <= 64);
+        // The timeout in µs (8 bytes, not a Duration's 16).
+        assert!(std::mem::size_of::<ConnOpts>() <= 56);
+        assert!(std::mem::size_of::<ProbeKind>() <= 64);
         // The name as its parts (20 bytes inline) rather than a boxed string
         // (16 inline and a 32-byte block).
-        assert!(std::mem::size_of::<Planned>() <= 184);
+        // MISC_CHECK's virtual-server name in its probe, not in every check.
+        assert!(std::mem::size_of::<Planned>() <= 160);
         assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
         assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 120);

@@ -115,6 +115,7 @@ impl Prober for NetProber {
                 script,
                 timeout,
                 dynamic,
+                ..
             } => Box::pin(async move {
                 let end = self.scripts.run(script, *timeout).await?;
                 misc::verdict(end, *dynamic)

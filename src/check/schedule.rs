@@ -248,10 +248,12 @@ fn success_line(c: &Planned) -> String {
         ProbeKind::Http(_) => format!("Remote Web server {} succeed on service.", c.name),
         ProbeKind::Smtp(..) => format!("Remote SMTP server {} succeed on service.", c.name),
         ProbeKind::Dns(_) => format!("DNS_CHECK on service {} succeed.", c.name),
-        ProbeKind::Misc { script, .. } => format!(
+        ProbeKind::Misc {
+            script, vs_name, ..
+        } => format!(
             "Misc check for [{} VS {}] by [{}] succeeded.",
             c.name,
-            c.vs_name,
+            vs_name,
             script.argv.first().map_or("", String::as_str)
         ),
         ProbeKind::File { .. } => format!("FILE_CHECK on service {} up.", c.name),
@@ -277,6 +279,29 @@ mod tests {
 
     fn fail() -> Verdict {
         Verdict::Fail("connection refused".into(), "refused")
+    }
+
+    #[test]
+    fn a_misc_check_shared_by_two_virtual_servers_names_the_first() {
+        let vs = |addr: &str| {
+            format!(
+                "virtual_server {addr} 80 {{\n protocol TCP\n real_server 192.0.2.10 80 {{\n \
+                 MISC_CHECK {{\n misc_path /bin/true\n }}\n }}\n}}\n"
+            )
+        };
+        let cfg = load_str(&(vs("192.0.2.1") + &vs("192.0.2.2"))).config;
+        let (p, errors) = plan(&cfg, &PlanOptions::default());
+        assert!(errors.is_empty(), "{errors:?}");
+        // The name is no part of what the check does: one check for both.
+        assert_eq!(p.checks.len(), 1);
+        assert_eq!(p.checks[0].subscribers.len(), 2);
+        // (The script as resolved: /usr/bin/true where /bin is a link.)
+        let line = success_line(&p.checks[0]);
+        assert!(
+            line.starts_with("Misc check for [[192.0.2.10]:tcp:80 VS [192.0.2.1]:tcp:80] by [/")
+                && line.ends_with("/true] succeeded."),
+            "{line}"
+        );
     }
 
     #[test]

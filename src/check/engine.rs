@@ -49,6 +49,7 @@ impl Engine {
         prober.prepare(plan);
         let board = Arc::new(Board::new(plan));
         let now = Instant::now();
+        let clock = Clock(now);
         let mut files = Vec::new();
         let mut firsts = Vec::with_capacity(plan.checks.len());
         let mut schedules = Vec::with_capacity(plan.checks.len());
@@ -61,7 +62,7 @@ impl Engine {
             // register_checkers_thread(): 1 s plus a random part of warmup.
             let first = now + Duration::from_secs(1) + jitter.upto(c.timing.warmup);
             board.schedule(i, first, |_| {});
-            firsts.push((first, i));
+            firsts.push((clock.tick(first), i as u32));
             schedules.push(Some(Schedule::new(i, c)));
         }
         if !firsts.is_empty() {
@@ -72,6 +73,7 @@ impl Engine {
                 checks: plan.checks.clone(),
                 schedules,
                 queue: Timeline::from_unsorted(firsts),
+                clock,
                 prober,
                 tx: tx.clone(),
                 board: board.clone(),
@@ -102,6 +104,20 @@ impl Engine {
     }
 }
 
+/// The scheduler's times, as nanoseconds from its start.
+#[derive(Debug, Clone, Copy)]
+struct Clock(Instant);
+
+impl Clock {
+    fn tick(self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.0).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn instant(self, tick: u64) -> Instant {
+        self.0 + Duration::from_nanos(tick)
+    }
+}
+
 /// What a probe's task hands back: the check, its outcome, when it started
 /// and ended.
 type Ran = (usize, Outcome, Instant, Instant);
@@ -111,8 +127,11 @@ struct Scheduler {
     checks: Arc<Vec<Planned>>,
     /// Per check (`None`: a FILE_CHECK, watched elsewhere).
     schedules: Vec<Option<Schedule>>,
-    /// When each check runs next, earliest first.
-    queue: Timeline<Instant, usize>,
+    /// When each check runs next, earliest first (16 bytes an entry, not
+    /// an `Instant` and a `usize`'s 24: one per check).
+    queue: Timeline<u64, u32>,
+    /// What the queue's times count from.
+    clock: Clock,
     prober: Arc<dyn Prober>,
     /// Where probes launched without a task of their own end.
     done: mpsc::UnboundedSender<Done>,
@@ -132,7 +151,7 @@ impl Scheduler {
         tokio::pin!(timer);
         let mut armed = None;
         loop {
-            let next = self.queue.peek();
+            let next = self.queue.peek().map(|t| self.clock.instant(t));
             if let Some(at) = next.filter(|_| next != armed) {
                 timer.as_mut().reset(at);
             }
@@ -140,8 +159,9 @@ impl Scheduler {
             tokio::select! {
                 () = &mut timer, if armed.is_some() => {
                     let now = Instant::now();
+                    let now = self.clock.tick(now);
                     while let Some((_, id)) = self.queue.pop_due(now) {
-                        self.launch(&mut out, id);
+                        self.launch(&mut out, id as usize);
                     }
                     // Fired: armed again at the next turn whatever comes.
                     armed = None;
@@ -225,7 +245,7 @@ impl Scheduler {
         for (change, reason) in step.changes {
             send(&self.tx, id, change, reason);
         }
-        self.queue.push(next, id);
+        self.queue.push(self.clock.tick(next), id as u32);
     }
 }
 

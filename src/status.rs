@@ -271,6 +271,7 @@ pub fn checker_words(v: &View, vi: usize, ri: usize) -> Vec<&'static str> {
         .iter()
         .enumerate()
         .filter_map(|(n, &id)| {
+            let id = id as usize;
             let sub = crate::check::engine::Subscriber {
                 vs: vi,
                 rs: ri,
@@ -302,6 +303,7 @@ pub fn document(v: &View) -> Value {
             let mut words = Vec::new();
             let mut checkers = Vec::new();
             for (n, &id) in ids.iter().enumerate() {
+                let id = id as usize;
                 let (Some(c), Some(st)) = (v.plan.checks.get(id), v.board.get(id)) else {
                     continue;
                 };

@@ -238,9 +238,9 @@ pub struct Plan {
     vs_base: Vec<usize>,
     /// Per real server of every virtual server, in config order: where its
     /// checks start in `rs_checks` (one more at the end).
-    rs_starts: Vec<usize>,
+    rs_starts: Vec<u32>,
     /// Every real server's checks, one per checker, in order.
-    rs_checks: Vec<usize>,
+    rs_checks: Vec<u32>,
 }
 
 impl Plan {
@@ -255,7 +255,7 @@ impl Plan {
 
     /// The checks of real server `rs` of virtual server `vs`, one per
     /// checker, in order (none for a server the plan does not have).
-    pub fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
+    pub fn checks_of(&self, vs: usize, rs: usize) -> &[u32] {
         let Some(&base) = self.vs_base.get(vs) else {
             return &[];
         };
@@ -268,7 +268,7 @@ impl Plan {
         if i >= end {
             return &[];
         }
-        &self.rs_checks[self.rs_starts[i]..self.rs_starts[i + 1]]
+        &self.rs_checks[self.rs_starts[i] as usize..self.rs_starts[i + 1] as usize]
     }
 
     /// How many checkers the real servers have in all (shared checks
@@ -276,6 +276,12 @@ impl Plan {
     pub fn checker_count(&self) -> usize {
         self.rs_checks.len()
     }
+}
+
+/// A check's or a checker's index as the plan keeps it (a configuration has
+/// far fewer than 2^32).
+fn index(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 checks")
 }
 
 /// The carry of a checker's state across a reload, keyed by its probe.
@@ -300,7 +306,7 @@ impl Roster for Plan {
         self.checks[check].kind.clone()
     }
 
-    fn checks_of(&self, vs: usize, rs: usize) -> &[usize] {
+    fn checks_of(&self, vs: usize, rs: usize) -> &[u32] {
         Plan::checks_of(self, vs, rs)
     }
 }
@@ -573,7 +579,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     )),
                 }
             }
-            p.rs_starts.push(p.rs_checks.len());
+            p.rs_starts.push(index(p.rs_checks.len()));
             if kinds.is_empty() {
                 continue;
             }
@@ -653,10 +659,10 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                 match shared {
                     Some(i) => {
                         checks[i].subscribers.push(sub);
-                        p.rs_checks.push(i);
+                        p.rs_checks.push(index(i));
                     }
                     None => {
-                        p.rs_checks.push(checks.len());
+                        p.rs_checks.push(index(checks.len()));
                         checks.push(Planned {
                             kind,
                             timing,
@@ -669,7 +675,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
             }
         }
     }
-    p.rs_starts.push(p.rs_checks.len());
+    p.rs_starts.push(index(p.rs_checks.len()));
     checks.shrink_to_fit();
     p.checks = Arc::new(checks);
     (p, errors)

@@ -72,7 +72,8 @@ pub fn document(cfg: &Config, plan: &Plan, board: &Board, health: &Health, now: 
             }
             let checkers = ids
                 .iter()
-                .filter_map(|&id| {
+                .map(|&id| id as usize)
+                .filter_map(|id| {
                     Some(SavedChecker {
                         kind: plan.checks.get(id)?.kind.type_name().to_string(),
                         start: board.now(id)?,
@@ -120,8 +121,12 @@ pub fn restore(cfg: &Config, plan: &Plan, doc: &Document, carry: &mut Carry) -> 
             found += 1;
             let rk = RsKey::of(&name, rs);
             let ids = plan.checks_of(vi, ri);
-            let keys = checker_keys(&rk, ids.iter().map(|&id| plan.checks[id].kind.clone()));
+            let keys = checker_keys(
+                &rk,
+                ids.iter().map(|&id| plan.checks[id as usize].kind.clone()),
+            );
             for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {
+                let id = id as usize;
                 let same_type = s
                     .checkers
                     .get(n)

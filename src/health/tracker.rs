@@ -45,7 +45,7 @@ pub trait Roster {
     fn probe(&self, check: usize) -> Self::Probe;
     /// The checks of real server `rs` of virtual server `vs`, one per
     /// checker, in order.
-    fn checks_of(&self, vs: usize, rs: usize) -> &[usize];
+    fn checks_of(&self, vs: usize, rs: usize) -> &[u32];
 }
 
 /// A change reported by a check.
@@ -312,8 +312,9 @@ impl Tracker {
                     continue;
                 }
                 out.rs.insert(rk.clone(), t.failed == 0);
-                let keys = checker_keys(&rk, ids.iter().map(|&i| roster.probe(i)));
+                let keys = checker_keys(&rk, ids.iter().map(|&i| roster.probe(i as usize)));
                 for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {
+                    let id = id as usize;
                     let Some(mut start) = now(id) else { continue };
                     // The tracker holds the up state the table was built
                     // from, and the weight per real server.

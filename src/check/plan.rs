@@ -770,7 +770,8 @@ mod size_tests {
         assert!(std::mem::size_of::<Planned>() <= 160);
         assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
-        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 120);
+        // Its one checker inline (a heap block of 112 bytes before).
+        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 208);
         assert!(std::mem::size_of::<Checker>() <= 104);
     }
 }

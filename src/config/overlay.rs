@@ -411,7 +411,7 @@ fn like_first(vs: &VirtualServer, ip: IpAddr, port: u16, weight: Option<i32>) ->
             warmup: vs.warmup.into(),
             connect_timeout: vs.connect_timeout.into(),
             delay_loop: vs.delay_loop.into(),
-            checkers: Vec::new(),
+            checkers: Default::default(),
         };
     };
     let mut rs = t.clone();

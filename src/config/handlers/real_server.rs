@@ -26,7 +26,7 @@ pub fn rs_open(p: P, w: &[Word]) -> HandlerResult {
                 warmup: Micros::NONE,
                 connect_timeout: Micros::NONE,
                 delay_loop: Micros::NONE,
-                checkers: Vec::new(),
+                checkers: Default::default(),
             });
         }
         _ => {

@@ -522,10 +522,10 @@ impl HttpSpec {
             Some(d) => Some(parse_digest(d).ok_or_else(|| UrlError::Digest(path.clone()))?),
             None => None,
         };
-        let regex = match &u.regex {
+        let regex = match &u.re.regex {
             Some(r) => {
                 let mut b = regex::bytes::RegexBuilder::new(r);
-                for o in &u.regex_options {
+                for o in &u.re.regex_options {
                     match o.as_str() {
                         "caseless" => b.case_insensitive(true),
                         "multiline" => b.multi_line(true),
@@ -540,9 +540,9 @@ impl HttpSpec {
                         path: path.clone(),
                         source,
                     })?,
-                    no_match: u.regex_no_match,
-                    min_offset: u.regex_min_offset.unwrap_or(0) as usize,
-                    max_offset: u.regex_max_offset.unwrap_or(0) as usize,
+                    no_match: u.re.regex_no_match,
+                    min_offset: u.re.regex_min_offset.unwrap_or(0) as usize,
+                    max_offset: u.re.regex_max_offset.unwrap_or(0) as usize,
                 })
             }
             None => None,
@@ -559,7 +559,7 @@ impl HttpSpec {
                 h.ext().method.as_deref().unwrap_or("GET"),
                 h.ext().user_agent.as_deref().unwrap_or("KeepAliveClient"),
                 &path,
-                &h.http_protocol,
+                h.http_protocol,
             ),
             expect: u.ext.as_ref().map(|x| {
                 Box::new(Expect {

@@ -562,6 +562,22 @@ pub struct Url {
     pub status_code: Vec<(u16, u16)>,
     /// `virtualhost`.
     pub virtualhost: Option<String>,
+    /// `regex`, `regex_no_match`, `regex_options`, `regex_min_offset`,
+    /// `regex_max_offset`, `regex_stack`: seldom given, boxed as one (a url
+    /// is kept per real server: tens of thousands).
+    #[serde(flatten)]
+    pub re: Rare<UrlRegexConf>,
+    /// Line of the `url` keyword.
+    pub line: usize,
+    /// The extensions' expectations (boxed: unset in a keepalived.conf,
+    /// and a url is kept small).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub ext: Option<Box<UrlExt>>,
+}
+
+/// A url's regex settings ([`Url::re`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct UrlRegexConf {
     /// `regex`.
     pub regex: Option<String>,
     /// `regex_no_match`.
@@ -574,12 +590,20 @@ pub struct Url {
     pub regex_max_offset: Option<u32>,
     /// `regex_stack START MAX`.
     pub regex_stack: Option<(u32, u32)>,
-    /// Line of the `url` keyword.
-    pub line: usize,
-    /// The extensions' expectations (boxed: unset in a keepalived.conf,
-    /// and a url is kept small).
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub ext: Option<Box<UrlExt>>,
+}
+
+impl Unset for UrlRegexConf {
+    fn unset() -> &'static UrlRegexConf {
+        static UNSET: UrlRegexConf = UrlRegexConf {
+            regex: None,
+            regex_no_match: false,
+            regex_options: Vec::new(),
+            regex_min_offset: None,
+            regex_max_offset: None,
+            regex_stack: None,
+        };
+        &UNSET
+    }
 }
 
 /// A url's expectations beyond keepalived's (extensions).
@@ -611,8 +635,9 @@ pub struct HttpCheck {
     /// Shared options.
     #[serde(flatten)]
     pub common: CheckerCommon,
-    /// `http_protocol`: "1.0", "1.0C" or "1.1".
-    pub http_protocol: String,
+    /// `http_protocol`: "1.0", "1.0C" or "1.1" (one of the strings
+    /// below, not a copy each: tens of thousands of checkers).
+    pub http_protocol: &'static str,
     /// `virtualhost`.
     pub virtualhost: Option<String>,
     /// `fast_recovery`.

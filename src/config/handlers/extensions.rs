@@ -319,7 +319,7 @@ pub fn http_extensions_close(p: P) {
     let head_with_body = x.method.as_deref() == Some("HEAD")
         && h.urls
             .iter()
-            .any(|u| u.digest.is_some() || u.regex.is_some() || u.ext().expect_body.is_some());
+            .any(|u| u.digest.is_some() || u.re.regex.is_some() || u.ext().expect_body.is_some());
     let name_without_ca = x.verify_hostname.is_some() && x.ca_file.is_none();
     if head_with_body {
         p.err_hint(

@@ -24,7 +24,7 @@ pub fn http_protocol(p: P, w: &[Word]) -> HandlerResult {
         }
     };
     if let Some(h) = http(p) {
-        h.http_protocol = v.to_string();
+        h.http_protocol = v;
     }
     Ok(())
 }
@@ -184,20 +184,20 @@ pub fn url_regex(p: P, w: &[Word]) -> HandlerResult {
         }
     };
     if let Some(u) = url(p) {
-        u.regex = Some(re);
+        u.re.set().regex = Some(re);
     }
     Ok(())
 }
 pub fn url_regex_no_match(p: P, _w: &[Word]) -> HandlerResult {
     if let Some(u) = url(p) {
-        u.regex_no_match = true;
+        u.re.set().regex_no_match = true;
     }
     Ok(())
 }
 pub fn url_regex_options(p: P, w: &[Word]) -> HandlerResult {
     let opts: Vec<String> = w[1..].iter().map(|x| x.text.clone()).collect();
     if let Some(u) = url(p) {
-        u.regex_options.extend(opts);
+        u.re.set().regex_options.extend(opts);
     }
     Ok(())
 }
@@ -223,14 +223,14 @@ fn regex_offset(w: &[Word]) -> u32 {
 pub fn url_regex_min_offset(p: P, w: &[Word]) -> HandlerResult {
     let v = regex_offset(w);
     if let Some(u) = url(p) {
-        u.regex_min_offset = Some(v);
+        u.re.set().regex_min_offset = Some(v);
     }
     Ok(())
 }
 pub fn url_regex_max_offset(p: P, w: &[Word]) -> HandlerResult {
     let v = regex_offset(w);
     if let Some(u) = url(p) {
-        u.regex_max_offset = Some(v);
+        u.re.set().regex_max_offset = Some(v);
     }
     Ok(())
 }
@@ -241,7 +241,7 @@ pub fn url_regex_stack(p: P, w: &[Word]) -> HandlerResult {
     let y = p.read_unsigned(&b, 0, U32MAX, false);
     if let (Some(x), Some(y)) = (x, y) {
         if let Some(u) = url(p) {
-            u.regex_stack = Some((x as u32, y as u32));
+            u.re.set().regex_stack = Some((x as u32, y as u32));
         }
     }
     Ok(())

@@ -490,16 +490,20 @@ impl HttpSpec {
         let sni = h.enable_sni.then(|| {
             h.urls
                 .first()
-                .and_then(|u| u.virtualhost.clone())
-                .or_else(|| h.virtualhost.clone())
+                .and_then(|u| u.virtualhost.as_deref().map(String::from))
+                .or_else(|| h.virtualhost.as_deref().map(String::from))
                 .or_else(|| vs_vhost.map(String::from))
         });
         // verify_hostname without a name: the virtualhost the checker asks
         // for, else the address (its certificate must name it).
         let verify_name = h.ext().verify_hostname.as_ref().map(|n| {
             n.clone()
-                .or_else(|| h.urls.first().and_then(|u| u.virtualhost.clone()))
-                .or_else(|| h.virtualhost.clone())
+                .or_else(|| {
+                    h.urls
+                        .first()
+                        .and_then(|u| u.virtualhost.as_deref().map(String::from))
+                })
+                .or_else(|| h.virtualhost.as_deref().map(String::from))
                 .or_else(|| rs_vhost.map(String::from))
                 .or_else(|| vs_vhost.map(String::from))
         });
@@ -517,7 +521,7 @@ impl HttpSpec {
         rs_vhost: Option<&str>,
         vs_vhost: Option<&str>,
     ) -> Result<UrlSpec, UrlError> {
-        let path = u.path.clone().unwrap_or_default();
+        let path = u.path.as_deref().unwrap_or_default().to_string();
         let digest = match &u.digest {
             Some(d) => Some(parse_digest(d).ok_or_else(|| UrlError::Digest(path.clone()))?),
             None => None,

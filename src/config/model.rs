@@ -554,14 +554,15 @@ impl Thresholds {
 /// A `url { }` block of HTTP_GET / SSL_GET.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Url {
-    /// `path`.
-    pub path: Option<String>,
+    /// `path` (boxed strings here: no spare capacity, a url per real
+    /// server).
+    pub path: Option<Box<str>>,
     /// `digest` (lower-case hex MD5).
-    pub digest: Option<String>,
+    pub digest: Option<Box<str>>,
     /// `status_code` ranges, inclusive; empty = 200-299.
     pub status_code: Vec<(u16, u16)>,
     /// `virtualhost`.
-    pub virtualhost: Option<String>,
+    pub virtualhost: Option<Box<str>>,
     /// `regex`, `regex_no_match`, `regex_options`, `regex_min_offset`,
     /// `regex_max_offset`, `regex_stack`: seldom given, boxed as one (a url
     /// is kept per real server: tens of thousands).
@@ -639,7 +640,7 @@ pub struct HttpCheck {
     /// below, not a copy each: tens of thousands of checkers).
     pub http_protocol: &'static str,
     /// `virtualhost`.
-    pub virtualhost: Option<String>,
+    pub virtualhost: Option<Box<str>>,
     /// `fast_recovery`.
     pub fast_recovery: bool,
     /// `enable_sni`.

@@ -31,7 +31,7 @@ pub fn http_protocol(p: P, w: &[Word]) -> HandlerResult {
 pub fn http_virtualhost(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if let Some(h) = http(p) {
-        h.virtualhost = Some(s);
+        h.virtualhost = Some(s.into());
     }
     Ok(())
 }
@@ -91,7 +91,7 @@ pub(super) fn url<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut Url> {
 pub fn url_path(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if let Some(u) = url(p) {
-        u.path = Some(s);
+        u.path = Some(s.into());
     }
     Ok(())
 }
@@ -115,7 +115,7 @@ pub fn url_digest(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     }
     if let Some(u) = url(p) {
-        u.digest = Some(s.to_ascii_lowercase());
+        u.digest = Some(s.to_ascii_lowercase().into());
     }
     Ok(())
 }
@@ -166,7 +166,7 @@ fn status_class(t: &str) -> Option<(u16, u16)> {
 pub fn url_virtualhost(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
     if let Some(u) = url(p) {
-        u.virtualhost = Some(s);
+        u.virtualhost = Some(s.into());
     }
     Ok(())
 }

@@ -183,7 +183,7 @@ impl Board {
     /// Each check at its start state.
     pub fn new(plan: &Plan) -> Board {
         let mut checks = Vec::with_capacity(plan.checks.len());
-        checks.extend(plan.checks.iter().map(|c| Mutex::new(Entry::new(c.start))));
+        checks.extend((0..plan.checks.len()).map(|i| Mutex::new(Entry::new(plan.start(i)))));
         // Every type planned is shown from the start, at zero.
         let mut totals: Vec<(&'static str, TypeTotals)> = Vec::new();
         for c in plan.checks.iter() {

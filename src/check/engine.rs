@@ -63,7 +63,7 @@ impl Engine {
             let first = now + Duration::from_secs(1) + jitter.upto(c.timing.warmup);
             board.schedule(i, first, |_| {});
             firsts.push((clock.tick(first), i as u32));
-            schedules.push(Some(Schedule::new(i, c)));
+            schedules.push(Some(Schedule::new(i, c, plan.start(i))));
         }
         if !firsts.is_empty() {
             let (done, done_rx) = mpsc::unbounded_channel();
@@ -81,8 +81,10 @@ impl Engine {
             tasks.spawn(s.run());
         }
         if !files.is_empty() {
-            let checks: Vec<(usize, Planned)> =
-                files.iter().map(|&i| (i, plan.checks[i].clone())).collect();
+            let checks: Vec<(usize, Planned, Start)> = files
+                .iter()
+                .map(|&i| (i, plan.checks[i].clone(), plan.start(i)))
+                .collect();
             tasks.spawn(watch_files(checks, tx));
         }
         Engine { tasks, board }
@@ -258,10 +260,10 @@ fn send(tx: &mpsc::UnboundedSender<Event>, check: usize, change: Change, reason:
     });
 }
 
-async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Event>) {
+async fn watch_files(checks: Vec<(usize, Planned, Start)>, tx: mpsc::UnboundedSender<Event>) {
     let paths: Vec<PathBuf> = checks
         .iter()
-        .filter_map(|(_, c)| match &c.kind {
+        .filter_map(|(_, c, _)| match &c.kind {
             ProbeKind::File { path, .. } => Some(path.clone()),
             _ => None,
         })
@@ -270,9 +272,9 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
     // watch below was in place is caught by the first pass.
     let mut current: Vec<Option<FileState>> = checks
         .iter()
-        .map(|(_, c)| {
-            Some(if c.start.state.is_up {
-                FileState::Weight(c.start.cur_weight)
+        .map(|(_, _, start)| {
+            Some(if start.state.is_up {
+                FileState::Weight(start.cur_weight)
             } else {
                 FileState::Fault
             })
@@ -287,7 +289,7 @@ async fn watch_files(checks: Vec<(usize, Planned)>, tx: mpsc::UnboundedSender<Ev
     };
     let mut touched: Vec<PathBuf> = paths.clone();
     loop {
-        for (k, (id, c)) in checks.iter().enumerate() {
+        for (k, (id, c, _)) in checks.iter().enumerate() {
             let ProbeKind::File { path, .. } = &c.kind else {
                 continue;
             };
@@ -651,15 +653,15 @@ mod tests {
         // Same retry: the count is kept below retry, so one more failure
         // is decisive.
         let (p, _) = reloaded(TCP, &states, TCP);
-        assert_eq!(p.checks[0].start.state, st(true, true, 1, 2));
-        assert_eq!(p.checks[1].start.state, st(true, true, 0, 1));
+        assert_eq!(p.start(0).state, st(true, true, 1, 2));
+        assert_eq!(p.start(1).state, st(true, true, 0, 1));
         // retry 2 -> 5: the count carries.
         let (p, _) = reloaded(
             TCP,
             &[(0, st(true, true, 1, 2))],
             &TCP.replace("retry 2", "retry 5"),
         );
-        assert_eq!(p.checks[0].start.state.retry_it, 1);
+        assert_eq!(p.start(0).state.retry_it, 1);
     }
 
     #[test]
@@ -676,8 +678,8 @@ mod tests {
         // check_new_rs_state(): the alpha one down; neither's first failure
         // is decisive after a reload.
         assert_eq!(p.checks[1].name.to_string(), "[127.0.0.1]:tcp:8003");
-        assert_eq!(p.checks[1].start.state, st(false, false, 0, 1));
-        assert_eq!(p.checks[2].start.state, st(true, false, 0, 1));
+        assert_eq!(p.start(1).state, st(false, false, 0, 1));
+        assert_eq!(p.start(2).state, st(true, false, 0, 1));
         let alive: Vec<bool> = h.vs[0].rs.iter().map(|r| r.alive).collect();
         assert_eq!(alive, vec![true, false, true, true]);
     }
@@ -693,15 +695,15 @@ mod tests {
             "TCP_CHECK {\n warmup 0\n connect_timeout 7\n }",
         );
         let (p, h) = reloaded(TCP, &states, &changed);
-        assert_eq!(p.checks[1].start.state, st(true, false, 1, 1));
+        assert_eq!(p.start(1).state, st(true, false, 1, 1));
         assert!(h.vs[0].rs[1].alive);
         let alpha = changed.replace("connect_timeout 7", "connect_timeout 7\n alpha");
         let (p, h) = reloaded(TCP, &states, &alpha);
-        assert_eq!(p.checks[1].start.state, st(false, false, 1, 1));
+        assert_eq!(p.start(1).state, st(false, false, 1, 1));
         assert!(!h.vs[0].rs[1].alive);
         // Unchanged, it stays down and needs a success.
         let (p, h) = reloaded(TCP, &states, TCP);
-        assert_eq!(p.checks[1].start.state, st(false, true, 0, 1));
+        assert_eq!(p.start(1).state, st(false, true, 0, 1));
         assert!(!h.vs[0].rs[1].alive);
     }
 
@@ -710,7 +712,7 @@ mod tests {
         let body = TCP.replace("warmup 0\n }\n }\n}", "warmup 0\n alpha\n }\n }\n}");
         let cfg = conf(&body);
         let (p, _) = plan(&cfg, &PlanOptions::default());
-        assert!(!p.checks[1].start.state.is_up);
+        assert!(!p.start(1).state.is_up);
         let mut carry = Carry::new();
         carry.live_in_kernel.insert(RsKey {
             vs: "[10.0.0.1]:tcp:80".into(),
@@ -719,7 +721,7 @@ mod tests {
         });
         let (p, _) = plan_carrying(&cfg, &PlanOptions::default(), &carry);
         // Up, and the first failure decisive: out at the first failed check.
-        assert_eq!(p.checks[1].start.state, st(true, false, 1, 1));
+        assert_eq!(p.start(1).state, st(true, false, 1, 1));
     }
 
     #[test]

@@ -222,9 +222,6 @@ pub struct Planned {
     pub name: RsName,
     /// Who gets the results.
     pub subscribers: Subscribers,
-    /// The state its task starts in: keepalived's startup rules, or what a
-    /// reload carried over from the same checker (§6.8).
-    pub start: Start,
 }
 
 /// The checks of a configuration.
@@ -241,6 +238,12 @@ pub struct Plan {
     rs_starts: Vec<u32>,
     /// Every real server's checks, one per checker, in order.
     rs_checks: Vec<u32>,
+    /// The state each check starts in: keepalived's startup rules, or what
+    /// a reload carried over from the same checker (§6.8). Read by the
+    /// tracker's and the engine's starts, then released
+    /// ([`Plan::release_starts`]): the engine's board holds each check's
+    /// state from then on (32 bytes a check, tens of thousands).
+    starts: Vec<Start>,
 }
 
 impl Plan {
@@ -248,9 +251,28 @@ impl Plan {
     /// them (probes run outside a configuration).
     pub fn of_checks(checks: Vec<Planned>) -> Plan {
         Plan {
+            starts: checks
+                .iter()
+                .map(|c| Start::initial(c.timing.retry, c.timing.alpha))
+                .collect(),
             checks: Arc::new(checks),
             ..Plan::default()
         }
+    }
+
+    /// The state check `check` starts in.
+    ///
+    /// # Panics
+    /// Once [`Plan::release_starts`] has run: the engine's board holds the
+    /// checks' states then.
+    pub fn start(&self, check: usize) -> Start {
+        self.starts[check]
+    }
+
+    /// Lets the start states go, once the tracker and the engine have
+    /// started from them.
+    pub fn release_starts(&mut self) {
+        self.starts = Vec::new();
     }
 
     /// The checks of real server `rs` of virtual server `vs`, one per
@@ -299,7 +321,7 @@ impl Roster for Plan {
     }
 
     fn start(&self, check: usize) -> Start {
-        self.checks[check].start
+        Plan::start(self, check)
     }
 
     fn probe(&self, check: usize) -> ProbeKind {
@@ -337,14 +359,14 @@ fn shared_timing(t: &Timing) -> Timing {
 /// Whether a check planned already is the same as this one ([`share_hash`]'s
 /// fields, compared: equal hashes only point to it).
 fn same_check(
-    c: &Planned,
+    (c, c_start): (&Planned, &Start),
     kind: &ProbeKind,
     start: &Start,
     timing: &Timing,
     name: &RsName,
 ) -> bool {
     c.kind == *kind
-        && c.start == *start
+        && c_start == start
         && shared_timing(&c.timing) == shared_timing(timing)
         && c.name == *name
 }
@@ -646,8 +668,9 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                     match seen.entry(share_hash(&kind, &start, &timing, &name)) {
                         // Two checks of one hash that differ (a 64-bit
                         // collision) are left to run apart.
-                        Entry::Occupied(e) => Some(*e.get())
-                            .filter(|&i| same_check(&checks[i], &kind, &start, &timing, &name)),
+                        Entry::Occupied(e) => Some(*e.get()).filter(|&i| {
+                            same_check((&checks[i], &p.starts[i]), &kind, &start, &timing, &name)
+                        }),
                         Entry::Vacant(e) => {
                             e.insert(checks.len());
                             None
@@ -668,8 +691,8 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
                             timing,
                             name,
                             subscribers: Subscribers::One(sub),
-                            start,
                         });
+                        p.starts.push(start);
                     }
                 }
             }
@@ -677,6 +700,7 @@ pub fn plan_carrying(cfg: &Config, opts: &PlanOptions, carry: &Carry) -> (Plan, 
     }
     p.rs_starts.push(index(p.rs_checks.len()));
     checks.shrink_to_fit();
+    p.starts.shrink_to_fit();
     p.checks = Arc::new(checks);
     (p, errors)
 }
@@ -766,8 +790,9 @@ mod size_tests {
         assert!(std::mem::size_of::<ProbeKind>() <= 64);
         // The name as its parts (20 bytes inline) rather than a boxed string
         // (16 inline and a 32-byte block).
-        // MISC_CHECK's virtual-server name in its probe, not in every check.
-        assert!(std::mem::size_of::<Planned>() <= 160);
+        // MISC_CHECK's virtual-server name in its probe, not in every
+        // check; the start state beside, released once the board holds it.
+        assert!(std::mem::size_of::<Planned>() <= 128);
         assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
         // Its one checker inline (a heap block of 112 bytes before).

@@ -10,7 +10,7 @@
 use super::conn::Failure;
 use super::plan::{Planned, ProbeKind};
 use crate::health::retry::{CheckerState, Next, UrlCycle};
-use crate::health::{Change, UrlAt};
+use crate::health::{Change, Start, UrlAt};
 use std::time::Duration;
 
 /// A probe's verdict, as the schedule takes it.
@@ -74,26 +74,23 @@ pub struct Schedule {
 
 impl Schedule {
     /// The schedule of check `id` of a plan, from its start state.
-    pub fn new(id: usize, c: &Planned) -> Schedule {
+    pub fn new(id: usize, c: &Planned, start: Start) -> Schedule {
         let count = match &c.kind {
             ProbeKind::Http(h) => h.spec.urls.len(),
             _ => 1,
         }
         .max(1);
         // A reload may have shortened the url list.
-        let url = if c.start.url.next() < count {
-            UrlAt::new(
-                c.start.url.next(),
-                c.start.url.failed().filter(|&f| f < count),
-            )
+        let url = if start.url.next() < count {
+            UrlAt::new(start.url.next(), start.url.failed().filter(|&f| f < count))
         } else {
             UrlAt::FIRST
         };
         Schedule {
-            state: c.start.state,
+            state: start.state,
             url,
             url_count: u32::try_from(count).unwrap_or(u32::MAX),
-            misc_status: c.start.misc_status,
+            misc_status: start.misc_status,
             seq: (id as u16).wrapping_mul(7919),
             cycle_start: true,
         }
@@ -266,7 +263,7 @@ mod tests {
     use crate::check::plan::{plan, PlanOptions};
     use crate::config::load_str;
 
-    fn planned(checker: &str) -> Planned {
+    fn planned(checker: &str) -> (Planned, Start) {
         let text = format!(
             "virtual_server 192.0.2.1 80 {{\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n \
              real_server 192.0.2.10 80 {{\n {checker}\n }}\n}}\n"
@@ -274,7 +271,7 @@ mod tests {
         let cfg = load_str(&text).config;
         let (p, errors) = plan(&cfg, &PlanOptions::default());
         assert!(errors.is_empty(), "{errors:?}");
-        p.checks[0].clone()
+        (p.checks[0].clone(), p.start(0))
     }
 
     fn fail() -> Verdict {
@@ -306,8 +303,9 @@ mod tests {
 
     #[test]
     fn a_tcp_check_goes_down_after_its_retries_and_back_on_a_pass() {
-        let c = planned("TCP_CHECK {\n retry 2\n delay_before_retry 3\n delay_loop 10\n }");
-        let mut s = Schedule::new(0, &c);
+        let (c, start) =
+            planned("TCP_CHECK {\n retry 2\n delay_before_retry 3\n delay_loop 10\n }");
+        let mut s = Schedule::new(0, &c, start);
         // Up and established by a first pass: nothing to report.
         let st = s.observe(&c, &Verdict::Pass(None));
         assert!(st.changes.is_empty() && st.judged);
@@ -341,12 +339,12 @@ mod tests {
 
     #[test]
     fn thresholds_and_intervals_follow_the_checker_s_state() {
-        let c = planned(
+        let (c, start) = planned(
             "TCP_CHECK {\n unhealthy_threshold 2\n healthy_threshold 3\n delay_loop 10\n \
              delay_before_retry 4\n fast_interval 0.5\n down_interval 30\n }",
         );
         assert_eq!(c.timing.retry, 1, "unhealthy_threshold 2 is retry 1");
-        let mut s = Schedule::new(0, &c);
+        let mut s = Schedule::new(0, &c, start);
         assert!(s.observe(&c, &Verdict::Pass(None)).changes.is_empty());
         // Failing: fast_interval instead of delay_before_retry, then down
         // and down_interval instead of delay_loop.
@@ -375,8 +373,9 @@ mod tests {
 
     #[test]
     fn without_the_extensions_the_intervals_are_keepalived_s() {
-        let c = planned("TCP_CHECK {\n retry 1\n delay_loop 10\n delay_before_retry 4\n }");
-        let mut s = Schedule::new(0, &c);
+        let (c, start) =
+            planned("TCP_CHECK {\n retry 1\n delay_loop 10\n delay_before_retry 4\n }");
+        let mut s = Schedule::new(0, &c, start);
         s.observe(&c, &Verdict::Pass(None));
         assert_eq!(s.observe(&c, &fail()).delay, Duration::from_secs(4));
         assert_eq!(s.observe(&c, &fail()).delay, Duration::from_secs(10));
@@ -387,8 +386,8 @@ mod tests {
 
     #[test]
     fn a_local_error_reschedules_without_a_verdict() {
-        let c = planned("TCP_CHECK {\n delay_loop 7\n }");
-        let mut s = Schedule::new(0, &c);
+        let (c, start) = planned("TCP_CHECK {\n delay_loop 7\n }");
+        let mut s = Schedule::new(0, &c, start);
         let st = s.observe(&c, &Verdict::Local("cannot create socket".into()));
         assert!(!st.judged && st.changes.is_empty());
         assert_eq!(st.delay, Duration::from_secs(7));
@@ -398,22 +397,22 @@ mod tests {
 
     #[test]
     fn a_kind_without_a_family_never_runs_back_to_back() {
-        let mut c = planned("TCP_CHECK {\n delay_loop 1\n }");
+        let (mut c, start) = planned("TCP_CHECK {\n delay_loop 1\n }");
         c.kind = ProbeKind::File {
             path: "/nonexistent".into(),
             weight: 0,
             reverse: false,
         };
         std::sync::Arc::make_mut(&mut c.timing).delay_loop = Duration::ZERO;
-        let mut s = Schedule::new(0, &c);
+        let mut s = Schedule::new(0, &c, start);
         let st = s.observe(&c, &Verdict::Pass(None));
         assert!(st.delay > Duration::ZERO, "{st:?}");
     }
 
     #[test]
     fn misc_dynamic_reports_each_new_status_once() {
-        let c = planned("MISC_CHECK {\n misc_path /bin/true\n misc_dynamic\n }");
-        let mut s = Schedule::new(0, &c);
+        let (c, start) = planned("MISC_CHECK {\n misc_path /bin/true\n misc_dynamic\n }");
+        let mut s = Schedule::new(0, &c, start);
         let st = s.observe(&c, &Verdict::Pass(Some(5)));
         assert_eq!(st.changes, vec![(Change::MiscStatus(5), String::new())]);
         assert!(

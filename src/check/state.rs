@@ -187,8 +187,8 @@ mod tests {
         // Up though alpha; down though not alpha; the new one by keepalived's
         // startup rule (alpha: down until its first check).
         assert_eq!(alive, [true, false, false]);
-        assert!(p2.checks[0].start.state.has_run);
-        assert!(!p2.checks[2].start.state.has_run);
+        assert!(p2.start(0).state.has_run);
+        assert!(!p2.start(2).state.has_run);
         // Without the file: keepalived's startup rules.
         let (_, h3) = Tracker::start(&cfg, &p);
         let alive: Vec<bool> = h3.vs[0].rs.iter().map(|r| r.alive).collect();
@@ -210,6 +210,6 @@ mod tests {
         let mut carry = Carry::new();
         restore(&cfg, &p, &doc, &mut carry);
         let (p2, _) = plan_carrying(&cfg, &PlanOptions::default(), &carry);
-        assert!(!p2.checks[0].start.state.has_run);
+        assert!(!p2.start(0).state.has_run);
     }
 }

@@ -80,6 +80,9 @@ impl Checking {
         // Each check may hold a socket at once.
         crate::daemon::process::raise_nofile(plan.checks.len());
         let engine = Engine::start(&plan, prober(scripts), tx.clone(), jitter);
+        // The board holds each check's state from now on.
+        let mut plan = plan;
+        plan.release_starts();
         log::info!(
             "checkers: {} check(s) for {} configured checker(s)",
             plan.checks.len(),

@@ -643,8 +643,26 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
     // The widest range found, should no try give all PORTS.
     let mut best: Vec<Socket> = Vec::new();
     let mut best_lo = 0;
-    for _ in 0..16 {
-        let first = bind(0)?;
+    // Above the kernel's ephemeral range first (61000-65535 by default):
+    // a connect() never takes those ports, so no checker's old connection
+    // (a full-connect keepalived's, by the hundred thousand in TIME_WAIT)
+    // shares a 4-tuple with a probe, and services seldom listen there.
+    // From inside the range, a burst of connects left probes answered by
+    // resets or by rate-limited ACKs: live servers called down. Then, as
+    // before, a range the kernel picks.
+    let above = reserved_starts(ephemeral_high());
+    for at in above
+        .into_iter()
+        .map(Some)
+        .chain(std::iter::repeat_n(None, 16))
+    {
+        let first = match at {
+            Some(p) => match bind(p) {
+                Ok(s) => s,
+                Err(_) => continue,
+            },
+            None => bind(0)?,
+        };
         let lo = first
             .local_addr()?
             .as_socket()
@@ -679,4 +697,48 @@ fn hold_ports(key: &Key) -> io::Result<(Vec<Socket>, u16, u16, bool)> {
     }
     let hi = best_lo + best.len() as u16 - 1;
     Ok((best, best_lo, hi, false))
+}
+
+/// The high end of the kernel's ephemeral port range (60999 unless set).
+fn ephemeral_high() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(60999)
+}
+
+/// Where to try a range of [`PORTS`] above the ephemeral range's `high`
+/// end: a few places spread over (`high`, 65535], from a per-process start
+/// (two daemons on one host try different places first). None when the
+/// ephemeral range reaches the top.
+fn reserved_starts(high: u16) -> Vec<u16> {
+    let Some(span) = (u16::MAX - PORTS + 1)
+        .checked_sub(high)
+        .filter(|&s| s > 2 * PORTS)
+    else {
+        return Vec::new();
+    };
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    (0..8u32)
+        .map(|i| high + 1 + (seed.wrapping_add(i.wrapping_mul(7_919)) % u32::from(span - 1)) as u16)
+        .collect()
+}
+
+#[cfg(test)]
+mod port_tests {
+    use super::*;
+
+    #[test]
+    fn probe_ports_are_tried_above_the_ephemeral_range_first() {
+        for high in [60999u16, 50000, 65000] {
+            let starts = reserved_starts(high);
+            assert_eq!(starts.len(), 8);
+            for s in starts {
+                assert!(s > high && s <= u16::MAX - PORTS + 1, "{s} above {high}");
+            }
+        }
+        // A range reaching the top leaves nothing above it.
+        assert!(reserved_starts(65530).is_empty());
+        assert!(reserved_starts(u16::MAX).is_empty());
+    }
 }

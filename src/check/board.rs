@@ -9,6 +9,7 @@
 //! the metrics only ever show per checker type, are kept per type.
 
 use super::plan::Plan;
+use super::timeline::Clock;
 use crate::health::Start;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -168,8 +169,8 @@ pub struct Run<'a> {
 #[derive(Debug)]
 pub struct Board {
     checks: Vec<Mutex<Entry>>,
-    /// What the entries' times count from.
-    epoch: tokio::time::Instant,
+    /// The entries' times, from the board's start.
+    clock: Clock,
     /// Per checker type planned (a handful at most).
     totals: Mutex<Vec<(&'static str, TypeTotals)>>,
 }
@@ -195,7 +196,7 @@ impl Board {
         Board {
             checks,
             // Before any time an entry records: its checks start later.
-            epoch: tokio::time::Instant::now(),
+            clock: Clock::from(tokio::time::Instant::now()),
             totals: Mutex::new(totals),
         }
     }
@@ -215,15 +216,6 @@ impl Board {
         self.checks.get(id).map(|m| lock(m).now)
     }
 
-    fn instant(&self, ns: u64) -> tokio::time::Instant {
-        self.epoch + Duration::from_nanos(ns)
-    }
-
-    fn nanos(&self, at: tokio::time::Instant) -> u64 {
-        let ns = at.saturating_duration_since(self.epoch).as_nanos();
-        u64::try_from(ns).unwrap_or(NEVER - 1).min(NEVER - 1)
-    }
-
     fn status(&self, e: &Entry) -> CheckStatus {
         CheckStatus {
             now: e.now,
@@ -234,9 +226,9 @@ impl Board {
                 ok: e.ok,
                 error: e.error.as_deref().map_or_else(Box::default, |e| e.clone()),
                 latency: Duration::from_micros(u64::from(e.latency_us)),
-                at: self.instant(e.at),
+                at: self.clock.instant(e.at),
             }),
-            next_run: (e.next_run != NEVER).then(|| self.instant(e.next_run)),
+            next_run: (e.next_run != NEVER).then(|| self.clock.instant(e.next_run)),
         }
     }
 
@@ -260,7 +252,7 @@ impl Board {
         next_run: tokio::time::Instant,
         f: impl FnOnce(&mut Start),
     ) {
-        let next_run = self.nanos(next_run);
+        let next_run = self.clock.tick(next_run);
         if let Some(m) = self.checks.get(id) {
             let mut e = lock(m);
             f(&mut e.now);
@@ -273,7 +265,7 @@ impl Board {
         let Some(m) = self.checks.get(id) else {
             return;
         };
-        let at = self.nanos(run.at);
+        let at = self.clock.tick(run.at);
         lock(m).record(run.ok, run.reason, run.latency, at);
         let mut totals = lock(&self.totals);
         let i = match totals.iter().position(|(t, _)| *t == run.type_name) {
@@ -298,19 +290,29 @@ mod tests {
         let fresh = board.status(&e);
         assert!(fresh.last.is_none() && fresh.next_run.is_none());
         let at = tokio::time::Instant::now() + Duration::from_millis(1500);
-        e.record(false, "refused", Duration::from_millis(2), board.nanos(at));
-        e.record(false, "refused", Duration::from_millis(3), board.nanos(at));
+        e.record(
+            false,
+            "refused",
+            Duration::from_millis(2),
+            board.clock.tick(at),
+        );
+        e.record(
+            false,
+            "refused",
+            Duration::from_millis(3),
+            board.clock.tick(at),
+        );
         let st = board.status(&e);
         assert_eq!((st.runs, st.failures, st.successes), (2, 2, 0));
         assert_eq!(&*st.last.as_ref().unwrap().error, "refused");
-        e.record(true, "", Duration::from_micros(300), board.nanos(at));
+        e.record(true, "", Duration::from_micros(300), board.clock.tick(at));
         let st = board.status(&e);
         assert_eq!((st.runs, st.failures, st.successes), (3, 0, 1));
         let l = st.last.unwrap();
         assert!(l.ok && l.error.is_empty());
         assert_eq!(l.latency, Duration::from_micros(300));
         assert_eq!(l.at, at, "kept as nanoseconds from the board's epoch");
-        e.next_run = board.nanos(at + Duration::from_secs(1));
+        e.next_run = board.clock.tick(at + Duration::from_secs(1));
         assert_eq!(board.status(&e).next_run, Some(at + Duration::from_secs(1)));
         assert!(std::mem::size_of::<Entry>() <= 80);
 

@@ -21,7 +21,7 @@ pub use super::plan::{
 };
 pub use super::prober::{Done, NetProber, Outcome, Prober};
 use super::schedule::{Schedule, Verdict};
-use super::timeline::Timeline;
+use super::timeline::{Clock, Timeline};
 pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ impl Engine {
         prober.prepare(plan);
         let board = Arc::new(Board::new(plan));
         let now = Instant::now();
-        let clock = Clock(now);
+        let clock = Clock::from(now);
         let mut files = Vec::new();
         let mut firsts = Vec::with_capacity(plan.checks.len());
         let mut schedules = Vec::with_capacity(plan.checks.len());
@@ -106,20 +106,6 @@ impl Engine {
     }
 }
 
-/// The scheduler's times, as nanoseconds from its start.
-#[derive(Debug, Clone, Copy)]
-struct Clock(Instant);
-
-impl Clock {
-    fn tick(self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.0).as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn instant(self, tick: u64) -> Instant {
-        self.0 + Duration::from_nanos(tick)
-    }
-}
-
 /// What a probe's task hands back: the check, its outcome, when it started
 /// and ended.
 type Ran = (usize, Outcome, Instant, Instant);
@@ -132,7 +118,7 @@ struct Scheduler {
     /// When each check runs next, earliest first (16 bytes an entry, not
     /// an `Instant` and a `usize`'s 24: one per check).
     queue: Timeline<u64, u32>,
-    /// What the queue's times count from.
+    /// The queue's times, from the scheduler's start.
     clock: Clock,
     prober: Arc<dyn Prober>,
     /// Where probes launched without a task of their own end.
@@ -160,8 +146,7 @@ impl Scheduler {
             armed = next;
             tokio::select! {
                 () = &mut timer, if armed.is_some() => {
-                    let now = Instant::now();
-                    let now = self.clock.tick(now);
+                    let now = self.clock.tick(Instant::now());
                     while let Some((_, id)) = self.queue.pop_due(now) {
                         self.launch(&mut out, id as usize);
                     }

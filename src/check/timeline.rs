@@ -15,6 +15,30 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// Times as nanoseconds from an epoch: 8 bytes where a tokio `Instant`
+/// takes 16 (the engine's queue and the board keep one per check).
+#[derive(Debug, Clone, Copy)]
+pub struct Clock(tokio::time::Instant);
+
+impl Clock {
+    /// Counting from `epoch`.
+    pub fn from(epoch: tokio::time::Instant) -> Clock {
+        Clock(epoch)
+    }
+
+    /// `at` in nanoseconds from the epoch (0 before it; below `u64::MAX`,
+    /// which callers may keep for "never").
+    pub fn tick(self, at: tokio::time::Instant) -> u64 {
+        let ns = at.saturating_duration_since(self.0).as_nanos();
+        u64::try_from(ns).unwrap_or(u64::MAX).min(u64::MAX - 1)
+    }
+
+    /// The instant `tick` nanoseconds after the epoch.
+    pub fn instant(self, tick: u64) -> tokio::time::Instant {
+        self.0 + std::time::Duration::from_nanos(tick)
+    }
+}
+
 /// Lanes at most; more out-of-order items go to the heap.
 const LANES: usize = 8;
 

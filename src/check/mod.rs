@@ -12,6 +12,7 @@
 
 pub mod board;
 pub mod conn;
+pub mod connects;
 pub mod dns;
 pub mod engine;
 pub mod file;

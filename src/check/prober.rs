@@ -4,6 +4,7 @@
 //! I/O shell of the checker, called by the [`super::engine`]'s tasks.
 
 use super::conn::Failure;
+use super::connects::Connects;
 pub use super::halfopen::Done;
 use super::halfopen::HalfOpen;
 use super::misc::{self, Scripts};
@@ -47,6 +48,7 @@ pub trait Prober: Send + Sync + 'static {
 pub struct NetProber {
     scripts: Scripts,
     half_open: HalfOpen,
+    connects: Connects,
 }
 
 impl NetProber {
@@ -56,6 +58,7 @@ impl NetProber {
         NetProber {
             scripts,
             half_open: HalfOpen::new(),
+            connects: Connects::new(),
         }
     }
 }
@@ -78,7 +81,11 @@ impl Prober for NetProber {
         done: &tokio::sync::mpsc::UnboundedSender<Done>,
     ) -> bool {
         match &check.kind {
-            ProbeKind::Tcp(c) if c.half_open => self.half_open.launch(c, id, done),
+            // No raw socket for a half-open probe: it connects in full.
+            ProbeKind::Tcp(c) if c.half_open => {
+                self.half_open.launch(c, id, done) || self.connects.launch(c, id, done)
+            }
+            ProbeKind::Tcp(c) => self.connects.launch(c, id, done),
             _ => false,
         }
     }

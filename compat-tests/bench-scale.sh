@@ -25,6 +25,7 @@
 #   compat-tests/bench-scale.sh             sizes "1000 5000 20000 50000"
 #   SCALE_SIZES="1000 5000" SCALE_KINDS="tcp http" SCALE_WINDOW=10 SCALE_WARMUP=8
 #   SCALE_RATE_SERVERS=12500 (0: skip)  SCALE_IMPLS="keepalived ours ours-half-open"
+#   SCALE_KEEP=1 keeps the work directory (configs, each run's log), named.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -40,7 +41,8 @@ OURS=$ROOT/target/release/keepalived
 BACKENDS=$ROOT/target/release/examples/bench_backends
 KA=${KEEPALIVED:-/usr/sbin/keepalived}
 WORK=$(mktemp -d)
-trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$WORK"; true' EXIT
+[ -z "${SCALE_KEEP:-}" ] || echo "bench-scale: work directory $WORK" >&2
+trap 'jobs -p | xargs -r kill 2>/dev/null; [ -n "${SCALE_KEEP:-}" ] || rm -rf "$WORK"; true' EXIT
 gcc -O2 -shared -fPIC -o "$WORK/shim.so" "$ROOT/../shared/tools/ipvs-shim/shim.c" -ldl
 ulimit -n 20000 2>/dev/null || true
 METRICS_PORT=19652
@@ -154,6 +156,7 @@ run() {
     wait 2>/dev/null || true
     # A half-open run that could not open its raw socket says so.
     grep -h "half_open" "$WORK/run.log" | head -n 3 >&2 || true
+    [ -z "${SCALE_KEEP:-}" ] || cp "$WORK/run.log" "$WORK/$name.log"
     local checks=$((b1 - b0))
     [ "$half" = 1 ] && checks=$((m1 - m0))
     echo "@@ $name impl=$impl kind=$kind n=$n delay=$delay checks=$checks counted_outside=$((b1 - b0)) ns=$((t1 - t0)) cpu_ticks=$((c1 - c0)) anon_kb=$anon"

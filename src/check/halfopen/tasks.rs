@@ -82,17 +82,24 @@ fn send_batch(s: &Socket, batch: &[(SocketAddr, Packet)]) -> io::Result<usize> {
     Ok(r.count())
 }
 
-/// The reader's pace while probes are out: first, and at most after a
-/// silence (the pace doubles while nothing comes).
+/// The reader's pace while probes are out: at the busiest, and at the
+/// quietest.
 const PACE: std::time::Duration = std::time::Duration::from_millis(1);
 const PACE_MAX: std::time::Duration = std::time::Duration::from_millis(8);
+/// Replies a read should find: fewer, and the pace slows (doubles); more
+/// than [`MANY`], and it quickens (halves).
+const FEW: usize = 8;
+const MANY: usize = 32;
 
-/// Reads replies while probes are out, every [`PACE`] (up to [`PACE_MAX`]
-/// after a silence), and sleeps while none is: not woken per reply. At
-/// tens of thousands of probes a second, the wake-ups of a reader woken by
-/// each reply (the socket's, the I/O driver's) were a fifth of the
-/// prober's cost; a reply is now read up to a pace late, and the timeout
-/// task reads what came before it judges a probe silent.
+/// Reads replies while probes are out, at a pace between [`PACE`] and
+/// [`PACE_MAX`] that finds [`FEW`] to [`MANY`] replies a read where it can,
+/// and sleeps while none is out: not woken per reply. At tens of thousands
+/// of probes a second, the wake-ups of a reader woken by each reply (the
+/// socket's, the I/O driver's) were a fifth of the prober's cost; at a
+/// thousand a second, a read every millisecond found one reply each and
+/// was half of it. A reply is read up to a pace late (its latency so
+/// measured), and the timeout task reads what came before it judges a
+/// probe silent.
 pub(super) async fn recv_loop(src: std::sync::Weak<Source>, reading: Arc<Notify>) {
     let mut pace = PACE;
     loop {
@@ -101,9 +108,10 @@ pub(super) async fn recv_loop(src: std::sync::Weak<Source>, reading: Arc<Notify>
         notified.as_mut().enable();
         let out = {
             let Some(s) = src.upgrade() else { return };
-            if s.read() {
-                pace = PACE;
-            } else {
+            let got = s.read();
+            if got > MANY {
+                pace = (pace / 2).max(PACE);
+            } else if got < FEW {
                 pace = (pace * 2).min(PACE_MAX);
             }
             let out = !s.inflight.lock().expect("inflight").is_empty();
@@ -119,11 +127,11 @@ pub(super) async fn recv_loop(src: std::sync::Weak<Source>, reading: Arc<Notify>
 
 impl Source {
     /// Reads every reply waiting, in batches of up to [`BATCH`] per
-    /// `recvmmsg`, and hands each to the probe waiting for it. True when
-    /// one came.
-    fn read(&self) -> bool {
+    /// `recvmmsg`, and hands each to the probe waiting for it. Returns how
+    /// many came.
+    fn read(&self) -> usize {
         let mut bufs = [[0u8; syn::SNAP as usize]; BATCH];
-        let mut any = false;
+        let mut any = 0;
         loop {
             let got = match recv_batch(self.raw.get_ref(), &mut bufs) {
                 Ok(g) => g,
@@ -134,7 +142,7 @@ impl Source {
                 }
             };
             let full = got.len() == BATCH;
-            any |= !got.is_empty();
+            any += got.len();
             for (i, (len, from)) in got.into_iter().enumerate() {
                 let pkt = &bufs[i][..len.min(syn::SNAP as usize)];
                 let reply = match (self.v6, from) {
@@ -175,10 +183,10 @@ impl Source {
                         let us = SocketAddr::new(self.addr, r.to_port);
                         if self.own_rst {
                             let rst = syn::rst(us, r.from, r.ack);
-                            let _ = self.tx.send((r.from, Packet::new(us, r.from, &rst)));
+                            self.send(r.from, Packet::new(us, r.from, &rst));
                         }
                         let again = syn::syn(us, r.from, sent);
-                        let _ = self.tx.send((r.from, Packet::new(us, r.from, &again)));
+                        self.send(r.from, Packet::new(us, r.from, &again));
                     }
                     _ => {}
                 }
@@ -230,7 +238,12 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
                 while let Some((_, e)) = d.pop_due(now) {
                     expired.push(e);
                 }
-                d.peek()
+                let next = d.peek();
+                s.armed.store(
+                    next.map_or(u64::MAX, |t| s.tick(t)),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                next
             };
             for (dst, port, seq) in expired {
                 let w = {

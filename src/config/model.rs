@@ -12,6 +12,7 @@ pub use super::micros::Micros;
 pub use super::rare::{Rare, Unset};
 use serde::Serialize;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Microseconds per second (keepalived's `TIMER_HZ`).
 pub const TIMER_HZ: u64 = 1_000_000;
@@ -551,11 +552,58 @@ impl Thresholds {
     }
 }
 
-/// A `url { }` block of HTTP_GET / SSL_GET.
+/// A `url { }` block of HTTP_GET / SSL_GET: where it is, and what it asks
+/// and expects, shared with every url written alike (tens of thousands of
+/// real servers mostly check one url the same way: one copy, a pointer
+/// each). Reads its settings through `Deref`; a write copies them first if
+/// shared (the parser writes while only it holds them).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Url {
-    /// `path` (boxed strings here: no spare capacity, a url per real
-    /// server).
+    /// What it asks and expects.
+    #[serde(flatten)]
+    body: Arc<UrlBody>,
+    /// Line of the `url` keyword.
+    pub line: usize,
+}
+
+impl Url {
+    /// A url at `line` with nothing set.
+    pub fn at(line: usize) -> Url {
+        Url {
+            body: Arc::default(),
+            line,
+        }
+    }
+
+    /// Its settings, shared with `alike`'s other urls written the same:
+    /// the first seen of each is kept there.
+    pub fn share(&mut self, alike: &mut std::collections::HashSet<Arc<UrlBody>>) {
+        match alike.get(&self.body) {
+            Some(b) => self.body = b.clone(),
+            None => {
+                alike.insert(self.body.clone());
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Url {
+    type Target = UrlBody;
+    fn deref(&self) -> &UrlBody {
+        &self.body
+    }
+}
+
+impl std::ops::DerefMut for Url {
+    fn deref_mut(&mut self) -> &mut UrlBody {
+        Arc::make_mut(&mut self.body)
+    }
+}
+
+/// What a url asks and expects ([`Url`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct UrlBody {
+    /// `path` (boxed strings here: no spare capacity).
     pub path: Option<Box<str>>,
     /// `digest` (lower-case hex MD5).
     pub digest: Option<Box<str>>,
@@ -564,14 +612,10 @@ pub struct Url {
     /// `virtualhost`.
     pub virtualhost: Option<Box<str>>,
     /// `regex`, `regex_no_match`, `regex_options`, `regex_min_offset`,
-    /// `regex_max_offset`, `regex_stack`: seldom given, boxed as one (a url
-    /// is kept per real server: tens of thousands).
+    /// `regex_max_offset`, `regex_stack`: seldom given, boxed as one.
     #[serde(flatten)]
     pub re: Rare<UrlRegexConf>,
-    /// Line of the `url` keyword.
-    pub line: usize,
-    /// The extensions' expectations (boxed: unset in a keepalived.conf,
-    /// and a url is kept small).
+    /// The extensions' expectations (boxed: unset in a keepalived.conf).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub ext: Option<Box<UrlExt>>,
 }
@@ -608,7 +652,7 @@ impl Unset for UrlRegexConf {
 }
 
 /// A url's expectations beyond keepalived's (extensions).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct UrlExt {
     /// `expect_body TEXT`: the body must hold TEXT.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -619,7 +663,7 @@ pub struct UrlExt {
     pub expect_header: Option<(String, Option<String>)>,
 }
 
-impl Url {
+impl UrlBody {
     /// Its extensions, none if unset.
     pub fn ext(&self) -> &UrlExt {
         static NONE: UrlExt = UrlExt {
@@ -645,8 +689,8 @@ pub struct HttpCheck {
     pub fast_recovery: bool,
     /// `enable_sni`.
     pub enable_sni: bool,
-    /// The urls.
-    pub urls: Vec<Url>,
+    /// The urls (inline: a checker nearly always has one).
+    pub urls: smallvec::SmallVec<[Url; 1]>,
     /// The extensions' settings (boxed: unset in a keepalived.conf).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub ext: Option<Box<HttpExt>>,

@@ -43,6 +43,8 @@ pub struct Parser<'r, 'l> {
     pub(crate) rs: Option<RealServer>,
     pub(crate) checker: Option<Checker>,
     pub(crate) url: Option<Url>,
+    /// The urls' settings read so far, each once ([`Url::share`]).
+    pub(crate) url_bodies: std::collections::HashSet<std::sync::Arc<crate::config::model::UrlBody>>,
     pub(crate) track_file: Option<TrackFile>,
     pub(crate) bfd: Option<BfdInstance>,
     pub(crate) generic: Vec<Block>,
@@ -108,6 +110,7 @@ impl<'r, 'l> Parser<'r, 'l> {
             rs: None,
             checker: None,
             url: None,
+            url_bodies: Default::default(),
             track_file: None,
             bfd: None,
             generic: Vec::new(),
@@ -846,5 +849,37 @@ mod tests {
             .seldom
             .notify_up
             .is_some());
+    }
+
+    #[test]
+    fn urls_written_alike_share_their_settings_and_keep_their_lines() {
+        let l = load_str(
+            "virtual_server 192.0.2.1 80 {\n lvs_sched rr\n lvs_method NAT\n protocol TCP\n\
+             real_server 192.0.2.2 80 {\n HTTP_GET {\n url {\n path /\n }\n }\n }\n\
+             real_server 192.0.2.3 80 {\n HTTP_GET {\n url {\n path /\n }\n url {\n path /x\n }\n }\n }\n\
+             real_server 192.0.2.4 80 {\n HTTP_GET {\n url {\n path /\n status_code 204\n }\n }\n }\n}\n",
+        );
+        let urls: Vec<&crate::config::model::Url> = l.config.virtual_servers[0]
+            .real_servers
+            .iter()
+            .flat_map(|r| r.checkers.iter())
+            .flat_map(|c| match c {
+                crate::config::model::Checker::Http(h) => h.urls.iter(),
+                _ => panic!("an HTTP_GET"),
+            })
+            .collect();
+        assert_eq!(urls.len(), 4);
+        let same = |a: usize, b: usize| std::ptr::eq(&**urls[a], &**urls[b]);
+        assert!(same(0, 1), "the two `path /` urls share one copy");
+        assert!(!same(0, 2) && !same(0, 3) && !same(2, 3));
+        assert_eq!(urls[3].status_code, vec![(204, 204)]);
+        assert_eq!(urls[0].path.as_deref(), Some("/"));
+        assert_eq!(urls[2].path.as_deref(), Some("/x"));
+        let lines: Vec<usize> = urls.iter().map(|u| u.line).collect();
+        assert_eq!(lines, vec![7, 14, 17, 24]);
+        // A write to one copies it first: the other keeps its settings.
+        let mut a = urls[0].clone();
+        a.path = Some("/changed".into());
+        assert_eq!(urls[1].path.as_deref(), Some("/"));
     }
 }

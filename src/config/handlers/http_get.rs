@@ -61,14 +61,11 @@ pub fn http_nb_get_retry(p: P, w: &[Word]) -> HandlerResult {
 }
 
 pub fn url_open(p: P, _w: &[Word]) -> HandlerResult {
-    p.url = Some(Url {
-        line: p.pos.line,
-        ..Url::default()
-    });
+    p.url = Some(Url::at(p.pos.line));
     Ok(())
 }
 pub fn url_close(p: P) {
-    let Some(u) = p.url.take() else {
+    let Some(mut u) = p.url.take() else {
         return;
     };
     if u.path.is_none() {
@@ -78,10 +75,8 @@ pub fn url_close(p: P) {
         );
         return;
     }
+    u.share(&mut p.url_bodies);
     if let Some(h) = http(p) {
-        // Exact capacity: a checker nearly always has one url, and a Vec's
-        // first push reserves four (three quarters of a kilobyte a check).
-        h.urls.reserve_exact(1);
         h.urls.push(u);
     }
 }

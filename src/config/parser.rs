@@ -689,14 +689,30 @@ pub(crate) fn strtoul(s: &str) -> (u64, &str, bool) {
     } else {
         t
     };
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (v, end) = decimal(t);
     if end == 0 {
         return (0, s, false);
     }
-    match t[..end].parse::<u64>() {
-        Ok(v) => (v, &t[end..], false),
-        Err(_) => (u64::MAX, &t[end..], true),
+    match v {
+        Some(v) => (v, &t[end..], false),
+        None => (u64::MAX, &t[end..], true),
     }
+}
+
+/// The decimal digits `t` starts with: their value (`None` past `u64`)
+/// and how many there are. A byte loop: the loader reads a number on most
+/// of a large configuration's lines.
+fn decimal(t: &str) -> (Option<u64>, usize) {
+    let b = t.as_bytes();
+    let mut v = Some(0u64);
+    let mut end = 0;
+    while let Some(d) = b.get(end).filter(|d| d.is_ascii_digit()) {
+        v = v
+            .and_then(|v| v.checked_mul(10))
+            .and_then(|v| v.checked_add(u64::from(d - b'0')));
+        end += 1;
+    }
+    (v, end)
 }
 
 /// C `strtol(s, &end, 10)`.
@@ -707,11 +723,11 @@ pub(crate) fn strtol(s: &str) -> (i64, &str, bool) {
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    let end = u.find(|c: char| !c.is_ascii_digit()).unwrap_or(u.len());
+    let (v, end) = decimal(u);
     if end == 0 {
         return (0, s, false);
     }
-    match u[..end].parse::<i64>() {
+    match v.and_then(|v| i64::try_from(v).ok()).ok_or(()) {
         Ok(v) => (if neg { -v } else { v }, &u[end..], false),
         Err(_) => (if neg { i64::MIN } else { i64::MAX }, &u[end..], true),
     }
@@ -769,6 +785,13 @@ pub(crate) fn strtod(s: &str) -> (f64, &str) {
             i = j;
         }
     }
+    // Plain digits (a timer's usual form), up to 15: exact as an f64
+    // without the float parser.
+    if ds == 0 && i == digits && i <= 15 {
+        if let (Some(v), _) = decimal(&t[..i]) {
+            return (v as f64, &t[i..]);
+        }
+    }
     (t[..i].parse().unwrap_or(0.0), &t[i..])
 }
 
@@ -776,11 +799,45 @@ pub(crate) fn strtod(s: &str) -> (f64, &str) {
 /// after `-` or `/` ignored, IPv6 iff it contains `:`.
 pub fn parse_ip(s: &str) -> Option<IpAddr> {
     let cut = s.find(['-', '/']).map(|i| &s[..i]).unwrap_or(s);
+    if let Some(a) = dotted_quad(cut.as_bytes()) {
+        return Some(IpAddr::V4(a));
+    }
     if cut.contains(':') {
         cut.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6)
     } else {
         cut.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4)
     }
+}
+
+/// An IPv4 address in its plain form (four parts of 1 to 3 digits, no
+/// leading zero, each at most 255), read by a byte loop: tens of thousands
+/// of real servers each have one. `None` for any other text, which the
+/// standard parser then reads (and so decides) as before.
+fn dotted_quad(b: &[u8]) -> Option<std::net::Ipv4Addr> {
+    let mut parts = [0u8; 4];
+    let mut i = 0;
+    for (n, part) in parts.iter_mut().enumerate() {
+        if n > 0 {
+            if b.get(i) != Some(&b'.') {
+                return None;
+            }
+            i += 1;
+        }
+        let start = i;
+        let mut v: u32 = 0;
+        while let Some(d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+            v = v * 10 + u32::from(d - b'0');
+            i += 1;
+            if i - start > 3 {
+                return None;
+            }
+        }
+        if i == start || (i - start > 1 && b[start] == b'0') {
+            return None;
+        }
+        *part = u8::try_from(v).ok()?;
+    }
+    (i == b.len()).then(|| std::net::Ipv4Addr::from(parts))
 }
 
 /// Port: 1..65535, all zeros = none (0); `None` when invalid.
@@ -881,5 +938,83 @@ mod tests {
         let mut a = urls[0].clone();
         a.path = Some("/changed".into());
         assert_eq!(urls[1].path.as_deref(), Some("/"));
+    }
+
+    #[test]
+    fn the_fast_number_and_address_readers_agree_with_the_standard_ones() {
+        use super::{dotted_quad, parse_ip, strtod, strtol, strtoul};
+        for a in [
+            "192.0.2.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "256.1.1.1",
+            "01.2.3.4",
+            "1.2.3",
+            "1.2.3.4.5",
+            "1..2.3",
+            "1.2.3.4 ",
+            "",
+            ".",
+            "1.2.3.04",
+            "1.2.3.1000",
+            "10.0.0.255",
+            "1.2.3.x",
+        ] {
+            let std = a.parse::<std::net::Ipv4Addr>().ok();
+            let fast = dotted_quad(a.as_bytes());
+            // The fast reader takes a subset of what the standard one does,
+            // with the same value; parse_ip then agrees with it everywhere.
+            assert!(fast.is_none() || fast == std, "{a}: {fast:?} {std:?}");
+            assert_eq!(parse_ip(a), std.map(std::net::IpAddr::V4), "{a}");
+        }
+        for n in [
+            "0",
+            "7",
+            "42x",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999",
+            "",
+            "x",
+            "+5",
+            "-5",
+            "007",
+        ] {
+            let (v, rest, over) = strtoul(n);
+            let t = n.strip_prefix('+').or(n.strip_prefix('-')).unwrap_or(n);
+            let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            if end > 0 {
+                match t[..end].parse::<u64>() {
+                    Ok(x) => assert_eq!((v, rest, over), (x, &t[end..], false), "{n}"),
+                    Err(_) => assert_eq!((v, over), (u64::MAX, true), "{n}"),
+                }
+            } else {
+                assert_eq!((v, rest, over), (0, n, false), "{n}");
+            }
+            let (l, _, lover) = strtol(n);
+            if let Ok(x) = n.parse::<i64>() {
+                assert_eq!((l, lover), (x, false), "{n}");
+            }
+        }
+        assert!(strtol("9223372036854775808").2);
+        assert_eq!(strtol("-9223372036854775807").0, -9223372036854775807);
+        for d in [
+            "1",
+            "5",
+            "0",
+            "120",
+            "1.5",
+            "2e3",
+            "1.",
+            "999999999999999",
+            "9999999999999999",
+            "+3",
+            "3s",
+        ] {
+            let (v, rest) = strtod(d);
+            let t = d.trim_end_matches('s');
+            assert_eq!(v, t.parse::<f64>().unwrap_or(0.0), "{d}");
+            assert_eq!(rest, &d[t.len()..], "{d}");
+        }
     }
 }

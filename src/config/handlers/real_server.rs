@@ -110,8 +110,8 @@ pub(super) fn rs_seldom<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut RsSeldo
 }
 
 pub fn rs_weight(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    match p.read_unsigned(&s, 0, i32::MAX as u64, true) {
+    let s = p.arg(w, 1)?;
+    match p.read_unsigned(s, 0, i32::MAX as u64, true) {
         Some(x) => {
             if let Some(r) = rs(p) {
                 r.weight = Some(x as i32);

@@ -563,7 +563,7 @@ impl HttpSpec {
                 h.ext().method.as_deref().unwrap_or("GET"),
                 h.ext().user_agent.as_deref().unwrap_or("KeepAliveClient"),
                 &path,
-                h.http_protocol,
+                h.http_protocol.as_str(),
             ),
             expect: u.ext.as_ref().map(|x| {
                 Box::new(Expect {

@@ -797,7 +797,10 @@ mod size_tests {
         assert!(std::mem::size_of::<Start>() <= 32);
         // The configuration's records, kept as long as it runs.
         // Its one checker inline (a heap block of 112 bytes before).
-        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 208);
-        assert!(std::mem::size_of::<Checker>() <= 104);
+        assert!(std::mem::size_of::<crate::config::model::RealServer>() <= 200);
+        assert!(std::mem::size_of::<Checker>() <= 96);
+        // An HTTP checker's box: 176 bytes a real server before (http_protocol
+        // a byte, the checker's line a u32).
+        assert!(std::mem::size_of::<crate::config::model::HttpCheck>() <= 144);
     }
 }

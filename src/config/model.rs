@@ -472,8 +472,8 @@ impl Unset for CheckerSource {
 /// Options shared by checkers; `None` = inherited, resolved by validation.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckerCommon {
-    /// Line of the checker keyword.
-    pub line: usize,
+    /// Line of the checker keyword (a u32: tens of thousands of checkers).
+    pub line: u32,
     /// `connect_ip` (default: the real server's address).
     pub connect_ip: Option<IpAddr>,
     /// A `connect_ip` that did not parse was read: keepalived's parse
@@ -674,15 +674,40 @@ impl UrlBody {
     }
 }
 
+/// `http_protocol`: a byte, shown as keepalived writes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum HttpProtocol {
+    /// `1.0`: HTTP/1.0, the connection closed by the server.
+    #[default]
+    #[serde(rename = "1.0")]
+    V10,
+    /// `1.0C`: HTTP/1.0 with `Connection: close`.
+    #[serde(rename = "1.0C")]
+    V10C,
+    /// `1.1`: HTTP/1.1 with `Connection: close`.
+    #[serde(rename = "1.1")]
+    V11,
+}
+
+impl HttpProtocol {
+    /// As written in keepalived.conf.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpProtocol::V10 => "1.0",
+            HttpProtocol::V10C => "1.0C",
+            HttpProtocol::V11 => "1.1",
+        }
+    }
+}
+
 /// HTTP_GET / SSL_GET.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HttpCheck {
     /// Shared options.
     #[serde(flatten)]
     pub common: CheckerCommon,
-    /// `http_protocol`: "1.0", "1.0C" or "1.1" (one of the strings
-    /// below, not a copy each: tens of thousands of checkers).
-    pub http_protocol: &'static str,
+    /// `http_protocol`.
+    pub http_protocol: HttpProtocol,
     /// `virtualhost`.
     pub virtualhost: Option<Box<str>>,
     /// `fast_recovery`.

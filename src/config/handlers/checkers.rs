@@ -5,7 +5,7 @@ use super::*;
 
 pub(super) fn new_common(p: &Parser<'_, '_>) -> CheckerCommon {
     CheckerCommon {
-        line: p.pos.line,
+        line: u32::try_from(p.pos.line).unwrap_or(u32::MAX),
         ..CheckerCommon::default()
     }
 }
@@ -21,7 +21,7 @@ pub fn ping_open(p: P, _w: &[Word]) -> HandlerResult {
 pub fn http_open(p: P, _w: &[Word]) -> HandlerResult {
     p.checker = Some(Checker::Http(Box::new(HttpCheck {
         common: new_common(p),
-        http_protocol: "1.0",
+        http_protocol: HttpProtocol::V10,
         ..HttpCheck::default()
     })));
     Ok(())
@@ -29,7 +29,7 @@ pub fn http_open(p: P, _w: &[Word]) -> HandlerResult {
 pub fn ssl_open(p: P, _w: &[Word]) -> HandlerResult {
     p.checker = Some(Checker::Ssl(Box::new(HttpCheck {
         common: new_common(p),
-        http_protocol: "1.0",
+        http_protocol: HttpProtocol::V10,
         ..HttpCheck::default()
     })));
     Ok(())

@@ -10,11 +10,11 @@ pub(super) fn http<'a>(p: &'a mut Parser<'_, '_>) -> Option<&'a mut HttpCheck> {
 }
 
 pub fn http_protocol(p: P, w: &[Word]) -> HandlerResult {
-    let s = p.arg(w, 1)?.to_string();
-    let v = match s.as_str() {
-        "1.0" => "1.0",
-        "1.0C" | "1.0c" => "1.0C",
-        "1.1" => "1.1",
+    let s = p.arg(w, 1)?;
+    let v = match s {
+        "1.0" => HttpProtocol::V10,
+        "1.0C" | "1.0c" => HttpProtocol::V10C,
+        "1.1" => HttpProtocol::V11,
         _ => {
             p.err(
                 ErrClass::GeneralError,

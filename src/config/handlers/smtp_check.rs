@@ -22,7 +22,7 @@ pub fn smtp_host_open(p: P, _w: &[Word]) -> HandlerResult {
     );
     if let Some(outer) = p.checker.take() {
         let mut host = outer.clone();
-        host.common_mut().line = p.pos.line;
+        host.common_mut().line = u32::try_from(p.pos.line).unwrap_or(u32::MAX);
         p.checker = Some(host);
         p.smtp_outer = Some(outer);
     }

@@ -1,11 +1,11 @@
-//! TCP_CHECK's connects as records, not tasks: the scheduler starts a
-//! connect (`socket`, `connect`, one `epoll_ctl`) and hands its socket to
-//! one driver task, which reads the outcomes of every connect out in
-//! batches from an epoll set of its own and ends those `connect_timeout`
-//! cuts. A connect waiting on its backend costs a slot of a few dozen
-//! bytes and a deadline of 16, where a task, its timer and its tokio I/O
-//! registration cost a kilobyte and more: tens of thousands are out when
-//! backends are slow to accept.
+//! TCP_CHECK's connects as records, not tasks: the scheduler hands each
+//! connect to one of a few driver tasks (one per core), which makes it
+//! (`socket`, `connect`, one `epoll_ctl`), reads the outcomes of its
+//! connects in batches from an epoll set of its own, and ends those
+//! `connect_timeout` cuts. A connect waiting on its backend costs a slot of
+//! a few dozen bytes and a deadline of 16, where a task, its timer and its
+//! tokio I/O registration cost a kilobyte and more: tens of thousands are
+//! out when backends are slow to accept.
 //!
 //! I/O shell of the checker, beside [`super::tcp`] (the same check as a
 //! future, for the other callers) and [`super::halfopen`]; its ends go to
@@ -20,7 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::io::unix::AsyncFd;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -131,8 +131,6 @@ struct Driver {
     launches: mpsc::UnboundedSender<Launch>,
     epoll: AsyncFd<EpollFd>,
     out: Mutex<Out>,
-    /// A deadline earlier than the one the task sleeps to was added.
-    earlier: Notify,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -182,7 +180,6 @@ impl Driver {
                 deadlines: Timeline::new(),
                 clock: Clock::from(Instant::now()),
             }),
-            earlier: Notify::new(),
             task: Mutex::new(None),
         });
         let t = tokio::spawn(drive(Arc::downgrade(&d), rx));
@@ -237,12 +234,9 @@ impl Driver {
             started,
             tx: Some(tx),
         };
-        let first = out.deadlines.peek().is_none_or(|at| deadline < at);
+        // Made by the driver's own task, which sets its timer from the
+        // deadlines before it waits again: no wake-up needed.
         out.deadlines.push(deadline, key);
-        drop(out);
-        if first {
-            self.earlier.notify_one();
-        }
     }
 
     /// Takes connect `key` out if it is still the one its slot holds.
@@ -330,11 +324,6 @@ async fn drive(d: Weak<Driver>, mut launches: mpsc::UnboundedReceiver<Launch>) {
     tokio::pin!(timer);
     loop {
         let Some(me) = d.upgrade() else { return };
-        // Taken before the deadlines are read: one added after still wakes
-        // this task (its permit is kept).
-        let earlier = me.earlier.notified();
-        tokio::pin!(earlier);
-        earlier.as_mut().enable();
         // What came before a deadline is an answer, not silence.
         while me.read() {}
         let next = me.expire();
@@ -363,7 +352,6 @@ async fn drive(d: Weak<Driver>, mut launches: mpsc::UnboundedReceiver<Launch>) {
                 }
             }
             () = &mut timer, if next.is_some() => {}
-            () = &mut earlier => {}
         }
     }
 }

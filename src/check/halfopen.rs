@@ -29,7 +29,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -201,6 +201,10 @@ struct Source {
     /// "earlier than all others" was nearly every launch, a wake-up each.
     armed: AtomicU64,
     epoch: Instant,
+    /// Packets queued for the sender and not yet sent.
+    queued: Arc<AtomicUsize>,
+    /// The millisecond (from `epoch`) of the last SYN sent at once.
+    lone_at: AtomicU64,
     /// Wakes the reader when a probe goes out with none in flight before.
     reading: Arc<Notify>,
     /// The raw socket, read without readiness events (see [`tasks::recv_loop`]).
@@ -220,8 +224,28 @@ impl Source {
         u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX - 1)
     }
 
-    /// Queues `packet` to `dst` for the sender (sent in batches).
+    /// Sends `packet` to `dst`: at once when it is alone (nothing queued
+    /// for the sender, and none sent so this millisecond), else through the
+    /// sender's batches. At a thousand probes a second, a wake-up of the
+    /// sender per SYN cost more than the `sendto`; at tens of thousands, one
+    /// `sendto` a millisecond leaves the rest to `sendmmsg`.
     fn send(&self, dst: SocketAddr, packet: Packet) {
+        let ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if self.queued.load(Ordering::Acquire) == 0 && self.lone_at.swap(ms, Ordering::AcqRel) != ms
+        {
+            let to = SockAddr::from(SocketAddr::new(dst.ip(), 0));
+            match self.raw.get_ref().send_to(packet.bytes(), &to) {
+                Ok(_) => return,
+                // As the sender does: that SYN is dropped, its probe times
+                // out.
+                Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                    log::debug!("half-open: sendto {dst}: {e}");
+                    return;
+                }
+                Err(_) => {}
+            }
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
         // A stopped sender: the probe times out.
         let _ = self.tx.send((dst, packet));
     }
@@ -602,9 +626,12 @@ impl Source {
         let (tx, rx) = mpsc::unbounded_channel();
         let earlier = Arc::new(Notify::new());
         let reading = Arc::new(Notify::new());
+        let queued = Arc::new(AtomicUsize::new(0));
         Ok(Arc::new_cyclic(|me| Source {
             armed: u64::MAX.into(),
             epoch: Instant::now(),
+            queued: queued.clone(),
+            lone_at: u64::MAX.into(),
             lo,
             hi,
             _held: held,
@@ -619,7 +646,7 @@ impl Source {
             routes,
             tx,
             tasks: vec![
-                tokio::spawn(tasks::send_loop(raw, rx)),
+                tokio::spawn(tasks::send_loop(raw, rx, queued)),
                 tokio::spawn(tasks::recv_loop(me.clone(), reading)),
                 tokio::spawn(tasks::timeout_loop(me.clone(), earlier)),
             ],

@@ -25,6 +25,7 @@ use tokio::time::Instant;
 pub(super) async fn send_loop(
     fd: Arc<AsyncFd<Socket>>,
     mut rx: mpsc::UnboundedReceiver<(SocketAddr, Packet)>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
 ) {
     let mut batch: Vec<(SocketAddr, Packet)> = Vec::with_capacity(BATCH);
     while let Some(first) = rx.recv().await {
@@ -53,6 +54,8 @@ pub(super) async fn send_loop(
                 Err(_would_block) => {}
             }
         }
+        // Sent or dropped: a launch may send at once again.
+        queued.fetch_sub(batch.len(), std::sync::atomic::Ordering::AcqRel);
         batch.clear();
     }
 }

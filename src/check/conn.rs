@@ -168,6 +168,16 @@ impl ConnOpts {
     }
 }
 
+/// A probe launched without a task of its own ([`super::halfopen`],
+/// [`super::connects`]), ended: told to the engine's scheduler as the
+/// check, its result, when it started and ended.
+pub type Done = (
+    usize,
+    Result<(), Failure>,
+    tokio::time::Instant,
+    tokio::time::Instant,
+);
+
 /// Why a probe failed, in words close to keepalived's log lines.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {

@@ -11,8 +11,8 @@
 //! future, for the other callers) and [`super::halfopen`]; its ends go to
 //! the [`super::engine`]'s scheduler as [`Done`]s.
 
-use super::conn::{ConnOpts, Failure};
-use super::halfopen::Done;
+use super::conn::{ConnOpts, Done, Failure};
+use super::tcp::close_with_reset;
 use super::timeline::{Clock, Timeline};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use socket2::{Protocol, SockAddr, Socket, Type};
@@ -94,26 +94,14 @@ fn connect(d: &Driver, l: Launch) {
     };
     match sock.connect(&SockAddr::from(c.dst)) {
         Ok(()) => {
-            close_connected(sock);
+            close_with_reset(sock);
             tell(Ok(()));
         }
-        Err(e) if e.raw_os_error() == Some(libc_einprogress()) => {
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EINPROGRESS as i32) => {
             d.watch(sock, &c, id, started, tx);
         }
         Err(e) => tell(Err(Failure::Connect(e))),
     }
-}
-
-/// `EINPROGRESS`: a non-blocking connect under way.
-fn libc_einprogress() -> i32 {
-    nix::errno::Errno::EINPROGRESS as i32
-}
-
-/// A connected check's socket, closed with a reset as [`super::tcp::check`]
-/// closes it (see there).
-fn close_connected(sock: Socket) {
-    let _ = sock.set_linger(Some(std::time::Duration::ZERO));
-    drop(sock);
 }
 
 /// The epoll set as a descriptor tokio can watch.
@@ -131,7 +119,7 @@ struct Driver {
     launches: mpsc::UnboundedSender<Launch>,
     epoll: AsyncFd<EpollFd>,
     out: Mutex<Out>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    task: JoinHandle<()>,
 }
 
 /// Connects out: a slab of slots, and their deadlines.
@@ -155,9 +143,7 @@ struct Slot {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        if let Some(t) = self.task.lock().expect("task").take() {
-            t.abort();
-        }
+        self.task.abort();
     }
 }
 
@@ -171,7 +157,7 @@ impl Driver {
         }
         .map_err(io::Error::from)?;
         let (launches, rx) = mpsc::unbounded_channel();
-        let d = Arc::new(Driver {
+        Ok(Arc::new_cyclic(|me| Driver {
             launches,
             epoll,
             out: Mutex::new(Out {
@@ -180,11 +166,8 @@ impl Driver {
                 deadlines: Timeline::new(),
                 clock: Clock::from(Instant::now()),
             }),
-            task: Mutex::new(None),
-        });
-        let t = tokio::spawn(drive(Arc::downgrade(&d), rx));
-        *d.task.lock().expect("task") = Some(t);
-        Ok(d)
+            task: tokio::spawn(drive(me.clone(), rx)),
+        }))
     }
 
     /// Hands a connect under way to the driver.
@@ -245,10 +228,7 @@ impl Driver {
         key: u64,
     ) -> Option<(Socket, u32, Instant, mpsc::UnboundedSender<Done>)> {
         let (slot, gen) = ((key >> 32) as usize, key as u32);
-        let s = out.slots.get_mut(slot)?;
-        if s.gen != gen || s.sock.is_none() {
-            return None;
-        }
+        let s = out.slots.get_mut(slot).filter(|s| s.gen == gen)?;
         let r = (s.sock.take()?, s.id, s.started, s.tx.take()?);
         out.free.push(slot as u32);
         Some(r)
@@ -285,7 +265,7 @@ impl Driver {
             // SO_ERROR: 0 once connected, else why the connect failed.
             let r = match sock.take_error() {
                 Ok(None) => {
-                    close_connected(sock);
+                    close_with_reset(sock);
                     Ok(())
                 }
                 Ok(Some(e)) | Err(e) => Err(Failure::Connect(e)),
@@ -298,6 +278,16 @@ impl Driver {
     /// Ends the connects whose deadline passed; returns the next deadline.
     fn expire(&self) -> Option<Instant> {
         let now = Instant::now();
+        let due = {
+            let out = self.out.lock().expect("connects");
+            out.deadlines
+                .peek()
+                .is_some_and(|t| t <= out.clock.tick(now))
+        };
+        if due {
+            // What came before the deadline is an answer, not silence.
+            while self.read() {}
+        }
         let mut ended = Vec::new();
         let next = {
             let mut out = self.out.lock().expect("connects");
@@ -324,8 +314,6 @@ async fn drive(d: Weak<Driver>, mut launches: mpsc::UnboundedReceiver<Launch>) {
     tokio::pin!(timer);
     loop {
         let Some(me) = d.upgrade() else { return };
-        // What came before a deadline is an answer, not silence.
-        while me.read() {}
         let next = me.expire();
         if let Some(at) = next {
             timer.as_mut().reset(at);

@@ -23,7 +23,7 @@ mod tasks;
 
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};
-use super::timeline::Timeline;
+use super::timeline::{Clock, Timeline};
 use crate::health::FxMap;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::hash::{BuildHasher, Hasher};
@@ -127,9 +127,7 @@ struct Pending {
     waiter: Waiter,
 }
 
-/// A launched probe's end, told to the engine's scheduler: the check, its
-/// result, when it started and ended.
-pub type Done = (usize, Result<(), Failure>, Instant, Instant);
+pub use super::conn::Done;
 
 /// A launched probe, by when it times out: (destination, our port, its
 /// sequence number).
@@ -195,15 +193,16 @@ struct Source {
     /// sleeps to came.
     earlier: Arc<Notify>,
     /// The deadline the timeout task sleeps to, as nanoseconds from
-    /// `epoch` (`u64::MAX`: none); written and read under `deadlines`' lock.
+    /// `clock`'s epoch (`u64::MAX`: none); written and read under
+    /// `deadlines`' lock.
     /// A launch wakes the task only for an earlier one: at a thousand
     /// probes a second, with each answered probe's deadline gone at once,
     /// "earlier than all others" was nearly every launch, a wake-up each.
     armed: AtomicU64,
-    epoch: Instant,
+    clock: Clock,
     /// Packets queued for the sender and not yet sent.
     queued: Arc<AtomicUsize>,
-    /// The millisecond (from `epoch`) of the last SYN sent at once.
+    /// The millisecond (of `clock`) of the last SYN sent at once.
     lone_at: AtomicU64,
     /// Wakes the reader when a probe goes out with none in flight before.
     reading: Arc<Notify>,
@@ -219,18 +218,13 @@ struct Source {
 }
 
 impl Source {
-    /// `at` as nanoseconds from the source's epoch.
-    fn tick(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX - 1)
-    }
-
     /// Sends `packet` to `dst`: at once when it is alone (nothing queued
     /// for the sender, and none sent so this millisecond), else through the
     /// sender's batches. At a thousand probes a second, a wake-up of the
     /// sender per SYN cost more than the `sendto`; at tens of thousands, one
     /// `sendto` a millisecond leaves the rest to `sendmmsg`.
     fn send(&self, dst: SocketAddr, packet: Packet) {
-        let ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let ms = self.clock.tick(Instant::now()) / 1_000_000;
         if self.queued.load(Ordering::Acquire) == 0 && self.lone_at.swap(ms, Ordering::AcqRel) != ms
         {
             let to = SockAddr::from(SocketAddr::new(dst.ip(), 0));
@@ -383,8 +377,9 @@ impl HalfOpen {
         {
             let mut d = src.deadlines.lock().expect("deadlines");
             d.push(deadline, (c.dst, port, seq));
-            if src.tick(deadline) < src.armed.load(Ordering::Relaxed) {
-                src.armed.store(src.tick(deadline), Ordering::Relaxed);
+            let at = src.clock.tick(deadline);
+            if at < src.armed.load(Ordering::Relaxed) {
+                src.armed.store(at, Ordering::Relaxed);
                 src.earlier.notify_one();
             }
         }
@@ -629,7 +624,7 @@ impl Source {
         let queued = Arc::new(AtomicUsize::new(0));
         Ok(Arc::new_cyclic(|me| Source {
             armed: u64::MAX.into(),
-            epoch: Instant::now(),
+            clock: Clock::from(Instant::now()),
             queued: queued.clone(),
             lone_at: u64::MAX.into(),
             lo,

@@ -3,9 +3,9 @@
 //!
 //! I/O shell of the checker, called by the [`super::engine`]'s tasks.
 
+pub use super::conn::Done;
 use super::conn::Failure;
 use super::connects::Connects;
-pub use super::halfopen::Done;
 use super::halfopen::HalfOpen;
 use super::misc::{self, Scripts};
 use super::plan::{Plan, Planned, ProbeKind};

@@ -243,7 +243,7 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
                 }
                 let next = d.peek();
                 s.armed.store(
-                    next.map_or(u64::MAX, |t| s.tick(t)),
+                    next.map_or(u64::MAX, |t| s.clock.tick(t)),
                     std::sync::atomic::Ordering::Relaxed,
                 );
                 next

@@ -7,6 +7,7 @@
 //! (VRRP, BFD, static addresses) use generic handlers that keep what was
 //! written in [`Block`]s.
 
+use super::fx::FxMap;
 use super::handlers as h;
 use super::lexer::Word;
 use super::model::{Block, Setting, ValueLine};
@@ -22,11 +23,60 @@ pub struct Kw {
     /// Reads the keyword's line.
     pub handler: Option<Handler>,
     /// Keywords of its `{ }` block, if it opens one.
-    pub sub: Option<Vec<Kw>>,
+    pub sub: Option<Table>,
     /// Runs at the block's `}` (not when the block was skipped).
     pub close: Option<fn(&mut Parser<'_, '_>)>,
     /// Runs instead of `close` when the block was skipped.
     pub abandon: Option<fn(&mut Parser<'_, '_>)>,
+}
+
+/// A block's keywords in keepalived's order, with an index by name: every
+/// line of a configuration is dispatched, tens of thousands of them to
+/// tables of dozens of keywords.
+pub struct Table {
+    kws: Vec<Kw>,
+    index: FxMap<&'static str, u32>,
+    /// The keyword found last: configurations repeat one (`real_server`
+    /// after `real_server`, `weight` in each), and a comparison is
+    /// cheaper than a hash.
+    last: std::cell::Cell<u32>,
+}
+
+impl From<Vec<Kw>> for Table {
+    fn from(kws: Vec<Kw>) -> Table {
+        let mut index = FxMap::default();
+        for (i, k) in kws.iter().enumerate() {
+            // The first of a name wins, as a search in order finds it.
+            index.entry(k.name).or_insert(i as u32);
+        }
+        Table {
+            kws,
+            index,
+            last: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl std::ops::Deref for Table {
+    type Target = [Kw];
+    fn deref(&self) -> &[Kw] {
+        &self.kws
+    }
+}
+
+impl Table {
+    /// The keyword named `name`.
+    pub fn find(&self, name: &str) -> Option<&Kw> {
+        if let Some(k) = self.kws.get(self.last.get() as usize) {
+            // The index holds the first of a name; the last found is one.
+            if k.name == name {
+                return Some(k);
+            }
+        }
+        let i = *self.index.get(name)?;
+        self.last.set(i);
+        Some(&self.kws[i as usize])
+    }
 }
 
 fn kw(name: &'static str, handler: Handler) -> Kw {
@@ -43,7 +93,7 @@ fn block(name: &'static str, handler: Handler, sub: Vec<Kw>, close: fn(&mut Pars
     Kw {
         name,
         handler: Some(handler),
-        sub: Some(sub),
+        sub: Some(sub.into()),
         close: Some(close),
         abandon: None,
     }
@@ -142,7 +192,7 @@ fn generic_block(name: &'static str, sub: Vec<Kw>) -> Kw {
     Kw {
         name,
         handler: Some(generic_open),
-        sub: Some(sub),
+        sub: Some(sub.into()),
         close: Some(generic_close),
         abandon: Some(generic_close),
     }
@@ -152,7 +202,7 @@ fn generic_named_block(name: &'static str, sub: Vec<Kw>) -> Kw {
     Kw {
         name,
         handler: Some(generic_open_named),
-        sub: Some(sub),
+        sub: Some(sub.into()),
         close: Some(generic_close),
         abandon: Some(generic_close),
     }
@@ -648,7 +698,7 @@ fn virtual_server() -> Vec<Kw> {
         Kw {
             name: "real_server",
             handler: Some(h::rs_open),
-            sub: Some(real_server()),
+            sub: Some(real_server().into()),
             close: Some(h::rs_close),
             abandon: None,
         },
@@ -701,7 +751,7 @@ pub fn root() -> Vec<Kw> {
         Kw {
             name: "bfd_instance",
             handler: Some(h::bfd_instance_open),
-            sub: Some(vec![
+            sub: Some(Table::from(vec![
                 kw("source_ip", h::bfd_source),
                 kw("neighbor_ip", h::bfd_neighbor),
                 kw("neighbour_ip", h::bfd_neighbor),
@@ -716,7 +766,7 @@ pub fn root() -> Vec<Kw> {
                 kw("weight", h::bfd_weight),
                 kw("vrrp", h::bfd_event),
                 kw("checker", h::bfd_event),
-            ]),
+            ])),
             close: Some(h::bfd_instance_close),
             abandon: Some(h::bfd_instance_abandon),
         },
@@ -737,7 +787,7 @@ pub fn root() -> Vec<Kw> {
         Kw {
             name: "virtual_server",
             handler: Some(h::vs_open),
-            sub: Some(virtual_server()),
+            sub: Some(virtual_server().into()),
             close: Some(h::vs_close),
             abandon: None,
         },
@@ -772,7 +822,7 @@ pub fn parent_root() -> Vec<Kw> {
                 Kw {
                     name: k.name,
                     handler: Some(skip),
-                    sub: Some(Vec::new()),
+                    sub: Some(Vec::new().into()),
                     close: None,
                     abandon: None,
                 }

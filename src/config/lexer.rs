@@ -193,8 +193,27 @@ pub fn tokenize_into(line: &str, out: &mut Vec<Word>) -> (usize, bool) {
         }
         n += 1;
     };
+    let bytes = line.as_bytes();
+    if !bytes.contains(&b'"') {
+        // No quote (most lines): the words are the runs between blanks,
+        // what the parsers below find, by one loop.
+        let mut i = 0;
+        loop {
+            while i < bytes.len() && is_ws_byte(bytes[i]) {
+                i += 1;
+            }
+            if i == bytes.len() {
+                return (n, false);
+            }
+            let start = i;
+            while i < bytes.len() && !is_ws_byte(bytes[i]) {
+                i += 1;
+            }
+            put(start, &line[start..i]);
+        }
+    }
     let offset = |rest: Span<'_>| line.len() - rest.len();
-    let mut rest: Span<'_> = line.as_bytes();
+    let mut rest: Span<'_> = bytes;
     let mut unmatched = false;
     loop {
         let (r, _) = ws(rest).unwrap_or((rest, rest));

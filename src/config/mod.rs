@@ -7,6 +7,7 @@
 //! Pure apart from the file system and host look-ups, which are injected.
 
 pub mod diag;
+pub mod fx;
 mod handlers;
 pub mod keywords;
 pub mod lexer;

@@ -44,7 +44,10 @@ pub fn read_unsigned(
     ignore_error: bool,
 ) -> Option<u64> {
     let warn = warn_prefix(r, ignore_error);
-    let t = s.trim_start_matches(super::lexer::WHITE_SPACE);
+    let t = match s.as_bytes().first() {
+        Some(b) if b.is_ascii_digit() => s,
+        _ => s.trim_start_matches(super::lexer::WHITE_SPACE),
+    };
     let (val, rest, overflow) = strtoul(t);
     let ok_range = val >= min && val <= max;
     if t.starts_with('-') {

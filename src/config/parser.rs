@@ -10,7 +10,7 @@
 //! file means; every problem is reported with its line and a hint.
 
 use super::diag::{ErrClass, Pos};
-use super::keywords::{self, Kw};
+use super::keywords::{self, Kw, Table};
 use super::lexer::{split_quoted, split_quoted_escaped, tokenize, tokenize_into, Word};
 use super::model::*;
 use super::reader::LogicalLine;
@@ -41,6 +41,10 @@ pub struct Parser<'r, 'l> {
     pub(crate) raw_line: String,
     pub(crate) vs: Option<VirtualServer>,
     pub(crate) rs: Option<RealServer>,
+    /// How many real servers the virtual server before had: the next one
+    /// starts with room for as many (tens of thousands of 200-byte records
+    /// copied once, not at every doubling and again at the trim).
+    pub(crate) rs_room: usize,
     pub(crate) checker: Option<Checker>,
     pub(crate) url: Option<Url>,
     /// The urls' settings read so far, each once ([`Url::share`]).
@@ -108,6 +112,7 @@ impl<'r, 'l> Parser<'r, 'l> {
             raw_line: String::new(),
             vs: None,
             rs: None,
+            rs_room: 0,
             checker: None,
             url: None,
             url_bodies: Default::default(),
@@ -166,7 +171,7 @@ impl<'r, 'l> Parser<'r, 'l> {
 
     /// Parses everything the reader yields.
     pub fn run(&mut self) {
-        let root = keywords::root();
+        let root = Table::from(keywords::root());
         self.process_stream(&root, false);
         if self.r.block_depth() > 0 && !self.r.aborted() {
             let n = self.r.block_depth();
@@ -291,7 +296,7 @@ impl<'r, 'l> Parser<'r, 'l> {
         Some((words, n))
     }
 
-    fn process_stream(&mut self, table: &[Kw], mut need_bob: bool) -> bool {
+    fn process_stream(&mut self, table: &Table, mut need_bob: bool) -> bool {
         while let Some((words, n)) = self.next_words_lent() {
             let flow = self.step(table, &words[..n], &mut need_bob);
             // The words lend their buffers to the lines after.
@@ -309,6 +314,15 @@ impl<'r, 'l> Parser<'r, 'l> {
                     {
                         self.global_defs(kw, bob_needed);
                     } else if let Some(sub) = &kw.sub {
+                        // The `{` of `keyword ... {`, as its own line would
+                        // be read at the block's start (see `step`), unless
+                        // a skip or a recording of the lines is going on.
+                        let bob_needed = bob_needed
+                            && !(self.skip_sublevel == 0
+                                && self.record.is_none()
+                                && self.replay.is_empty()
+                                && !self.replay_only
+                                && self.r.take_open_brace());
                         self.kw_level += 1;
                         let skipped = self.process_stream(sub, bob_needed);
                         self.kw_level -= 1;
@@ -328,7 +342,7 @@ impl<'r, 'l> Parser<'r, 'l> {
 
     /// One logical line of [`Parser::process_stream`]: skipping, braces,
     /// and the keyword's handler; a block it opens is entered by the caller.
-    fn step<'t>(&mut self, table: &'t [Kw], words: &[Word], need_bob: &mut bool) -> Step<'t> {
+    fn step<'t>(&mut self, table: &'t Table, words: &[Word], need_bob: &mut bool) -> Step<'t> {
         if words.is_empty() {
             return Step::Next;
         }
@@ -380,7 +394,7 @@ impl<'r, 'l> Parser<'r, 'l> {
             return Step::End(false);
         }
 
-        match table.iter().find(|k| k.name == first) {
+        match table.find(first) {
             Some(kw) => {
                 let mut n = words.len();
                 let mut bob_needed = false;
@@ -434,7 +448,8 @@ impl<'r, 'l> Parser<'r, 'l> {
     fn global_defs(&mut self, kw: &keywords::Kw, bob_needed: bool) {
         self.record = Some(Vec::new());
         self.kw_level += 1;
-        let sub = kw.sub.as_deref().unwrap_or(&[]);
+        let none = Table::from(Vec::new());
+        let sub = kw.sub.as_ref().unwrap_or(&none);
         let skipped = self.process_stream(sub, bob_needed);
         self.kw_level -= 1;
         if !skipped {
@@ -495,7 +510,7 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// a skip) ends with them: the other processes' view starts afresh.
     fn parent_view(&mut self) {
         self.replay_only = true;
-        let table = keywords::parent_root();
+        let table = Table::from(keywords::parent_root());
         self.process_stream(&table, false);
         self.replay_only = false;
         self.skip_sublevel = 0;
@@ -686,10 +701,16 @@ pub(crate) use super::numbers::strtoul;
 /// keepalived's `inet_stosockaddr()` address part: numeric only, anything
 /// after `-` or `/` ignored, IPv6 iff it contains `:`.
 pub fn parse_ip(s: &str) -> Option<IpAddr> {
-    let cut = s.find(['-', '/']).map(|i| &s[..i]).unwrap_or(s);
-    if let Some(a) = dotted_quad(cut.as_bytes()) {
-        return Some(IpAddr::V4(a));
+    // A dotted quad has neither `-` nor `/`: where it ends is the cut.
+    if let Some((a, rest)) = dotted_quad(s.as_bytes()) {
+        if matches!(rest.first(), None | Some(b'-' | b'/')) {
+            return Some(IpAddr::V4(a));
+        }
     }
+    let cut = match s.bytes().position(|b| b == b'-' || b == b'/') {
+        Some(i) => &s[..i],
+        None => s,
+    };
     if cut.contains(':') {
         cut.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6)
     } else {
@@ -698,10 +719,11 @@ pub fn parse_ip(s: &str) -> Option<IpAddr> {
 }
 
 /// An IPv4 address in its plain form (four parts of 1 to 3 digits, no
-/// leading zero, each at most 255), read by a byte loop: tens of thousands
-/// of real servers each have one. `None` for any other text, which the
-/// standard parser then reads (and so decides) as before.
-fn dotted_quad(b: &[u8]) -> Option<std::net::Ipv4Addr> {
+/// leading zero, each at most 255) at the start of `b`, read by a byte
+/// loop (tens of thousands of real servers each have one), and the bytes
+/// after it. `None` for any other text, which the standard parser then
+/// reads (and so decides) as before.
+fn dotted_quad(b: &[u8]) -> Option<(std::net::Ipv4Addr, &[u8])> {
     let mut parts = [0u8; 4];
     let mut i = 0;
     for (n, part) in parts.iter_mut().enumerate() {
@@ -725,7 +747,11 @@ fn dotted_quad(b: &[u8]) -> Option<std::net::Ipv4Addr> {
         }
         *part = u8::try_from(v).ok()?;
     }
-    (i == b.len()).then(|| std::net::Ipv4Addr::from(parts))
+    // A fifth digit run or part is no plain address.
+    match b.get(i) {
+        Some(c) if c.is_ascii_digit() || *c == b'.' => None,
+        _ => Some((std::net::Ipv4Addr::from(parts), &b[i..])),
+    }
 }
 
 /// Port: 1..65535, all zeros = none (0); `None` when invalid.
@@ -849,11 +875,19 @@ mod tests {
             "1.2.3.x",
         ] {
             let std = a.parse::<std::net::Ipv4Addr>().ok();
-            let fast = dotted_quad(a.as_bytes());
+            let fast = dotted_quad(a.as_bytes()).filter(|(_, rest)| rest.is_empty());
             // The fast reader takes a subset of what the standard one does,
             // with the same value; parse_ip then agrees with it everywhere.
-            assert!(fast.is_none() || fast == std, "{a}: {fast:?} {std:?}");
+            assert!(
+                fast.is_none() || fast.map(|f| f.0) == std,
+                "{a}: {fast:?} {std:?}"
+            );
             assert_eq!(parse_ip(a), std.map(std::net::IpAddr::V4), "{a}");
+            // What follows a `-` or `/` is not read (inet_stosockaddr).
+            for tail in ["-", "/24", "-10", "/x"] {
+                let with = format!("{a}{tail}");
+                assert_eq!(parse_ip(&with), parse_ip(a), "{with}");
+            }
         }
     }
 }

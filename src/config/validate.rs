@@ -294,7 +294,8 @@ fn validate_check(cfg: &mut Config, diags: &mut Diagnostics, file: &Arc<str>) {
         }
         // Duplicate real servers: the second is removed, in place (no
         // second list, no quadratic search at thousands per service).
-        let mut seen = std::collections::HashSet::with_capacity(vs.real_servers.len());
+        let mut seen = super::fx::FxSet::default();
+        seen.reserve(vs.real_servers.len());
         let vs_name = format_vs(&vs);
         let protocol = vs.protocol;
         vs.real_servers.retain(|rs| {

@@ -34,6 +34,53 @@ fn set_arena_max() {
     }
 }
 
+/// Large blocks on the heap, and no trim of its top at each `free()`,
+/// unless the operator chose (`MALLOC_MMAP_THRESHOLD_`,
+/// `MALLOC_TRIM_THRESHOLD_`): a reload allocates a second model of the
+/// configuration and the checkers' maps (megabytes at tens of thousands of
+/// real servers); from fresh mappings each time, every page of them was a
+/// page fault again, a fifth of a reload in the emulated guest. The daemon
+/// gives memory back itself, at the moments [`TrimDue`] knows. Called
+/// first thing, before any thread.
+pub fn keep_heap() {
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()
+        || std::env::var_os("MALLOC_TRIM_THRESHOLD_").is_some()
+    {
+        return;
+    }
+    set_thresholds();
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn set_thresholds() {
+    // glibc's largest dynamic mmap threshold (32 MB on 64-bit): blocks
+    // above it (none a model has) are still mapped on their own.
+    const MMAP: libc::c_int = 32 << 20;
+    // SAFETY: mallopt only sets allocator parameters; called before any
+    // other thread exists, it races with no allocation.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, libc::c_int::MAX);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn set_thresholds() {}
+
+/// The allocator's free and used bytes (main arena and all), if known.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_use() -> Option<(usize, usize)> {
+    // SAFETY: mallinfo2 only reads the allocator's own counters (taking
+    // each arena's lock) and returns them by value.
+    let m = unsafe { libc::mallinfo2() };
+    Some((m.fordblks, m.uordblks))
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap_use() -> Option<(usize, usize)> {
+    None
+}
+
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn set_arena_max() {}
 
@@ -68,18 +115,45 @@ fn trim() -> bool {
 /// Whether memory is to be released at the next quiet moment (the event
 /// loop's next heartbeat), once something large was freed.
 #[derive(Debug, Default)]
-pub struct TrimDue(bool);
+pub struct TrimDue(Option<After>);
+
+/// What left the free memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// A startup's parse, plan and first programming: all of it goes back.
+    Start,
+    /// A reload (or an edit): what it freed is about what the next one
+    /// takes again, so it is kept while it is no more than what is in use
+    /// (a reload to a much smaller file still gives the rest back).
+    Reload,
+}
 
 impl TrimDue {
-    /// Something that leaves a large transient peak happened.
+    /// The startup is done: its transient peak is given back.
     pub fn set(&mut self) {
-        self.0 = true;
+        self.0 = Some(After::Start);
+    }
+
+    /// A reload is done.
+    pub fn set_after_reload(&mut self) {
+        if self.0.is_none() {
+            self.0 = Some(After::Reload);
+        }
     }
 
     /// At a quiet moment: releases memory if due.
     pub fn run(&mut self) {
-        if std::mem::take(&mut self.0) {
-            release_free_memory();
+        match self.0.take() {
+            None => {}
+            Some(After::Start) => release_free_memory(),
+            Some(After::Reload) => match heap_use() {
+                Some((free, used)) if free <= used => log::debug!(
+                    "memory: {} kB free kept for the next reload ({} kB in use)",
+                    free / 1024,
+                    used / 1024
+                ),
+                _ => release_free_memory(),
+            },
         }
     }
 }
@@ -94,11 +168,16 @@ mod tests {
     fn trim_runs_once_when_due() {
         let mut due = TrimDue::default();
         due.run();
-        assert!(!due.0);
+        assert_eq!(due.0, None);
         due.set();
-        assert!(due.0);
+        due.set_after_reload();
+        assert_eq!(due.0, Some(After::Start), "a startup's trim stays due");
         due.run();
-        assert!(!due.0);
+        assert_eq!(due.0, None);
+        due.set_after_reload();
+        assert_eq!(due.0, Some(After::Reload));
+        due.run();
+        assert_eq!(due.0, None);
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -294,7 +294,12 @@ impl Tracker {
         let servers = cfg
             .virtual_servers
             .iter()
-            .map(|v| v.real_servers.len())
+            .enumerate()
+            .map(|(vi, v)| {
+                (0..v.real_servers.len())
+                    .filter(|&ri| !roster.checks_of(vi, ri).is_empty())
+                    .count()
+            })
             .sum();
         out.rs.reserve(servers);
         out.checkers.reserve(roster.len());
@@ -305,12 +310,13 @@ impl Tracker {
                 let Some(t) = self.rs.get(&(vi, ri)) else {
                     continue;
                 };
-                let rk = RsKey::of(&vs_name, rs);
+                // Only a real server's checkers start from what it was
+                // (start_states): one without any has nothing to carry.
                 let ids = roster.checks_of(vi, ri);
                 if ids.is_empty() {
-                    out.rs.insert(rk, t.failed == 0);
                     continue;
                 }
+                let rk = RsKey::of(&vs_name, rs);
                 out.rs.insert(rk.clone(), t.failed == 0);
                 let keys = checker_keys(&rk, ids.iter().map(|&i| roster.probe(i as usize)));
                 for (n, (key, &id)) in keys.into_iter().zip(ids).enumerate() {

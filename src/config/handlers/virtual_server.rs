@@ -90,7 +90,7 @@ pub fn vs_open(p: P, w: &[Word]) -> HandlerResult {
         fail_open: false,
         slow_start: None,
         drain_timeout: None,
-        real_servers: Vec::new(),
+        real_servers: Vec::with_capacity(p.rs_room),
         orphaned_misc: Vec::new(),
         first_rs_af: None,
     });
@@ -118,6 +118,7 @@ pub fn vs_close(p: P) {
     }
     // The model is kept for reloads: no doubling slack per virtual server.
     vs.real_servers.shrink_to_fit();
+    p.rs_room = vs.real_servers.len();
     p.cfg.virtual_servers.push(vs);
 }
 

@@ -36,6 +36,11 @@ const DECOMMENT: u8 = 2;
 const BLANK: u8 = 4;
 /// A CR is trimmed at the line's end only, before its blanks.
 const CR: u8 = 8;
+/// A `$` may define or substitute: the general path of
+/// [`Reader::next_text`].
+const DOLLAR: u8 = 16;
+/// A brace splits the line.
+const BRACE: u8 = 32;
 const BYTE_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     t[0] = NUL;
@@ -46,8 +51,33 @@ const BYTE_CLASS: [u8; 256] = {
     t[b'\\' as usize] = DECOMMENT;
     t[b'#' as usize] = DECOMMENT;
     t[b'!' as usize] = DECOMMENT;
+    t[b'$' as usize] = DOLLAR;
+    t[b'{' as usize] = BRACE;
+    t[b'}' as usize] = BRACE;
     t
 };
+/// The classes that send a line through the general path.
+const GENERAL: u8 = NUL | DECOMMENT | CR | DOLLAR;
+/// A line whose bytes were not classed: the general path reads it.
+const UNKNOWN: u8 = u8::MAX;
+
+/// What a line split at a brace leaves for the next logical line.
+enum Residue {
+    None,
+    /// A lone `{` or `}` (the usual `keyword args {`): kept as its byte,
+    /// written into the recycled buffer when its turn comes.
+    Brace(u8),
+    Text(String),
+}
+
+impl Residue {
+    fn of(rest: &str) -> Residue {
+        match rest.as_bytes() {
+            [b @ (b'{' | b'}')] => Residue::Brace(*b),
+            _ => Residue::Text(rest.to_string()),
+        }
+    }
+}
 
 /// A logical line handed to the block parser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +92,7 @@ pub struct LogicalLine {
 pub struct Reader<'l> {
     loader: &'l dyn SourceLoader,
     files: Vec<Source>,
-    residue: Option<String>,
+    residue: Residue,
     repeats: Vec<Repeat>,
     multiline: Option<VecDeque<String>>,
     multiline_stack: Vec<(VecDeque<String>, usize)>,
@@ -95,7 +125,7 @@ impl<'l> Reader<'l> {
         let mut r = Reader {
             loader,
             files: Vec::new(),
-            residue: None,
+            residue: Residue::None,
             repeats: Vec::new(),
             multiline: None,
             multiline_stack: Vec::new(),
@@ -187,11 +217,11 @@ impl<'l> Reader<'l> {
     }
 
     /// Reads one physical line (an `fgets` chunk) from the innermost file,
-    /// popping finished files. `None` at the end of all input. The flag says
-    /// the line had no quote, escape or comment character and was trimmed
-    /// already, so that decommenting it would change nothing (most lines of
-    /// a config: they are read without a second pass).
-    fn physical_line(&mut self) -> Option<(String, bool)> {
+    /// popping finished files. `None` at the end of all input. With it, the
+    /// byte classes the line holds: one without [`DECOMMENT`], [`NUL`] or
+    /// [`CR`] was trimmed already and decommenting it would change nothing
+    /// (most lines of a config: they are read without a second pass).
+    fn physical_line(&mut self) -> Option<(String, u8)> {
         loop {
             let f = self.files.last_mut()?;
             // Field by field: `data` is read while the position moves.
@@ -206,18 +236,7 @@ impl<'l> Reader<'l> {
             }
             let rest = &data[f.offset..];
             let limit = rest.len().min(MAXBUF - 1);
-            // One pass finds the line's end, what it holds and where its
-            // text starts and ends without the blanks around it.
-            let (mut end, mut class, mut first, mut last) = (0, 0, usize::MAX, 0);
-            while end < limit && rest[end] != b'\n' {
-                let c = BYTE_CLASS[rest[end] as usize];
-                class |= c;
-                if c & BLANK == 0 {
-                    first = first.min(end);
-                    last = end + 1;
-                }
-                end += 1;
-            }
+            let end = memchr::memchr(b'\n', &rest[..limit]).unwrap_or(limit);
             let (chunk_len, has_nl) = if end < limit {
                 (end + 1, true)
             } else {
@@ -240,19 +259,23 @@ impl<'l> Reader<'l> {
                     .report(&pos, ErrClass::GeneralError, "line too long - ignoring");
                 continue;
             }
+            let body = &rest[..end];
+            let class = body.iter().fold(0, |c, &b| c | BYTE_CLASS[b as usize]);
             let mut line = std::mem::take(&mut self.spare);
             line.clear();
             // Nothing to decomment, no NUL, no CR: the line is its text
             // without the blanks around it, sliced from the file's.
             if class & (DECOMMENT | NUL | CR) == 0 {
-                if first == usize::MAX {
-                    return Some((line, true));
-                }
+                let text = |b: &u8| BYTE_CLASS[*b as usize] & BLANK == 0;
+                let Some(first) = body.iter().position(text) else {
+                    return Some((line, class));
+                };
+                let last = body.iter().rposition(text).map_or(first, |l| l + 1);
                 let (a, b) = (start + first, start + last);
                 if let Ok(text) = &f.data {
                     if text.is_char_boundary(a) && text.is_char_boundary(b) {
                         line.push_str(&text[a..b]);
-                        return Some((line, true));
+                        return Some((line, class));
                     }
                 }
             }
@@ -265,13 +288,12 @@ impl<'l> Reader<'l> {
             };
             let text = String::from_utf8_lossy(chunk);
             let text = text.trim_end_matches(['\n', '\r']);
-            let plain = is_plain(text);
-            line.push_str(if plain {
-                text.trim_matches([' ', '\t'])
-            } else {
-                text
-            });
-            return Some((line, plain));
+            if is_plain(text) {
+                line.push_str(text.trim_matches([' ', '\t']));
+                return Some((line, UNKNOWN & !DECOMMENT));
+            }
+            line.push_str(text);
+            return Some((line, UNKNOWN));
         }
     }
 
@@ -293,7 +315,15 @@ impl<'l> Reader<'l> {
         }
         let mut buf;
         'outer: loop {
-            if let Some(r) = self.residue.take() {
+            let residue = std::mem::replace(&mut self.residue, Residue::None);
+            if let Residue::Brace(b) = residue {
+                // What the general path makes of a lone brace, without it.
+                let mut line = std::mem::take(&mut self.spare);
+                line.clear();
+                line.push(char::from(b));
+                self.count_brace(&line);
+                return Some(line);
+            } else if let Residue::Text(r) = residue {
                 buf = r;
             } else if self.repeats.len() > self.multiline_seq_depth {
                 buf = self.next_repeat();
@@ -312,7 +342,7 @@ impl<'l> Reader<'l> {
                     }
                 }
             } else {
-                let (raw, plain) = match self.physical_line() {
+                let (raw, class) = match self.physical_line() {
                     Some(l) => l,
                     None => {
                         if let Some(d) = self.defining.take() {
@@ -326,7 +356,7 @@ impl<'l> Reader<'l> {
                 // keepalived's parent writes decommented lines to the copy
                 // its children parse again, so a `\#` that survived the first
                 // pass is a comment in the second: decomment twice.
-                buf = if plain {
+                buf = if class & DECOMMENT == 0 {
                     raw
                 } else {
                     let first = decomment_owned(raw);
@@ -348,6 +378,16 @@ impl<'l> Reader<'l> {
                         }
                     }
                     continue;
+                }
+                // Most lines: no `$`, no `@`/`~` line, no include, no
+                // definition going on; the general path would only split
+                // the line at its brace.
+                if class & GENERAL == 0
+                    && self.defining.is_none()
+                    && !matches!(buf.as_bytes()[0], b'@' | b'~')
+                    && !buf.starts_with("include")
+                {
+                    return Some(self.split_plain(buf, class & BRACE != 0));
                 }
             }
 
@@ -446,7 +486,54 @@ impl<'l> Reader<'l> {
         }
 
         let (head, residue) = split_brace_owned(buf);
-        self.residue = residue;
+        self.residue = match residue {
+            Some(r) => Residue::of(&r),
+            None => Residue::None,
+        };
+        self.count_brace(&head);
+        Some(head)
+    }
+
+    /// [`split_brace_owned`] for a trimmed line without quotes (so none
+    /// hides a brace), found to have a brace or not by its byte classes.
+    fn split_plain(&mut self, mut buf: String, brace: bool) -> String {
+        let at = match brace {
+            true => memchr::memchr2(b'{', b'}', buf.as_bytes()),
+            false => None,
+        };
+        match at {
+            None => {}
+            Some(0) => {
+                let rest = buf[1..].trim_start_matches([' ', '\t']);
+                if !rest.is_empty() {
+                    self.residue = Residue::of(rest);
+                }
+                buf.truncate(1);
+            }
+            Some(p) => {
+                self.residue = Residue::of(&buf[p..]);
+                let head = buf[..p].trim_end_matches([' ', '\t']).len();
+                buf.truncate(head);
+            }
+        }
+        self.count_brace(&buf);
+        buf
+    }
+
+    /// Takes the `{` the line read last left to come next, if that is all
+    /// it left: the parser entering the block it opens reads it so, not as
+    /// a line of its own (a second logical line per `keyword ... {`).
+    pub fn take_open_brace(&mut self) -> bool {
+        if !matches!(self.residue, Residue::Brace(b'{')) {
+            return false;
+        }
+        self.residue = Residue::None;
+        self.count_brace("{");
+        true
+    }
+
+    /// The open-brace balance after a logical line.
+    fn count_brace(&mut self, head: &str) {
         if head == "{" {
             self.block_depth += 1;
         } else if head == "}" {
@@ -456,7 +543,6 @@ impl<'l> Reader<'l> {
                 self.block_depth = 0;
             }
         }
-        Some(head)
     }
 }
 

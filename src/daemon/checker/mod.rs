@@ -458,7 +458,7 @@ pub async fn serve<B: Backend>(
             syncds = new_syncds;
         }
         show_table(&rec, opts.dry_run);
-        trim.set();
+        trim.set_after_reload();
         match edit {
             Some((done, reply)) => {
                 log::info!(

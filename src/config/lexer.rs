@@ -180,17 +180,7 @@ pub fn tokenize_into(line: &str, out: &mut Vec<Word>) -> (usize, bool) {
         } else {
             line[..start].chars().count() + 1
         };
-        match out.get_mut(n) {
-            Some(w) => {
-                w.text.clear();
-                w.text.push_str(text);
-                w.column = column;
-            }
-            None => out.push(Word {
-                text: text.to_string(),
-                column,
-            }),
-        }
+        put_word(out, n, text, column);
         n += 1;
     };
     let bytes = line.as_bytes();
@@ -244,6 +234,32 @@ pub fn tokenize_into(line: &str, out: &mut Vec<Word>) -> (usize, bool) {
         }
     }
     (n, unmatched)
+}
+
+/// The words of an ASCII line found already (`start, len` in it, as
+/// [`tokenize_into`] would find them: the reader's scan ahead), into `out`
+/// as [`tokenize_into`] puts them. Returns their number.
+pub fn words_into(line: &str, words: &[(u16, u16)], out: &mut Vec<Word>) -> usize {
+    for (n, &(start, len)) in words.iter().enumerate() {
+        let start = usize::from(start);
+        put_word(out, n, &line[start..start + usize::from(len)], start + 1);
+    }
+    words.len()
+}
+
+/// Word `n` of `out`, its buffer reused.
+fn put_word(out: &mut Vec<Word>, n: usize, text: &str, column: usize) {
+    match out.get_mut(n) {
+        Some(w) => {
+            w.text.clear();
+            w.text.push_str(text);
+            w.column = column;
+        }
+        None => out.push(Word {
+            text: text.to_string(),
+            column,
+        }),
+    }
 }
 
 /// [`split_brace`] on an owned line, reusing its buffer for the head.

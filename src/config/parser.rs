@@ -11,7 +11,7 @@
 
 use super::diag::{ErrClass, Pos};
 use super::keywords::{self, Kw, Table};
-use super::lexer::{split_quoted, split_quoted_escaped, tokenize, tokenize_into, Word};
+use super::lexer::{split_quoted, split_quoted_escaped, tokenize, tokenize_into, words_into, Word};
 use super::model::*;
 use super::reader::LogicalLine;
 use super::reader::Reader;
@@ -255,6 +255,7 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// [`Parser::next_words`] in a buffer from the pool: the words are
     /// the first `n`, the rest spare buffers.
     fn next_words_lent(&mut self) -> Option<(Vec<Word>, usize)> {
+        let mut from_reader = false;
         let text = match self.replay.pop_front() {
             Some(l) => {
                 self.pos = l.pos;
@@ -265,6 +266,7 @@ impl<'r, 'l> Parser<'r, 'l> {
                 let t = self.r.next_text();
                 let at = self.r.pos_ref();
                 self.pos.follow(&at.file, at.line);
+                from_reader = true;
                 t
             }
         };
@@ -283,7 +285,19 @@ impl<'r, 'l> Parser<'r, 'l> {
         // The words of the line before (handed back by `process_stream`)
         // lend their buffers: no allocation per word once warm.
         let mut words = self.spare_words.pop().unwrap_or_default();
-        let (n, unmatched) = tokenize_into(&text, &mut words);
+        let scanned = from_reader.then(|| self.r.lexed_words()).flatten();
+        let (n, unmatched) = match scanned {
+            Some(ws) => (words_into(&text, ws, &mut words), false),
+            None => tokenize_into(&text, &mut words),
+        };
+        // The scan ahead is the tokenizer's, word for word (every config
+        // test checks it in a debug build).
+        #[cfg(debug_assertions)]
+        if scanned.is_some() {
+            let t = tokenize(&text);
+            assert!(!t.unmatched_quote);
+            assert_eq!(&t.words[..], &words[..n], "{text:?}");
+        }
         if unmatched {
             self.err_hint(
                 ErrClass::UnmatchedQuote,

@@ -61,9 +61,47 @@ fn proto_name(p: Option<Protocol>) -> &'static str {
 pub fn format_vs(vs: &VirtualServer) -> String {
     let proto = proto_name(vs.protocol);
     match &vs.address {
+        // Written by hand: a reload names every virtual server a dozen
+        // times, and the formatter took 2,400 instructions a name.
+        VsAddress::Addr {
+            ip: std::net::IpAddr::V4(a),
+            port,
+        } => {
+            let mut s = String::with_capacity(32);
+            s.push('[');
+            for (i, o) in a.octets().into_iter().enumerate() {
+                if i > 0 {
+                    s.push('.');
+                }
+                push_decimal(&mut s, u32::from(o));
+            }
+            s.push_str("]:");
+            s.push_str(proto);
+            s.push(':');
+            push_decimal(&mut s, u32::from(*port));
+            s
+        }
         VsAddress::Addr { ip, port } => format!("[{ip}]:{proto}:{port}"),
         VsAddress::Fwmark { fwmark } => format!("FWM {fwmark}"),
         VsAddress::Group { name } => format!("[{name}]:0"),
+    }
+}
+
+/// `n` in decimal, as `{n}` writes it.
+fn push_decimal(s: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        s.push(char::from(d));
     }
 }
 
@@ -615,4 +653,30 @@ fn has_script(b: &Block) -> bool {
     b.settings
         .iter()
         .any(|s| s.keyword == "script" && !s.args.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ipv4_virtual_server_is_named_as_the_formatter_names_it() {
+        for (addr, port, proto) in [
+            ("0.0.0.0", 1u16, "TCP"),
+            ("255.255.255.255", 65535, "UDP"),
+            ("192.0.2.10", 80, "SCTP"),
+            ("10.0.0.1", 10000, "TCP"),
+        ] {
+            let conf = format!(
+                "virtual_server {addr} {port} {{\n protocol {proto}\n real_server 192.0.2.1 80 {{\n }}\n}}\n"
+            );
+            let loaded = crate::config::load_str(&conf);
+            let vs = &loaded.config.virtual_servers[0];
+            let VsAddress::Addr { ip, port } = &vs.address else {
+                panic!("{conf}");
+            };
+            let expected = format!("[{ip}]:{}:{port}", proto_name(vs.protocol));
+            assert_eq!(format_vs(vs), expected);
+        }
+    }
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub const MAXBUF: usize = 1024;
 
 mod definitions;
+mod prelex;
 mod repeat;
 mod source;
 
@@ -111,6 +112,13 @@ pub struct Reader<'l> {
     pub files_read: Vec<PathBuf>,
     /// A line's buffer handed back by the parser, for the next line.
     spare: String,
+    /// The physical line read last as its file was scanned ahead
+    /// ([`prelex`]): its first brace ([`prelex::NONE`]: none) and whether
+    /// `lexed_words` holds its words.
+    lexed: Option<(u32, bool)>,
+    lexed_words: Vec<(u16, u16)>,
+    /// `lexed_words` are those of the logical line returned last.
+    words_ok: bool,
 }
 
 impl<'l> Reader<'l> {
@@ -141,6 +149,9 @@ impl<'l> Reader<'l> {
             diags: Diagnostics::default(),
             files_read: Vec::new(),
             spare: String::new(),
+            lexed: None,
+            lexed_words: Vec::new(),
+            words_ok: false,
         };
         for (name, std) in [
             ("_PWD", StdDef::Pwd),
@@ -235,13 +246,26 @@ impl<'l> Reader<'l> {
                 continue;
             }
             let rest = &data[f.offset..];
-            let limit = rest.len().min(MAXBUF - 1);
-            let end = memchr::memchr(b'\n', &rest[..limit]).unwrap_or(limit);
-            let (chunk_len, has_nl) = if end < limit {
-                (end + 1, true)
-            } else {
-                (limit, false)
+            // The chunk as scanned ahead, else scanned here.
+            let mut lexed = None;
+            if let Some(p) = f.prelex.as_mut() {
+                match p.next() {
+                    Some(l) => {
+                        let words = p.words(&l);
+                        if let Some(w) = words {
+                            self.lexed_words.clear();
+                            self.lexed_words.extend_from_slice(w);
+                        }
+                        lexed = Some((l, words.is_some()));
+                    }
+                    None => f.prelex = None,
+                }
+            }
+            let c = match &lexed {
+                Some((l, _)) => l.chunk,
+                None => prelex::scan(rest),
             };
+            let (chunk_len, has_nl) = (c.len as usize, c.has_nl);
             let start = f.offset;
             let data_len = data.len();
             f.offset += chunk_len;
@@ -259,19 +283,17 @@ impl<'l> Reader<'l> {
                     .report(&pos, ErrClass::GeneralError, "line too long - ignoring");
                 continue;
             }
-            let body = &rest[..end];
-            let class = body.iter().fold(0, |c, &b| c | BYTE_CLASS[b as usize]);
+            let class = c.class & !prelex::HIGH;
+            self.lexed = lexed.map(|(l, words)| (l.brace, words));
             let mut line = std::mem::take(&mut self.spare);
             line.clear();
             // Nothing to decomment, no NUL, no CR: the line is its text
             // without the blanks around it, sliced from the file's.
             if class & (DECOMMENT | NUL | CR) == 0 {
-                let text = |b: &u8| BYTE_CLASS[*b as usize] & BLANK == 0;
-                let Some(first) = body.iter().position(text) else {
+                if c.first == prelex::NONE {
                     return Some((line, class));
-                };
-                let last = body.iter().rposition(text).map_or(first, |l| l + 1);
-                let (a, b) = (start + first, start + last);
+                }
+                let (a, b) = (start + c.first as usize, start + c.last as usize);
                 if let Ok(text) = &f.data {
                     if text.is_char_boundary(a) && text.is_char_boundary(b) {
                         line.push_str(&text[a..b]);
@@ -310,6 +332,7 @@ impl<'l> Reader<'l> {
     /// [`Pos::follow`] keeps a copy of it without touching the file name's
     /// count while the file is the same (an atomic operation per line).
     pub fn next_text(&mut self) -> Option<String> {
+        self.words_ok = false;
         if self.aborted {
             return None;
         }
@@ -387,7 +410,15 @@ impl<'l> Reader<'l> {
                     && !matches!(buf.as_bytes()[0], b'@' | b'~')
                     && !buf.starts_with("include")
                 {
-                    return Some(self.split_plain(buf, class & BRACE != 0));
+                    let (at, words) = self.lexed.take().unwrap_or((prelex::NONE, false));
+                    let brace = match (class & BRACE != 0, at) {
+                        (false, _) => None,
+                        (true, prelex::NONE) => memchr::memchr2(b'{', b'}', buf.as_bytes()),
+                        (true, at) => Some(at as usize),
+                    };
+                    // Scanned words count only where the scan agrees.
+                    self.words_ok = words && (class & BRACE != 0) == (at != prelex::NONE);
+                    return Some(self.split_plain(buf, brace));
                 }
             }
 
@@ -494,13 +525,16 @@ impl<'l> Reader<'l> {
         Some(head)
     }
 
+    /// The words of the logical line [`Reader::next_text`] returned last,
+    /// as `start, len` in it, when its file was scanned ahead: what
+    /// [`super::lexer::tokenize_into`] finds in it.
+    pub fn lexed_words(&self) -> Option<&[(u16, u16)]> {
+        self.words_ok.then_some(&self.lexed_words[..])
+    }
+
     /// [`split_brace_owned`] for a trimmed line without quotes (so none
-    /// hides a brace), found to have a brace or not by its byte classes.
-    fn split_plain(&mut self, mut buf: String, brace: bool) -> String {
-        let at = match brace {
-            true => memchr::memchr2(b'{', b'}', buf.as_bytes()),
-            false => None,
-        };
+    /// hides a brace), at its first brace `at`.
+    fn split_plain(&mut self, mut buf: String, at: Option<usize>) -> String {
         match at {
             None => {}
             Some(0) => {

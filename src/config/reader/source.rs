@@ -187,7 +187,9 @@ pub(super) struct Source {
     pub(super) name: Arc<str>,
     pub(super) dir: PathBuf,
     /// The file's text, or its bytes when it is not UTF-8 (read lossily).
-    pub(super) data: Result<String, Vec<u8>>,
+    pub(super) data: Result<Arc<str>, Vec<u8>>,
+    /// A large file's lines, scanned ahead.
+    pub(super) prelex: Option<super::prelex::Prelex>,
     pub(super) offset: usize,
     pub(super) line_no: usize,
     pub(super) saved_include_check: IncludeCheck,
@@ -296,10 +298,21 @@ impl<'l> Reader<'l> {
                 .unwrap_or_else(|| base.to_path_buf());
             let mut c = chain.clone();
             c.push(path.clone());
+            let data: Result<Arc<str>, Vec<u8>> = match String::from_utf8(data) {
+                Ok(t) => Ok(t.into()),
+                Err(e) => Err(e.into_bytes()),
+            };
+            let prelex = match &data {
+                Ok(t) if t.len() >= super::prelex::MIN_BYTES => {
+                    super::prelex::Prelex::start(t.clone())
+                }
+                _ => None,
+            };
             self.files.push(Source {
                 name: Arc::from(shown.as_str()),
                 dir,
-                data: String::from_utf8(data).map_err(|e| e.into_bytes()),
+                data,
+                prelex,
                 offset: 0,
                 line_no: 0,
                 saved_include_check: saved,

@@ -113,12 +113,12 @@ pub struct Reader<'l> {
     /// A line's buffer handed back by the parser, for the next line.
     spare: String,
     /// The physical line read last as its file was scanned ahead
-    /// ([`prelex`]): its first brace ([`prelex::NONE`]: none) and whether
-    /// `lexed_words` holds its words.
-    lexed: Option<(u32, bool)>,
-    lexed_words: Vec<(u16, u16)>,
-    /// `lexed_words` are those of the logical line returned last.
-    words_ok: bool,
+    /// ([`prelex`]): its first brace ([`prelex::NONE`]: none) and where its
+    /// words are in the scan's batch.
+    lexed: Option<(u32, Option<(u32, u16)>)>,
+    /// The words of the logical line returned last, in the innermost
+    /// file's scan, when they were scanned.
+    words: Option<(u32, u16)>,
 }
 
 impl<'l> Reader<'l> {
@@ -150,8 +150,7 @@ impl<'l> Reader<'l> {
             files_read: Vec::new(),
             spare: String::new(),
             lexed: None,
-            lexed_words: Vec::new(),
-            words_ok: false,
+            words: None,
         };
         for (name, std) in [
             ("_PWD", StdDef::Pwd),
@@ -250,14 +249,7 @@ impl<'l> Reader<'l> {
             let mut lexed = None;
             if let Some(p) = f.prelex.as_mut() {
                 match p.next() {
-                    Some(l) => {
-                        let words = p.words(&l);
-                        if let Some(w) = words {
-                            self.lexed_words.clear();
-                            self.lexed_words.extend_from_slice(w);
-                        }
-                        lexed = Some((l, words.is_some()));
-                    }
+                    Some(l) => lexed = Some((l, prelex::Prelex::word_range(&l))),
                     None => f.prelex = None,
                 }
             }
@@ -332,7 +324,7 @@ impl<'l> Reader<'l> {
     /// [`Pos::follow`] keeps a copy of it without touching the file name's
     /// count while the file is the same (an atomic operation per line).
     pub fn next_text(&mut self) -> Option<String> {
-        self.words_ok = false;
+        self.words = None;
         if self.aborted {
             return None;
         }
@@ -410,14 +402,14 @@ impl<'l> Reader<'l> {
                     && !matches!(buf.as_bytes()[0], b'@' | b'~')
                     && !buf.starts_with("include")
                 {
-                    let (at, words) = self.lexed.take().unwrap_or((prelex::NONE, false));
+                    let (at, words) = self.lexed.take().unwrap_or((prelex::NONE, None));
                     let brace = match (class & BRACE != 0, at) {
                         (false, _) => None,
                         (true, prelex::NONE) => memchr::memchr2(b'{', b'}', buf.as_bytes()),
                         (true, at) => Some(at as usize),
                     };
                     // Scanned words count only where the scan agrees.
-                    self.words_ok = words && (class & BRACE != 0) == (at != prelex::NONE);
+                    self.words = words.filter(|_| (class & BRACE != 0) == (at != prelex::NONE));
                     return Some(self.split_plain(buf, brace));
                 }
             }
@@ -529,7 +521,8 @@ impl<'l> Reader<'l> {
     /// as `start, len` in it, when its file was scanned ahead: what
     /// [`super::lexer::tokenize_into`] finds in it.
     pub fn lexed_words(&self) -> Option<&[(u16, u16)]> {
-        self.words_ok.then_some(&self.lexed_words[..])
+        let range = self.words?;
+        Some(self.files.last()?.prelex.as_ref()?.words_at(range))
     }
 
     /// [`split_brace_owned`] for a trimmed line without quotes (so none

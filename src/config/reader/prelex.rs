@@ -97,7 +97,7 @@ pub(super) struct Prelex {
 impl Prelex {
     /// Starts scanning `text` on a thread; `None` when no thread could be
     /// made (the reader then scans itself).
-    pub fn start(text: Arc<str>) -> Option<Prelex> {
+    pub fn start(text: Arc<String>) -> Option<Prelex> {
         let (tx, rx) = sync_channel(2);
         std::thread::Builder::new()
             .name("config-prelex".into())
@@ -143,9 +143,15 @@ impl Prelex {
         self.cur.lines.get(self.at - 1).copied()
     }
 
-    /// The words of a line [`Prelex::next`] returned last, if scanned.
-    pub fn words(&self, l: &Lexed) -> Option<&[(u16, u16)]> {
-        (l.n != u16::MAX).then(|| &self.cur.words[l.words as usize..][..usize::from(l.n)])
+    /// Where the words of a line [`Prelex::next`] returned last are, if
+    /// scanned ([`Prelex::words_at`] reads them until the next call).
+    pub fn word_range(l: &Lexed) -> Option<(u32, u16)> {
+        (l.n != u16::MAX).then_some((l.words, l.n))
+    }
+
+    /// The words at a [`Prelex::word_range`] of the line returned last.
+    pub fn words_at(&self, (at, n): (u32, u16)) -> &[(u16, u16)] {
+        &self.cur.words[at as usize..][..usize::from(n)]
     }
 }
 
@@ -222,13 +228,13 @@ mod tests {
         text.push_str(&"long ".repeat(400));
         text.push_str("\nlast {");
         let data = text.as_bytes();
-        let mut p = Prelex::start(Arc::from(text.as_str())).unwrap();
+        let mut p = Prelex::start(Arc::new(text.clone())).unwrap();
         let mut offset = 0;
         let mut with_words = 0;
         while offset < data.len() {
             let l = p.next().expect("a chunk");
             assert_eq!(l.chunk, scan(&data[offset..]), "at {offset}");
-            if let Some(ws) = p.words(&l) {
+            if let Some(ws) = Prelex::word_range(&l).map(|r| p.words_at(r)) {
                 with_words += 1;
                 let c = l.chunk;
                 let t = &text[offset + c.first as usize..offset + c.last as usize];

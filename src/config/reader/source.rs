@@ -186,8 +186,9 @@ impl IncludeCheck {
 pub(super) struct Source {
     pub(super) name: Arc<str>,
     pub(super) dir: PathBuf,
-    /// The file's text, or its bytes when it is not UTF-8 (read lossily).
-    pub(super) data: Result<Arc<str>, Vec<u8>>,
+    /// The file's text, or its bytes when it is not UTF-8 (read lossily);
+    /// the text shared with its scan ahead, not copied.
+    pub(super) data: Result<Arc<String>, Vec<u8>>,
     /// A large file's lines, scanned ahead.
     pub(super) prelex: Option<super::prelex::Prelex>,
     pub(super) offset: usize,
@@ -298,8 +299,8 @@ impl<'l> Reader<'l> {
                 .unwrap_or_else(|| base.to_path_buf());
             let mut c = chain.clone();
             c.push(path.clone());
-            let data: Result<Arc<str>, Vec<u8>> = match String::from_utf8(data) {
-                Ok(t) => Ok(t.into()),
+            let data = match String::from_utf8(data) {
+                Ok(t) => Ok(Arc::new(t)),
                 Err(e) => Err(e.into_bytes()),
             };
             let prelex = match &data {

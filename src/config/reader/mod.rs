@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub const MAXBUF: usize = 1024;
 
 mod definitions;
+mod plain;
 mod prelex;
 mod repeat;
 mod source;
@@ -327,6 +328,9 @@ impl<'l> Reader<'l> {
         self.words = None;
         if self.aborted {
             return None;
+        }
+        if let Some(line) = self.plain_line() {
+            return Some(line);
         }
         let mut buf;
         'outer: loop {

@@ -135,12 +135,23 @@ impl Prelex {
     /// The next chunk of the file; `None` if the scanning thread is gone
     /// (the reader then scans on from where it is).
     pub fn next(&mut self) -> Option<Lexed> {
+        let l = self.peek()?;
+        self.advance();
+        Some(l)
+    }
+
+    /// The next chunk, left to be taken ([`Prelex::advance`]).
+    pub fn peek(&mut self) -> Option<Lexed> {
         if self.at == self.cur.lines.len() {
             self.cur = self.rx.recv().ok()?;
             self.at = 0;
         }
+        self.cur.lines.get(self.at).copied()
+    }
+
+    /// Takes the chunk [`Prelex::peek`] returned.
+    pub fn advance(&mut self) {
         self.at += 1;
-        self.cur.lines.get(self.at - 1).copied()
     }
 
     /// Where the words of a line [`Prelex::next`] returned last are, if

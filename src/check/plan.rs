@@ -332,6 +332,22 @@ impl Roster for Plan {
     fn checks_of(&self, vs: usize, rs: usize) -> &[u32] {
         Plan::checks_of(self, vs, rs)
     }
+
+    fn may_check_vs(&self, vs: usize) -> bool {
+        let Some(&base) = self.vs_base.get(vs) else {
+            return false;
+        };
+        let end = self
+            .vs_base
+            .get(vs + 1)
+            .copied()
+            .unwrap_or(self.rs_starts.len().saturating_sub(1));
+        // The checks of its real servers are one run of `rs_checks`.
+        match (self.rs_starts.get(base), self.rs_starts.get(end)) {
+            (Some(a), Some(b)) => a < b,
+            _ => false,
+        }
+    }
 }
 
 /// What makes two planned checks one: everything they do, how they are

@@ -46,6 +46,12 @@ pub trait Roster {
     /// The checks of real server `rs` of virtual server `vs`, one per
     /// checker, in order.
     fn checks_of(&self, vs: usize, rs: usize) -> &[u32];
+    /// Whether any real server of virtual server `vs` may have checks
+    /// (a reload skips the others whole: tens of thousands of real
+    /// servers without a checker have nothing to carry).
+    fn may_check_vs(&self, _vs: usize) -> bool {
+        true
+    }
 }
 
 /// A change reported by a check.
@@ -290,22 +296,17 @@ impl Tracker {
                 .collect(),
             ..Carry::default()
         };
-        // Sized once: tens of thousands of entries grow by rehashing.
-        let servers = cfg
-            .virtual_servers
-            .iter()
-            .enumerate()
-            .map(|(vi, v)| {
-                (0..v.real_servers.len())
-                    .filter(|&ri| !roster.checks_of(vi, ri).is_empty())
-                    .count()
-            })
-            .sum();
-        out.rs.reserve(servers);
+        // Sized once: tens of thousands of entries grow by rehashing (a
+        // real server with checks has one at least, a check may serve
+        // several).
+        out.rs.reserve(roster.len());
         out.checkers.reserve(roster.len());
         for (vi, vs) in cfg.virtual_servers.iter().enumerate() {
             let vs_name = out.vs_name(format_vs(vs));
             out.names.insert(vs_name.clone());
+            if !roster.may_check_vs(vi) {
+                continue;
+            }
             for (ri, rs) in vs.real_servers.iter().enumerate() {
                 let Some(t) = self.rs.get(&(vi, ri)) else {
                     continue;

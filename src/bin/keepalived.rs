@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     keepalived::daemon::memory::one_arena();
-    keepalived::daemon::memory::keep_heap();
     let args: Vec<String> = std::env::args().collect();
     let prog = args
         .first()

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// The most multi-line definitions open inside one another.
+const MAX_NESTING: usize = 64;
+
 #[derive(Debug, Clone)]
 pub(super) struct Def {
     pub(super) name: String,
@@ -143,6 +146,21 @@ impl<'l> Reader<'l> {
                 );
                 return None;
             }
+            if self.defs[def_idx].multiline
+                && (self.line_chain.contains(&def_idx) || self.multiline_stack.len() >= MAX_NESTING)
+            {
+                // A multi-line definition whose lines use it again (itself
+                // or through others) is expanded for ever: keepalived spins
+                // or grows until it runs out of memory.
+                self.report(
+                    ErrClass::GeneralError,
+                    format!(
+                        "Definition ${} is used inside its own lines - ignoring the line's parameters",
+                        self.defs[def_idx].name
+                    ),
+                );
+                return None;
+            }
             found = true;
             let def = self.defs[def_idx].clone();
             let value = match def.std {
@@ -153,9 +171,12 @@ impl<'l> Reader<'l> {
                 let mut lines: VecDeque<String> = value.split('\n').map(str::to_string).collect();
                 let first = lines.pop_front().unwrap_or_default();
                 if let Some(cur_ml) = self.multiline.take() {
+                    let chain = std::mem::take(&mut self.ml_chain);
                     self.multiline_stack
-                        .push((cur_ml, self.multiline_seq_depth));
+                        .push((cur_ml, self.multiline_seq_depth, chain));
                 }
+                self.ml_chain.clone_from(&self.line_chain);
+                self.ml_chain.push(def_idx);
                 self.multiline_seq_depth = self.repeats.len();
                 if lines.back().is_some_and(|l| l.is_empty()) {
                     lines.pop_back();
@@ -185,11 +206,13 @@ impl<'l> Reader<'l> {
         if let Some(ml) = new_multiline {
             if !ml.is_empty() {
                 self.multiline = Some(ml);
-            } else if let Some((next, depth)) = self.multiline_stack.pop() {
+            } else if let Some((next, depth, chain)) = self.multiline_stack.pop() {
                 self.multiline = Some(next);
                 self.multiline_seq_depth = depth;
+                self.ml_chain = chain;
             } else {
                 self.multiline_seq_depth = 0;
+                self.ml_chain.clear();
             }
         }
         found.then(|| String::from_utf8_lossy(&buf).to_string())
@@ -267,6 +290,7 @@ impl<'l> Reader<'l> {
     /// Substitutes plain (non multi-line) definitions in a parameter string.
     pub(super) fn substitute_params(&mut self, s: &str) -> Option<String> {
         let saved_ml = self.multiline.clone();
+        let saved_chain = self.ml_chain.clone();
         let saved_stack = self.multiline_stack.len();
         let saved_depth = self.multiline_seq_depth;
         let mut cur = s.to_string();
@@ -278,6 +302,7 @@ impl<'l> Reader<'l> {
         }
         let was_multiline = self.multiline != saved_ml || self.multiline_stack.len() != saved_stack;
         self.multiline = saved_ml;
+        self.ml_chain = saved_chain;
         self.multiline_stack.truncate(saved_stack);
         self.multiline_seq_depth = saved_depth;
         if was_multiline {

@@ -97,7 +97,12 @@ pub struct Reader<'l> {
     residue: Residue,
     repeats: Vec<Repeat>,
     multiline: Option<VecDeque<String>>,
-    multiline_stack: Vec<(VecDeque<String>, usize)>,
+    /// The multi-line definitions whose expansion made `multiline`, outer
+    /// first (a definition used again inside its own expansion is a loop).
+    ml_chain: Vec<usize>,
+    multiline_stack: Vec<(VecDeque<String>, usize, Vec<usize>)>,
+    /// The multi-line definitions the line being read came from.
+    line_chain: Vec<usize>,
     multiline_seq_depth: usize,
     defs: Vec<Def>,
     defining: Option<usize>,
@@ -137,7 +142,9 @@ impl<'l> Reader<'l> {
             residue: Residue::None,
             repeats: Vec::new(),
             multiline: None,
+            ml_chain: Vec::new(),
             multiline_stack: Vec::new(),
+            line_chain: Vec::new(),
             multiline_seq_depth: 0,
             defs: Vec::new(),
             defining: None,
@@ -348,19 +355,23 @@ impl<'l> Reader<'l> {
                 buf = self.next_repeat();
             } else if let Some(ml) = self.multiline.as_mut() {
                 buf = ml.pop_front().unwrap_or_default();
+                self.line_chain.clone_from(&self.ml_chain);
                 if ml.is_empty() {
                     match self.multiline_stack.pop() {
-                        Some((next, depth)) => {
+                        Some((next, depth, chain)) => {
                             self.multiline = Some(next);
                             self.multiline_seq_depth = depth;
+                            self.ml_chain = chain;
                         }
                         None => {
                             self.multiline = None;
                             self.multiline_seq_depth = 0;
+                            self.ml_chain.clear();
                         }
                     }
                 }
             } else {
+                self.line_chain.clear();
                 let (raw, class) = match self.physical_line() {
                     Some(l) => l,
                     None => {

@@ -16,11 +16,14 @@ pub(super) enum Repeat {
         step: i64,
         hex: bool,
         text: String,
+        /// The multi-line definitions the `~SEQ` line came from.
+        chain: Vec<usize>,
     },
     Lst {
         vars: Vec<String>,
         values: VecDeque<Vec<String>>,
         text: String,
+        chain: Vec<usize>,
     },
 }
 
@@ -37,7 +40,9 @@ impl<'l> Reader<'l> {
                 step,
                 hex,
                 text,
+                chain,
             } => {
+                self.line_chain.clone_from(chain);
                 let val = if *hex {
                     format!("{:x}", *next)
                 } else {
@@ -48,7 +53,13 @@ impl<'l> Reader<'l> {
                 let done = (*step > 0 && *next > *last) || (*step < 0 && *next < *last);
                 (assign, text.clone(), done)
             }
-            Repeat::Lst { vars, values, text } => {
+            Repeat::Lst {
+                vars,
+                values,
+                text,
+                chain,
+            } => {
+                self.line_chain.clone_from(chain);
                 let vals = values.pop_front().unwrap_or_default();
                 let assign = vars
                     .iter()
@@ -167,6 +178,7 @@ impl<'l> Reader<'l> {
             step,
             hex,
             text,
+            chain: self.line_chain.clone(),
         });
         true
     }
@@ -233,7 +245,12 @@ impl<'l> Reader<'l> {
         if values.is_empty() {
             return true;
         }
-        self.repeats.push(Repeat::Lst { vars, values, text });
+        self.repeats.push(Repeat::Lst {
+            vars,
+            values,
+            text,
+            chain: self.line_chain.clone(),
+        });
         true
     }
 }

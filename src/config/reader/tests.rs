@@ -137,6 +137,23 @@ fn a_definition_that_refers_to_itself_ends_with_an_error() {
     );
 }
 
+#[test]
+fn a_multi_line_definition_that_uses_itself_ends_with_an_error() {
+    // Each use opened one more level for ever; found by the fuzz target.
+    let l = crate::config::load_str(
+        "$CHECK=TCP_CHECK { \\\n  connect_timeout 3 $CHECK\nvirtual_server 192.0.2.1 80 {\n real_server 192.0.2.2 80 {\n  $CHECK\n }\n}\n",
+    );
+    let nested = l
+        .diagnostics
+        .items()
+        .iter()
+        .filter(|d| d.message.contains("$CHECK is used inside its own lines"))
+        .count();
+    assert_eq!(nested, 1, "{:?}", l.diagnostics.items());
+    // The lines before the limit are read as keepalived reads them.
+    assert_eq!(l.config.virtual_servers.len(), 1);
+}
+
 /// The one-pass reading of plain lines gives what keepalived's steps give
 /// one after the other: the line up to a NUL, CR/LF off, decommented twice,
 /// split at its braces (every logical line of the split, in order).

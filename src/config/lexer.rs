@@ -139,6 +139,26 @@ fn is_ws_byte(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | 0x0c | b'\n' | b'\r' | 0x0b)
 }
 
+/// The words of a line without quotes, as `start..end` byte ranges in
+/// order: the runs between whitespace, what [`tokenize_into`] finds there
+/// (it and the reader's scan ahead share this).
+pub fn plain_words(line: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < line.len() && is_ws_byte(line[i]) {
+            i += 1;
+        }
+        if i == line.len() {
+            return None;
+        }
+        let start = i;
+        while i < line.len() && !is_ws_byte(line[i]) {
+            i += 1;
+        }
+        Some((start, i))
+    })
+}
+
 fn ws(i: Span<'_>) -> IResult<Span<'_>, Span<'_>> {
     take_while(is_ws_byte)(i)
 }
@@ -187,20 +207,10 @@ pub fn tokenize_into(line: &str, out: &mut Vec<Word>) -> (usize, bool) {
     if !bytes.contains(&b'"') {
         // No quote (most lines): the words are the runs between blanks,
         // what the parsers below find, by one loop.
-        let mut i = 0;
-        loop {
-            while i < bytes.len() && is_ws_byte(bytes[i]) {
-                i += 1;
-            }
-            if i == bytes.len() {
-                return (n, false);
-            }
-            let start = i;
-            while i < bytes.len() && !is_ws_byte(bytes[i]) {
-                i += 1;
-            }
-            put(start, &line[start..i]);
+        for (start, end) in plain_words(bytes) {
+            put(start, &line[start..end]);
         }
+        return (n, false);
     }
     let offset = |rest: Span<'_>| line.len() - rest.len();
     let mut rest: Span<'_> = bytes;

@@ -6,9 +6,11 @@
 //! [`keywords`] and the handlers (`handlers/`) → [`validate`] (keepalived's fix-ups).
 //! Pure apart from the file system and host look-ups, which are injected.
 
+pub mod address;
 pub mod diag;
 pub mod fx;
 mod handlers;
+mod keyword_table;
 pub mod keywords;
 pub mod lexer;
 pub mod micros;

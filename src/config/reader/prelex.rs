@@ -199,22 +199,10 @@ fn lex(rest: &[u8], chunk: Chunk, words: &mut Vec<(u16, u16)>) -> Lexed {
     if chunk.class & HIGH != 0 {
         return l;
     }
-    // The tokenizer's words of a quote-free line (see lexer::tokenize_into).
-    let ws = |b: u8| matches!(b, b' ' | b'\t' | 0x0c | b'\n' | b'\r' | 0x0b);
-    let mut i = 0;
+    // The tokenizer's words of a quote-free line.
     let mut n = 0u16;
-    loop {
-        while i < head.len() && ws(head[i]) {
-            i += 1;
-        }
-        if i == head.len() {
-            break;
-        }
-        let s = i;
-        while i < head.len() && !ws(head[i]) {
-            i += 1;
-        }
-        words.push((s as u16, (i - s) as u16));
+    for (s, e) in crate::config::lexer::plain_words(head) {
+        words.push((s as u16, (e - s) as u16));
         n += 1;
     }
     l.n = n;

@@ -94,7 +94,7 @@ async fn syn_ack_is_up_and_the_backend_accepts_nothing() {
         let p = NetProber::new(Scripts::new(4));
         let c = planned(addr, HALF);
         let plan = keepalived::check::engine::Plan::of_checks(vec![c.clone()]);
-        p.prepare(&plan);
+        p.prepare(&plan, keepalived::check::beat::Beat::OFF);
         let out = probe_all(&p, &c, 5).await;
         assert!(out.iter().all(|o| o.is_ok()), "{bind}: {out:?}");
         // Five SYN-ACKs, each reset by the kernel: no connection completed.

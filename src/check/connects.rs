@@ -11,6 +11,7 @@
 //! future, for the other callers) and [`super::halfopen`]; its ends go to
 //! the [`super::engine`]'s scheduler as [`Done`]s.
 
+use super::beat::{Beat, SharedBeat};
 use super::conn::{ConnOpts, Done, Failure};
 use super::tcp::close_with_reset;
 use super::timeline::{Clock, Timeline};
@@ -31,6 +32,8 @@ const BATCH: usize = 256;
 #[derive(Default)]
 pub struct Connects {
     drivers: OnceLock<Option<Vec<Arc<Driver>>>>,
+    /// The engine's beat, which the drivers' timeouts keep.
+    beat: Arc<SharedBeat>,
 }
 
 /// A connect to make: the check's options, its id, when it was launched,
@@ -41,6 +44,11 @@ impl Connects {
     /// A prober's, with no driver yet.
     pub fn new() -> Connects {
         Connects::default()
+    }
+
+    /// Keeps `beat` from now on (the engine's, at its start).
+    pub fn keep(&self, beat: Beat) {
+        self.beat.set(beat);
     }
 
     /// Starts check `id`'s connect to `c`; its end goes to `tx`. False when
@@ -68,7 +76,7 @@ impl Connects {
             .get_or_init(|| {
                 let n = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
                 match (0..n)
-                    .map(|_| Driver::start())
+                    .map(|_| Driver::start(self.beat.clone()))
                     .collect::<io::Result<Vec<_>>>()
                 {
                     Ok(d) => Some(d),
@@ -119,6 +127,7 @@ struct Driver {
     launches: mpsc::UnboundedSender<Launch>,
     epoll: AsyncFd<EpollFd>,
     out: Mutex<Out>,
+    beat: Arc<SharedBeat>,
     task: JoinHandle<()>,
 }
 
@@ -148,7 +157,7 @@ impl Drop for Driver {
 }
 
 impl Driver {
-    fn start() -> io::Result<Arc<Driver>> {
+    fn start(beat: Arc<SharedBeat>) -> io::Result<Arc<Driver>> {
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(io::Error::from)?;
         // SAFETY: the AsyncFd owns the epoll set, and so its descriptor,
         // which stays open and the same until the AsyncFd is dropped.
@@ -166,6 +175,7 @@ impl Driver {
                 deadlines: Timeline::new(),
                 clock: Clock::from(Instant::now()),
             }),
+            beat,
             task: tokio::spawn(drive(me.clone(), rx)),
         }))
     }
@@ -316,7 +326,7 @@ async fn drive(d: Weak<Driver>, mut launches: mpsc::UnboundedReceiver<Launch>) {
         let Some(me) = d.upgrade() else { return };
         let next = me.expire();
         if let Some(at) = next {
-            timer.as_mut().reset(at);
+            timer.as_mut().reset(me.beat.get().at(at));
         }
         tokio::select! {
             r = me.epoll.readable() => match r {

@@ -15,6 +15,7 @@
 //! the clock (tokio's) are passed in, so scheduling is tested on paused
 //! time with scripted results.
 
+use super::beat::Beat;
 pub use super::board::{Board, CheckStatus, LastRun, Run, TypeTotals, LATENCY_BUCKETS};
 use super::file::{self, FileState};
 pub use super::jitter::Jitter;
@@ -49,7 +50,8 @@ impl Engine {
         mut jitter: Jitter,
     ) -> Engine {
         let mut tasks = JoinSet::new();
-        prober.prepare(plan);
+        let beat = Beat::for_rate(check_rate(plan));
+        prober.prepare(plan, beat);
         let board = Arc::new(Board::new(plan));
         let now = Instant::now();
         let clock = Clock::from(now);
@@ -77,6 +79,7 @@ impl Engine {
                 schedules,
                 queue: Timeline::from_unsorted(firsts),
                 clock,
+                beat,
                 prober,
                 tx: tx.clone(),
                 board: board.clone(),
@@ -109,6 +112,16 @@ impl Engine {
     }
 }
 
+/// Checks a second that `plan` runs (one per `delay_loop` each): what the
+/// timers' [`Beat`] is chosen by.
+fn check_rate(plan: &Plan) -> f64 {
+    plan.checks
+        .iter()
+        .filter(|c| !matches!(c.kind, ProbeKind::File { .. }))
+        .map(|c| 1.0 / c.timing.delay_loop.as_secs_f64().max(1e-3))
+        .sum()
+}
+
 /// Probes launched at most in one turn of the scheduler ([`Scheduler::run`]).
 const LAUNCH_BATCH: usize = 256;
 
@@ -126,6 +139,8 @@ struct Scheduler {
     queue: Timeline<u64, u32>,
     /// The queue's times, from the scheduler's start.
     clock: Clock,
+    /// When the timer fires: a due check waits for the next step of it.
+    beat: Beat,
     prober: Arc<dyn Prober>,
     /// Where probes launched without a task of their own end.
     done: mpsc::UnboundedSender<Done>,
@@ -145,7 +160,10 @@ impl Scheduler {
         tokio::pin!(timer);
         let mut armed = None;
         loop {
-            let next = self.queue.peek().map(|t| self.clock.instant(t));
+            let next = self
+                .queue
+                .peek()
+                .map(|t| self.beat.at(self.clock.instant(t)));
             if let Some(at) = next.filter(|_| next != armed) {
                 timer.as_mut().reset(at);
             }
@@ -560,6 +578,79 @@ mod tests {
         let distinct: std::collections::BTreeSet<u64> =
             firsts.iter().map(|t| (t * 10.0) as u64).collect();
         assert!(distinct.len() > 20, "spread: {distinct:?}");
+    }
+
+    /// `n` TCP_CHECKs at `delay_loop 1`, `warmup 1`: when each first ran,
+    /// and when it was due (the engine's jitter, drawn again).
+    async fn first_runs(n: u16) -> Vec<(Duration, Duration)> {
+        let mut body = String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 1\n");
+        for i in 0..n {
+            body.push_str(&format!(
+                " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup 1\n }}\n }}\n",
+                9000 + i
+            ));
+        }
+        body.push_str("}\n");
+        let cfg = conf(&body);
+        let (plan, _) = plan(&cfg, &PlanOptions::default());
+        let p = Arc::new(Scripted::default());
+        *p.t0.lock().unwrap() = Some(Instant::now());
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let mut j = Jitter::with_seed(7);
+        plan.checks
+            .iter()
+            .map(|c| {
+                let due = Duration::from_secs(1) + j.upto(Duration::from_secs(1));
+                let ran = p
+                    .runs
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r.0 == *c.name.to_string())
+                    .expect("ran")
+                    .1;
+                (ran, due)
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_high_rates_checks_launch_on_the_beat() {
+        // 300 checks a second: over beat::RATE.
+        let runs = first_runs(300).await;
+        let step = crate::check::beat::PERIOD;
+        // Each within one step of when it was due (and tokio's rounding up
+        // to its millisecond), never before.
+        for &(ran, due) in &runs {
+            assert!(
+                ran >= due && ran - due <= step + Duration::from_millis(1),
+                "ran {ran:?}, due {due:?}"
+            );
+        }
+        // And all on one grid: a few dozen wake-ups for 300 launches.
+        let first = runs.iter().map(|r| r.0).min().unwrap();
+        for &(ran, _) in &runs {
+            assert_eq!((ran - first).as_nanos() % step.as_nanos(), 0, "{ran:?}");
+        }
+        let wakes: std::collections::BTreeSet<Duration> = runs.iter().map(|r| r.0).collect();
+        assert!(wakes.len() <= 126, "{} wake-ups", wakes.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_low_rates_each_check_launches_at_its_own_time() {
+        // 100 checks a second: under beat::RATE; tokio's timers round up to
+        // the millisecond.
+        let runs = first_runs(100).await;
+        for &(ran, due) in &runs {
+            assert!(
+                ran >= due && ran - due < Duration::from_millis(1),
+                "ran {ran:?}, due {due:?}"
+            );
+        }
+        let wakes: std::collections::BTreeSet<Duration> = runs.iter().map(|r| r.0).collect();
+        assert!(wakes.len() > 80, "{} wake-ups", wakes.len());
     }
 
     #[tokio::test(start_paused = true)]

@@ -21,6 +21,7 @@
 
 mod tasks;
 
+use super::beat::{Beat, SharedBeat};
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};
 use super::timeline::{Clock, Timeline};
@@ -172,6 +173,8 @@ pub struct HalfOpen {
     denied: std::sync::OnceLock<bool>,
     routes: Routes,
     seq: AtomicU64,
+    /// The engine's beat, which the sources' reads and timeouts keep.
+    beat: Arc<SharedBeat>,
 }
 
 /// One raw socket, its ports and the probes in flight on it.
@@ -192,9 +195,9 @@ struct Source {
     /// Wakes the timeout task when a deadline earlier than the one it
     /// sleeps to came.
     earlier: Arc<Notify>,
-    /// The deadline the timeout task sleeps to, as nanoseconds from
-    /// `clock`'s epoch (`u64::MAX`: none); written and read under
-    /// `deadlines`' lock.
+    /// The deadline the timeout task sleeps to (on the beat), as
+    /// nanoseconds from `clock`'s epoch (`u64::MAX`: none); written and
+    /// read under `deadlines`' lock.
     /// A launch wakes the task only for an earlier one: at a thousand
     /// probes a second, with each answered probe's deadline gone at once,
     /// "earlier than all others" was nearly every launch, a wake-up each.
@@ -213,6 +216,8 @@ struct Source {
     /// Our address, the source of its SYNs.
     addr: IpAddr,
     routes: Routes,
+    /// When the reader and the timeout task wake.
+    beat: Arc<SharedBeat>,
     tx: mpsc::UnboundedSender<(SocketAddr, Packet)>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -304,6 +309,11 @@ impl HalfOpen {
         HalfOpen::default()
     }
 
+    /// Keeps `beat` from now on (the engine's, at its start).
+    pub fn keep(&self, beat: Beat) {
+        self.beat.set(beat);
+    }
+
     /// Finds out whether raw sockets may be opened, so that a missing
     /// capability is reported (once) when the checks start; `c` then
     /// connects in full. No route is asked here (tens of thousands of
@@ -377,7 +387,7 @@ impl HalfOpen {
         {
             let mut d = src.deadlines.lock().expect("deadlines");
             d.push(deadline, (c.dst, port, seq));
-            let at = src.clock.tick(deadline);
+            let at = src.clock.tick(src.beat.get().at(deadline));
             if at < src.armed.load(Ordering::Relaxed) {
                 src.armed.store(at, Ordering::Relaxed);
                 src.earlier.notify_one();
@@ -469,7 +479,7 @@ impl HalfOpen {
         if self.denied.get() == Some(&true) {
             return None;
         }
-        let s = match Source::open(key, self.routes.clone()) {
+        let s = match Source::open(key, self.routes.clone(), self.beat.clone()) {
             Ok(s) => Some(s),
             Err(e) => {
                 log_unopened(c, &e);
@@ -578,7 +588,7 @@ impl Source {
         }
     }
 
-    fn open(key: &Key, routes: Routes) -> io::Result<Arc<Source>> {
+    fn open(key: &Key, routes: Routes, beat: Arc<SharedBeat>) -> io::Result<Arc<Source>> {
         let v6 = key.src.is_ipv6();
         let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
         let raw = Socket::new(
@@ -639,6 +649,7 @@ impl Source {
             v6,
             addr: key.src,
             routes,
+            beat,
             tx,
             tasks: vec![
                 tokio::spawn(tasks::send_loop(raw, rx, queued)),

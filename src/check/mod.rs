@@ -8,8 +8,10 @@
 //! [`notify`] calls. The probes are behind [`prober`]: one module per
 //! checker type ([`tcp`], [`http`] for HTTP_GET and SSL_GET, [`misc`],
 //! [`udp`], [`ping`], [`dns`], [`smtp`], [`file`]) over the shared socket
-//! options of [`conn`]. [`jitter`] spreads the first runs.
+//! options of [`conn`]. [`jitter`] spreads the first runs; at high rates
+//! the timers keep one [`beat`].
 
+pub mod beat;
 pub mod board;
 pub mod conn;
 pub mod connects;

@@ -3,6 +3,7 @@
 //!
 //! I/O shell of the checker, called by the [`super::engine`]'s tasks.
 
+use super::beat::Beat;
 pub use super::conn::Done;
 use super::conn::Failure;
 use super::connects::Connects;
@@ -19,8 +20,9 @@ pub type Outcome = Result<Option<u8>, Failure>;
 /// Runs one probe. The real one does I/O; tests script results.
 pub trait Prober: Send + Sync + 'static {
     /// Makes ready what the plan's probes need before they start (the
-    /// half-open probes' raw sockets), reporting what is missing then.
-    fn prepare(&self, _plan: &Plan) {}
+    /// half-open probes' raw sockets), reporting what is missing then; the
+    /// prober's own timers keep `beat`, the engine's.
+    fn prepare(&self, _plan: &Plan, _beat: Beat) {}
 
     /// Starts check `id` (`check`) without a task of its own, when its
     /// probe can (a half-open SYN): its end is sent to `done`. False: run
@@ -64,7 +66,9 @@ impl NetProber {
 }
 
 impl Prober for NetProber {
-    fn prepare(&self, plan: &Plan) {
+    fn prepare(&self, plan: &Plan, beat: Beat) {
+        self.half_open.keep(beat);
+        self.connects.keep(beat);
         for c in plan.checks.iter() {
             if let ProbeKind::Tcp(c) = &c.kind {
                 if c.half_open {

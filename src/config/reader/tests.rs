@@ -43,6 +43,37 @@ fn definitions_conditionals_and_sequences() {
 }
 
 #[test]
+fn the_brace_after_a_block_s_keyword_is_taken_once_by_the_block() {
+    // The parser takes the `{` of `keyword ... {` with the keyword
+    // (Reader::take_open_brace) instead of reading it as a line of its own.
+    let mut l = MemLoader {
+        cwd: PathBuf::from("/c"),
+        ..MemLoader::default()
+    };
+    l.files.insert(
+        PathBuf::from("/c/k.conf"),
+        b"vs a {\n x 1\n}\nb\n{\n}\n".to_vec(),
+    );
+    let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
+    let mut next = |r: &mut Reader<'_>| r.next_line().map(|x| x.text);
+    assert_eq!(next(&mut r).as_deref(), Some("vs a"));
+    assert!(r.take_open_brace());
+    // Once: the line after it comes next, not a `{`.
+    assert!(!r.take_open_brace());
+    assert_eq!(next(&mut r).as_deref(), Some("x 1"));
+    assert!(!r.take_open_brace());
+    assert_eq!(next(&mut r).as_deref(), Some("}"));
+    assert_eq!(next(&mut r).as_deref(), Some("b"));
+    // A brace on a line of its own is that line, never taken.
+    assert!(!r.take_open_brace());
+    assert_eq!(next(&mut r).as_deref(), Some("{"));
+    assert_eq!(next(&mut r).as_deref(), Some("}"));
+    assert_eq!(next(&mut r), None);
+    // The taken brace counted in the balance: no "Extra '}'".
+    assert!(r.diags.items().is_empty(), "{:?}", r.diags.items());
+}
+
+#[test]
 fn random_stays_in_range_and_repeats_for_a_seed() {
     // Values differ from keepalived's random(); see docs/compat.md.
     let (l, _) = lines(b"a ${_RANDOM 5 5}\nb ${_RANDOM 1 3}\n");

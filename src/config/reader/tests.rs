@@ -55,7 +55,7 @@ fn the_brace_after_a_block_s_keyword_is_taken_once_by_the_block() {
         b"vs a {\n x 1\n}\nb\n{\n}\n".to_vec(),
     );
     let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
-    let mut next = |r: &mut Reader<'_>| r.next_line().map(|x| x.text);
+    let next = |r: &mut Reader<'_>| r.next_line().map(|x| x.text);
     assert_eq!(next(&mut r).as_deref(), Some("vs a"));
     assert!(r.take_open_brace());
     // Once: the line after it comes next, not a `{`.

@@ -133,11 +133,15 @@ impl Source {
     /// `recvmmsg`, and hands each to the probe waiting for it. Returns how
     /// many came.
     fn read(&self) -> usize {
-        RECV.with_borrow_mut(|(hdrs, bufs)| self.read_with(hdrs, bufs))
+        let recv = if self.v6 { &RECV6 } else { &RECV4 };
+        recv.with_borrow_mut(|(hdrs, bufs)| self.read_with(hdrs, bufs))
     }
 
     fn read_with(&self, hdrs: &mut MultiHeaders<SockaddrStorage>, bufs: &mut Bufs) -> usize {
         let mut any = 0;
+        // A batch's answered probes and SYNs to send again.
+        let mut answers: Vec<(Waiter, syn::Answer, SocketAddr, u32)> = Vec::new();
+        let mut again: Vec<(SocketAddr, u16, u32, u32)> = Vec::new();
         loop {
             let got = match recv_batch(self.raw.get_ref(), hdrs, bufs) {
                 Ok(g) => g,
@@ -149,53 +153,64 @@ impl Source {
             };
             let full = got.len() == BATCH;
             any += got.len();
-            for (i, (len, from)) in got.into_iter().enumerate() {
-                let pkt = &bufs[i][..len.min(syn::SNAP as usize)];
-                let reply = match (self.v6, from) {
-                    (true, Some(IpAddr::V6(a))) => syn::parse_v6(a, pkt),
-                    (false, _) => syn::parse_v4(pkt),
-                    _ => None,
-                };
-                let Some(r) = reply else { continue };
+            // The batch's replies matched under one hold of the probes'
+            // lock, their waiters told and SYNs sent again after it: a hold
+            // per reply, against the scheduler's launches on another
+            // thread, slowed the reader below the replies' rate (at 60,000
+            // a second on two threads, until they were read seconds late
+            // and the probes timed out).
+            {
                 let mut inflight = self.inflight.lock().expect("inflight");
-                let key = (r.from, r.to_port);
-                let Some(p) = inflight.get_mut(&key) else {
-                    continue;
-                };
-                match r.segment {
-                    Segment::Answer(a) if p.sent.wrapping_add(1) == r.ack => {
-                        if let Some(p) = inflight.remove(&key) {
-                            drop(inflight);
-                            self.answered(p.waiter, a, r.from, p.sent);
+                for (i, (len, from)) in got.into_iter().enumerate() {
+                    let pkt = &bufs[i][..len.min(syn::SNAP as usize)];
+                    let reply = match (self.v6, from) {
+                        (true, Some(IpAddr::V6(a))) => syn::parse_v6(a, pkt),
+                        (false, _) => syn::parse_v4(pkt),
+                        _ => None,
+                    };
+                    let Some(r) = reply else { continue };
+                    let key = (r.from, r.to_port);
+                    let Some(p) = inflight.get_mut(&key) else {
+                        continue;
+                    };
+                    match r.segment {
+                        Segment::Answer(a) if p.sent.wrapping_add(1) == r.ack => {
+                            if let Some(p) = inflight.remove(&key) {
+                                answers.push((p.waiter, a, r.from, p.sent));
+                            }
                         }
-                    }
-                    // The backend holds an older connection between these
-                    // ports and took our SYN for part of it (a full-connect
-                    // checker's in TIME_WAIT, for one, if the backend
-                    // closed first). A connect's kernel resets that ACK and
-                    // sends its SYN again a second later; ours resets it
-                    // too (the port is held, not listening), and the SYN
-                    // goes again now, numbered past the old connection's
-                    // (r.ack: its next number), which a TIME_WAIT takes as
-                    // a new one even where resets do not end it (RFC
-                    // 1337). Once per probe: a second such ACK leaves it to
-                    // its timeout.
-                    Segment::BareAck if p.sent == p.seq => {
-                        // Past the old connection by a part of our own
-                        // unpredictable number, not by a known step.
-                        p.sent = r.ack.wrapping_add(1 + (p.seq >> 12));
-                        let sent = p.sent;
-                        drop(inflight);
-                        let us = SocketAddr::new(self.addr, r.to_port);
-                        if self.own_rst {
-                            let rst = syn::rst(us, r.from, r.ack);
-                            self.send(r.from, Packet::new(us, r.from, &rst));
+                        // The backend holds an older connection between
+                        // these ports and took our SYN for part of it (a
+                        // full-connect checker's in TIME_WAIT, for one, if
+                        // the backend closed first). A connect's kernel
+                        // resets that ACK and sends its SYN again a second
+                        // later; ours resets it too (the port is held, not
+                        // listening), and the SYN goes again now, numbered
+                        // past the old connection's (r.ack: its next
+                        // number), which a TIME_WAIT takes as a new one even
+                        // where resets do not end it (RFC 1337). Once per
+                        // probe: a second such ACK leaves it to its timeout.
+                        Segment::BareAck if p.sent == p.seq => {
+                            // Past the old connection by a part of our own
+                            // unpredictable number, not by a known step.
+                            p.sent = r.ack.wrapping_add(1 + (p.seq >> 12));
+                            again.push((r.from, r.to_port, r.ack, p.sent));
                         }
-                        let again = syn::syn(us, r.from, sent);
-                        self.send(r.from, Packet::new(us, r.from, &again));
+                        _ => {}
                     }
-                    _ => {}
                 }
+            }
+            for (w, a, from, sent) in answers.drain(..) {
+                self.answered(w, a, from, sent);
+            }
+            for (from, port, ack, sent) in again.drain(..) {
+                let us = SocketAddr::new(self.addr, port);
+                if self.own_rst {
+                    let rst = syn::rst(us, from, ack);
+                    self.send(from, Packet::new(us, from, &rst));
+                }
+                let syn = syn::syn(us, from, sent);
+                self.send(from, Packet::new(us, from, &syn));
             }
             // Replies come in the order the SYNs left: the deadlines of the
             // probes just answered are mostly first in line, and go now
@@ -285,16 +300,26 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
 /// A batch's buffers for the replies.
 type Bufs = [[u8; syn::SNAP as usize]; BATCH];
 
+/// A thread's headers and buffers for `recvmmsg`.
+type Recv = std::cell::RefCell<(MultiHeaders<SockaddrStorage>, Box<Bufs>)>;
+
+fn recv_state() -> Recv {
+    std::cell::RefCell::new((
+        MultiHeaders::preallocate(BATCH, None),
+        Box::new([[0u8; syn::SNAP as usize]; BATCH]),
+    ))
+}
+
 thread_local! {
     /// Each thread's headers and buffers for `recvmmsg`, made once: made
     /// per read (17 KB zeroed), they were a tenth of the prober's own
     /// instructions at a thousand probes a second. The headers hold
-    /// pointers, and so stay on their thread.
-    static RECV: std::cell::RefCell<(MultiHeaders<SockaddrStorage>, Box<Bufs>)> =
-        std::cell::RefCell::new((
-            MultiHeaders::preallocate(BATCH, None),
-            Box::new([[0u8; syn::SNAP as usize]; BATCH]),
-        ));
+    /// pointers, and so stay on their thread. One set per family: the
+    /// kernel writes each source address's length into its header, which
+    /// the next call keeps, and an IPv6 address read into a header an
+    /// IPv4 one shortened was cut (the probe then timed out).
+    static RECV4: Recv = recv_state();
+    static RECV6: Recv = recv_state();
 }
 
 fn recv_batch(

@@ -550,21 +550,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn warmup_spreads_first_runs_within_one_second_plus_warmup() {
-        let mut body =
-            String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 10\n");
-        for i in 0..50 {
-            body.push_str(&format!(
-                " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup 4\n }}\n }}\n",
-                9000 + i
-            ));
-        }
-        body.push_str("}\n");
-        let cfg = conf(&body);
-        let (plan, _) = plan(&cfg, &PlanOptions::default());
-        let p = Arc::new(Scripted::default());
-        *p.t0.lock().unwrap() = Some(Instant::now());
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
+        let (_plan, p, _e, _rx) = start_tcp_checks(50, 10, 4);
         tokio::time::sleep(Duration::from_secs(6)).await;
         let firsts: Vec<f64> = p
             .runs
@@ -580,13 +566,18 @@ mod tests {
         assert!(distinct.len() > 20, "spread: {distinct:?}");
     }
 
-    /// `n` TCP_CHECKs at `delay_loop 1`, `warmup 1`: when each first ran,
-    /// and when it was due (the engine's jitter, drawn again).
-    async fn first_runs(n: u16) -> Vec<(Duration, Duration)> {
-        let mut body = String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 1\n");
+    /// An engine running `n` scripted TCP_CHECKs (ports from 9000) at
+    /// `delay_loop` and `warmup` seconds, jitter seeded with 7.
+    fn start_tcp_checks(
+        n: u16,
+        delay: u32,
+        warmup: u32,
+    ) -> (Plan, Arc<Scripted>, Engine, mpsc::UnboundedReceiver<Event>) {
+        let mut body =
+            format!("virtual_server 10.0.0.1 80 {{\n protocol TCP\n delay_loop {delay}\n");
         for i in 0..n {
             body.push_str(&format!(
-                " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup 1\n }}\n }}\n",
+                " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup {warmup}\n }}\n }}\n",
                 9000 + i
             ));
         }
@@ -595,8 +586,15 @@ mod tests {
         let (plan, _) = plan(&cfg, &PlanOptions::default());
         let p = Arc::new(Scripted::default());
         *p.t0.lock().unwrap() = Some(Instant::now());
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let _e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
+        (plan, p, e, rx)
+    }
+
+    /// `n` TCP_CHECKs at `delay_loop 1`, `warmup 1`: when each first ran,
+    /// and when it was due (the engine's jitter, drawn again).
+    async fn first_runs(n: u16) -> Vec<(Duration, Duration)> {
+        let (plan, p, _e, _rx) = start_tcp_checks(n, 1, 1);
         tokio::time::sleep(Duration::from_millis(2100)).await;
         let mut j = Jitter::with_seed(7);
         plan.checks

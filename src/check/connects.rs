@@ -11,7 +11,7 @@
 //! future, for the other callers) and [`super::halfopen`]; its ends go to
 //! the [`super::engine`]'s scheduler as [`Done`]s.
 
-use super::beat::{Beat, SharedBeat};
+use super::beat::SharedBeat;
 use super::conn::{ConnOpts, Done, Failure};
 use super::tcp::close_with_reset;
 use super::timeline::{Clock, Timeline};
@@ -41,14 +41,12 @@ pub struct Connects {
 type Launch = (ConnOpts, u32, Instant, mpsc::UnboundedSender<Done>);
 
 impl Connects {
-    /// A prober's, with no driver yet.
-    pub fn new() -> Connects {
-        Connects::default()
-    }
-
-    /// Keeps `beat` from now on (the engine's, at its start).
-    pub fn keep(&self, beat: Beat) {
-        self.beat.set(beat);
+    /// A prober's, with no driver yet, its timeouts on `beat`.
+    pub fn new(beat: Arc<SharedBeat>) -> Connects {
+        Connects {
+            beat,
+            ..Connects::default()
+        }
     }
 
     /// Starts check `id`'s connect to `c`; its end goes to `tx`. False when
@@ -380,7 +378,7 @@ mod tests {
             let t = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
             t.local_addr().unwrap()
         };
-        let c = Connects::new();
+        let c = Connects::new(Default::default());
         for _ in 0..3 {
             let (r, _) = one(&c, up, Duration::from_secs(2)).await;
             assert!(r.is_ok(), "{r:?}");
@@ -405,7 +403,7 @@ mod tests {
             .unwrap();
         s.listen(0).unwrap();
         let to = s.local_addr().unwrap().as_socket().unwrap();
-        let c = Connects::new();
+        let c = Connects::new(Default::default());
         let (tx, mut rx) = mpsc::unbounded_channel();
         let n = 20;
         for i in 0..n {

@@ -21,7 +21,7 @@
 
 mod tasks;
 
-use super::beat::{Beat, SharedBeat};
+use super::beat::SharedBeat;
 use super::conn::{ConnOpts, Failure};
 use super::syn::{self, Answer};
 use super::timeline::{Clock, Timeline};
@@ -304,14 +304,12 @@ impl Drop for Claim<'_> {
 }
 
 impl HalfOpen {
-    /// A prober with no source open yet.
-    pub fn new() -> HalfOpen {
-        HalfOpen::default()
-    }
-
-    /// Keeps `beat` from now on (the engine's, at its start).
-    pub fn keep(&self, beat: Beat) {
-        self.beat.set(beat);
+    /// A prober with no source open yet, its timers on `beat`.
+    pub fn new(beat: Arc<SharedBeat>) -> HalfOpen {
+        HalfOpen {
+            beat,
+            ..HalfOpen::default()
+        }
     }
 
     /// Finds out whether raw sockets may be opened, so that a missing

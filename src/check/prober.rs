@@ -3,7 +3,7 @@
 //!
 //! I/O shell of the checker, called by the [`super::engine`]'s tasks.
 
-use super::beat::Beat;
+use super::beat::{Beat, SharedBeat};
 pub use super::conn::Done;
 use super::conn::Failure;
 use super::connects::Connects;
@@ -12,6 +12,7 @@ use super::misc::{self, Scripts};
 use super::plan::{Plan, Planned, ProbeKind};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// The outcome of one probe run: `Ok(Some(status))` carries a MISC
 /// dynamic status.
@@ -51,24 +52,28 @@ pub struct NetProber {
     scripts: Scripts,
     half_open: HalfOpen,
     connects: Connects,
+    /// The engine's beat, kept by the half-open sources' and the connect
+    /// drivers' timers.
+    beat: Arc<SharedBeat>,
 }
 
 impl NetProber {
     /// MISC_CHECK scripts run under `scripts`' cap, shared with the notify
     /// scripts.
     pub fn new(scripts: Scripts) -> NetProber {
+        let beat = Arc::<SharedBeat>::default();
         NetProber {
             scripts,
-            half_open: HalfOpen::new(),
-            connects: Connects::new(),
+            half_open: HalfOpen::new(beat.clone()),
+            connects: Connects::new(beat.clone()),
+            beat,
         }
     }
 }
 
 impl Prober for NetProber {
     fn prepare(&self, plan: &Plan, beat: Beat) {
-        self.half_open.keep(beat);
-        self.connects.keep(beat);
+        self.beat.set(beat);
         for c in plan.checks.iter() {
             if let ProbeKind::Tcp(c) = &c.kind {
                 if c.half_open {

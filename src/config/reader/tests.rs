@@ -2,12 +2,20 @@
 
 use super::*;
 
-fn lines(text: &[u8]) -> (Vec<(String, usize)>, Diagnostics) {
+/// Files in memory under `/c`, the working directory: (name, text).
+fn files(of: &[(&str, &[u8])]) -> MemLoader {
     let mut l = MemLoader {
         cwd: PathBuf::from("/c"),
         ..MemLoader::default()
     };
-    l.files.insert(PathBuf::from("/c/k.conf"), text.to_vec());
+    for (name, text) in of {
+        l.files.insert(Path::new("/c").join(name), text.to_vec());
+    }
+    l
+}
+
+fn lines(text: &[u8]) -> (Vec<(String, usize)>, Diagnostics) {
+    let l = files(&[("k.conf", text)]);
     let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
     let mut out = Vec::new();
     while let Some(x) = r.next_line() {
@@ -46,14 +54,7 @@ fn definitions_conditionals_and_sequences() {
 fn the_brace_after_a_block_s_keyword_is_taken_once_by_the_block() {
     // The parser takes the `{` of `keyword ... {` with the keyword
     // (Reader::take_open_brace) instead of reading it as a line of its own.
-    let mut l = MemLoader {
-        cwd: PathBuf::from("/c"),
-        ..MemLoader::default()
-    };
-    l.files.insert(
-        PathBuf::from("/c/k.conf"),
-        b"vs a {\n x 1\n}\nb\n{\n}\n".to_vec(),
-    );
+    let l = files(&[("k.conf", b"vs a {\n x 1\n}\nb\n{\n}\n")]);
     let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
     let next = |r: &mut Reader<'_>| r.next_line().map(|x| x.text);
     assert_eq!(next(&mut r).as_deref(), Some("vs a"));
@@ -85,24 +86,13 @@ fn random_stays_in_range_and_repeats_for_a_seed() {
 
 #[test]
 fn include_loops_end_with_keepalived_s_open_problem() {
-    let mut l = MemLoader {
-        cwd: PathBuf::from("/c"),
-        ..MemLoader::default()
-    };
     // A file that includes itself, a pair that include each other, and a
     // glob that matches its own file (keepalived: EMFILE, or no end).
-    l.files.insert(
-        PathBuf::from("/c/k.conf"),
-        b"a 1\ninclude /c/*.inc\nb 2\n".to_vec(),
-    );
-    l.files.insert(
-        PathBuf::from("/c/x.inc"),
-        b"x 1\ninclude /c/*.inc\n".to_vec(),
-    );
-    l.files.insert(
-        PathBuf::from("/c/y.inc"),
-        b"y 1\ninclude /c/k.conf\n".to_vec(),
-    );
+    let l = files(&[
+        ("k.conf", b"a 1\ninclude /c/*.inc\nb 2\n"),
+        ("x.inc", b"x 1\ninclude /c/*.inc\n"),
+        ("y.inc", b"y 1\ninclude /c/k.conf\n"),
+    ]);
     let mut r = Reader::new(&l, Path::new("/c/k.conf"), "host", IncludeCheck::default());
     let mut out = Vec::new();
     while let Some(x) = r.next_line() {

@@ -32,7 +32,6 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
@@ -210,7 +209,7 @@ struct Source {
     /// Wakes the reader when a probe goes out with none in flight before.
     reading: Arc<Notify>,
     /// The raw socket, read without readiness events (see [`tasks::recv_loop`]).
-    raw: Arc<AsyncFd<Socket>>,
+    raw: Arc<Socket>,
     /// It is an IPv6 socket (replies come without their IP header).
     v6: bool,
     /// Our address, the source of its SYNs.
@@ -233,7 +232,7 @@ impl Source {
         if self.queued.load(Ordering::Acquire) == 0 && self.lone_at.swap(ms, Ordering::AcqRel) != ms
         {
             let to = SockAddr::from(SocketAddr::new(dst.ip(), 0));
-            match self.raw.get_ref().send_to(packet.bytes(), &to) {
+            match self.raw.send_to(packet.bytes(), &to) {
                 Ok(_) => return,
                 // As the sender does: that SYN is dropped, its probe times
                 // out.
@@ -617,15 +616,13 @@ impl Source {
         // Replies that came before the filter was in place: drop them.
         let mut junk = [std::mem::MaybeUninit::<u8>::uninit(); 128];
         while raw.recv(&mut junk).is_ok() {}
-        // Registered for writing only: a reply then wakes nobody (a
-        // readiness event per reply was a wake-up of the I/O driver per
-        // probe); the reader polls while probes are out (recv_loop).
-        // SAFETY: the AsyncFd owns the socket, and so its descriptor, which
-        // stays open and the same until the AsyncFd is dropped.
-        let raw = Arc::new(
-            unsafe { AsyncFd::register_with_interest(raw, tokio::io::Interest::WRITABLE) }
-                .map_err(io::Error::from)?,
-        );
+        // Not in the I/O driver's epoll set at all: the reader polls while
+        // probes are out (recv_loop), and the sender tries a full buffer
+        // again later (send_loop). Registered, each reply queued and each
+        // SYN's buffer freed woke the epoll entry (taking its lock), and
+        // for writing each freed buffer made a readiness event: a wake-up
+        // of the I/O driver per probe.
+        let raw = Arc::new(raw);
         let (tx, rx) = mpsc::unbounded_channel();
         let earlier = Arc::new(Notify::new());
         let reading = Arc::new(Notify::new());

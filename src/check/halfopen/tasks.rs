@@ -17,13 +17,18 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
+/// How long a sender whose socket's buffer is full waits to try again.
+const FULL_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Sends what is queued, in batches of up to [`BATCH`] per `sendmmsg`.
+/// A full send buffer (rare: a SYN's buffer is freed as it leaves) is
+/// tried again a millisecond later; the socket is not in the I/O driver's
+/// epoll set (see [`Source::open`]).
 pub(super) async fn send_loop(
-    fd: Arc<AsyncFd<Socket>>,
+    fd: Arc<Socket>,
     mut rx: mpsc::UnboundedReceiver<(SocketAddr, Packet)>,
     queued: Arc<std::sync::atomic::AtomicUsize>,
 ) {
@@ -38,20 +43,19 @@ pub(super) async fn send_loop(
         }
         let mut sent = 0;
         while sent < batch.len() {
-            let Ok(mut guard) = fd.writable().await else {
-                return;
-            };
             let rest = &batch[sent..];
-            match guard.try_io(|s| send_batch(s.get_ref(), rest)) {
-                Ok(Ok(n)) => sent += n.max(1),
-                Ok(Err(e)) => {
+            match send_batch(&fd, rest) {
+                Ok(n) => sent += n.max(1),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    tokio::time::sleep(FULL_RETRY).await;
+                }
+                Err(e) => {
                     // A destination the kernel refuses (no route) must not
                     // hold up the others: that SYN is dropped and its probe
                     // times out.
                     log::debug!("half-open: sendmmsg to {}: {e}", rest[0].0);
                     sent += 1;
                 }
-                Err(_would_block) => {}
             }
         }
         // Sent or dropped: a launch may send at once again.
@@ -143,7 +147,7 @@ impl Source {
         let mut answers: Vec<(Waiter, syn::Answer, SocketAddr, u32)> = Vec::new();
         let mut again: Vec<(SocketAddr, u16, u32, u32)> = Vec::new();
         loop {
-            let got = match recv_batch(self.raw.get_ref(), hdrs, bufs) {
+            let got = match recv_batch(&self.raw, hdrs, bufs) {
                 Ok(g) => g,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return any,
                 Err(e) => {

@@ -2,7 +2,13 @@
 # Benchmark: cost at scale, side by side with keepalived 2.2.7 on this host
 # (issue 18). keepalived's checker runs here through ../shared/tools/ipvs-shim
 # (an LD_PRELOAD that answers its IPVS socket options as our --dry-run does),
-# both against the same loopback backends (examples/bench_backends.rs).
+# both against the same loopback backends (examples/bench_backends.rs), one
+# listener a port on the wildcard address (`--any`): one listener a real
+# server's address put 50,000 listening sockets in this kernel, and every
+# listener lookup (a SYN's; two for a half-open probe's SYN-ACK, to a port
+# nobody listens on) walked chains of them cold in the cache, a cost no
+# director whose backends are other hosts pays. The kernel's ListenDrops
+# over each window is printed: 0 says the backends kept up.
 #
 # For each size (real servers, delay_loop 1) and each run:
 #   keepalived        keepalived 2.2.7 -C, TCP_CHECK (full connect) / HTTP_GET
@@ -98,9 +104,9 @@ backend_count() { # "tcp http", summed over the backends' logs
     done
     echo $((tt + hh))
 }
-embryonic_rsts() { # TcpExt EmbryonicRsts, found by its name in the header
-    awk '/^TcpExt:/ { if (!c) { for (i = 2; i <= NF; i++) if ($i == "EmbryonicRsts") c = i }
-                      else { print $c; exit } }' /proc/net/netstat
+tcpext() { # NAME: a TcpExt counter, found by its name in the header
+    awk -v n="$1" '/^TcpExt:/ { if (!c) { for (i = 2; i <= NF; i++) if ($i == n) c = i }
+                               else { print $c; exit } }' /proc/net/netstat
 }
 
 # run NAME IMPL KIND N DELAY: one measurement line
@@ -111,7 +117,7 @@ run() {
     gen "$kind" "$n" "$delay" "$half" > "$conf"
     local bpids="" l
     for l in "$WORK"/list.[0-9]*; do
-        "$BACKENDS" "$l" 100000 > "$l.log" 2>&1 &
+        "$BACKENDS" "$l" 100000 --any > "$l.log" 2>&1 &
         bpids="$bpids $!"
         while ! grep -q '^@@LISTENING' "$l.log"; do sleep 0.2; done
     done
@@ -126,10 +132,10 @@ run() {
         cpid=$pid
     fi
     sleep "$WARMUP"
-    local c0 b0 e0 t0 c1 b1 e1 t1 anon
-    c0=$(cpu_ticks "$cpid"); b0=$(backend_count); e0=$(embryonic_rsts); t0=$(date +%s%N)
+    local c0 b0 e0 d0 t0 c1 b1 e1 d1 t1 anon
+    c0=$(cpu_ticks "$cpid"); b0=$(backend_count); e0=$(tcpext EmbryonicRsts); d0=$(tcpext ListenDrops); t0=$(date +%s%N)
     sleep "$WINDOW"
-    c1=$(cpu_ticks "$cpid"); b1=$(backend_count); e1=$(embryonic_rsts); t1=$(date +%s%N)
+    c1=$(cpu_ticks "$cpid"); b1=$(backend_count); e1=$(tcpext EmbryonicRsts); d1=$(tcpext ListenDrops); t1=$(date +%s%N)
     anon=$(anon_kb "$cpid")
     kill -TERM "$pid" 2>/dev/null || true
     # A daemon that does not stop at SIGTERM is a defect: say so, with its
@@ -152,7 +158,7 @@ run() {
     [ -z "${SCALE_KEEP:-}" ] || cp "$WORK/run.log" "$WORK/$name.log"
     local checks=$((b1 - b0))
     [ "$half" = 1 ] && checks=$((e1 - e0))
-    echo "@@ $name impl=$impl kind=$kind n=$n delay=$delay checks=$checks counted_outside=$((b1 - b0)) ns=$((t1 - t0)) cpu_ticks=$((c1 - c0)) anon_kb=$anon"
+    echo "@@ $name impl=$impl kind=$kind n=$n delay=$delay checks=$checks counted_outside=$((b1 - b0)) listen_drops=$((d1 - d0)) ns=$((t1 - t0)) cpu_ticks=$((c1 - c0)) anon_kb=$anon"
 }
 
 LINES=()

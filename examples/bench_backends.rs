@@ -5,7 +5,17 @@
 //! answers sent, so the checks a checker really made are counted outside it, the
 //! same way for keepalived and keepalived-rs.
 //!
-//!   bench_backends LIST_FILE [SECONDS]
+//!   bench_backends LIST_FILE [SECONDS] [--any]
+//!
+//! With `--any` each port of the list is listened on once, on the wildcard
+//! address (and with SO_REUSEPORT, so that several of these processes share
+//! it), as a backend host has one listener for all its addresses; the
+//! addresses of the list must then be local (127.0.0.0/8 on loopback) and
+//! one port has one kind. Without it, one listener per address: 50,000
+//! listening sockets in one kernel, where every lookup of a listener (a
+//! SYN's, and that of a SYN-ACK for a port nobody listens on) walks chains
+//! of them, cold in the cache, a cost no director whose backends are other
+//! hosts pays.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,18 +33,33 @@ fn main() {
     let list = std::fs::read_to_string(args.get(1).expect("usage: bench_backends LIST [SECONDS]"))
         .expect("read list");
     let seconds: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3600);
+    let any = args.iter().any(|a| a == "--any");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     rt.block_on(async move {
         let mut n = 0;
+        let mut ports: Vec<(String, bool)> = Vec::new();
         for line in list.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.len() != 3 {
                 continue;
             }
-            let l = match TcpListener::bind(format!("{}:{}", f[0], f[1])).await {
+            let http = f[2] == "http";
+            if any {
+                match ports.iter().find(|(p, _)| p == f[1]) {
+                    Some((_, h)) if *h != http => panic!("port {} listed as tcp and http", f[1]),
+                    Some(_) => continue,
+                    None => ports.push((f[1].to_string(), http)),
+                }
+            }
+            let at = if any {
+                format!("0.0.0.0:{}", f[1])
+            } else {
+                format!("{}:{}", f[0], f[1])
+            };
+            let l = match listen(&at, any) {
                 Ok(l) => l,
                 Err(e) => {
                     eprintln!("bind {}:{}: {e}", f[0], f[1]);
@@ -42,7 +67,6 @@ fn main() {
                 }
             };
             n += 1;
-            let http = f[2] == "http";
             tokio::spawn(async move {
                 loop {
                     let Ok((mut s, _)) = l.accept().await else {
@@ -85,4 +109,20 @@ fn main() {
             );
         }
     });
+}
+
+/// A listener on `at` (with SO_REUSEPORT when `shared`), its backlog the
+/// most the kernel allows (one listener takes every check of a port).
+fn listen(at: &str, shared: bool) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let addr: std::net::SocketAddr = at.parse().map_err(std::io::Error::other)?;
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    if shared {
+        s.set_reuse_port(true)?;
+    }
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(65535)?;
+    TcpListener::from_std(s.into())
 }

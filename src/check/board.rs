@@ -252,21 +252,33 @@ impl Board {
         next_run: tokio::time::Instant,
         f: impl FnOnce(&mut Start),
     ) {
-        let next_run = self.clock.tick(next_run);
-        if let Some(m) = self.checks.get(id) {
-            let mut e = lock(m);
-            f(&mut e.now);
-            e.next_run = next_run;
-        }
+        self.observed(id, next_run, f, None);
     }
 
-    /// A judged run of check `id`: its own counters and its type's totals.
-    pub(super) fn record(&self, id: usize, run: Run<'_>) {
+    /// Check `id`'s next run, its state now changed by `f`, and a judged
+    /// run if there was one (its own counters and its type's totals): the
+    /// entry locked once for all (at tens of thousands of checks a second
+    /// its line is seldom in the cache).
+    pub(super) fn observed(
+        &self,
+        id: usize,
+        next_run: tokio::time::Instant,
+        f: impl FnOnce(&mut Start),
+        run: Option<Run<'_>>,
+    ) {
         let Some(m) = self.checks.get(id) else {
             return;
         };
-        let at = self.clock.tick(run.at);
-        lock(m).record(run.ok, run.reason, run.latency, at);
+        let next_run = self.clock.tick(next_run);
+        {
+            let mut e = lock(m);
+            f(&mut e.now);
+            e.next_run = next_run;
+            if let Some(run) = &run {
+                e.record(run.ok, run.reason, run.latency, self.clock.tick(run.at));
+            }
+        }
+        let Some(run) = run else { return };
         let mut totals = lock(&self.totals);
         let i = match totals.iter().position(|(t, _)| *t == run.type_name) {
             Some(i) => i,

@@ -239,30 +239,32 @@ impl Scheduler {
         // Written before the events are sent, with no await between: a
         // reload that stops the engine then drains the events finds the
         // board and the events in agreement.
-        self.board.schedule(id, next, |now| {
-            if step.judged {
-                now.state = sch.state;
-                now.url = sch.url;
-                now.misc_status = sch.misc_status;
-            }
-        });
-        if step.judged {
+        let run = step.judged.then(|| {
             let (ok, reason, kind) = match &verdict {
                 Verdict::Fail(r, k) => (false, r.as_str(), *k),
                 _ => (true, "", ""),
             };
-            self.board.record(
-                id,
-                Run {
-                    type_name: c.kind.type_name(),
-                    ok,
-                    reason,
-                    kind,
-                    latency: ended - started,
-                    at: ended,
-                },
-            );
-        }
+            Run {
+                type_name: c.kind.type_name(),
+                ok,
+                reason,
+                kind,
+                latency: ended - started,
+                at: ended,
+            }
+        });
+        self.board.observed(
+            id,
+            next,
+            |now| {
+                if step.judged {
+                    now.state = sch.state;
+                    now.url = sch.url;
+                    now.misc_status = sch.misc_status;
+                }
+            },
+            run,
+        );
         for (change, reason) in step.changes {
             send(&self.tx, id, change, reason);
         }

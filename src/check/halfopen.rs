@@ -102,6 +102,17 @@ impl RouteCache {
         }
     }
 
+    /// Every route kept to `ip` (whatever its device and mark): a probe
+    /// there timed out, and the source it gave may have moved.
+    fn forget(&mut self, ip: IpAddr) {
+        if let IpAddr::V4(v4) = ip {
+            self.v4.remove(&v4);
+        }
+        if !self.other.is_empty() {
+            self.other.retain(|k, _| k.0 != ip);
+        }
+    }
+
     fn remove(&mut self, k: &RouteKey) {
         match k {
             (IpAddr::V4(ip), None, None) => {
@@ -139,18 +150,19 @@ enum Waiter {
     Future(oneshot::Sender<(Answer, u32)>),
     /// The scheduler ([`HalfOpen::launch`]): no task and no timer of the
     /// probe's own; the source's receiver tells it, or its timeout task.
-    Report(Box<Report>),
+    /// Kept in place (a box was an allocation and a free per probe).
+    Report(Report),
 }
 
-/// A launched probe: whom to tell, and what its answer needs.
+/// A launched probe: whom to tell. Our end of it is the source's address
+/// and the port it holds; its route, if one was looked up, is the
+/// destination's (forgotten after a timeout).
 struct Report {
     id: usize,
     started: Instant,
     tx: mpsc::UnboundedSender<Done>,
-    /// Our end of the probe, for the RST we send ourselves.
-    from: SocketAddr,
-    /// How its route was looked up (asked again after a timeout).
-    route: Option<RouteKey>,
+    /// Its source address came from a route (not `bindto`).
+    routed: bool,
 }
 
 impl Report {
@@ -359,18 +371,13 @@ impl HalfOpen {
             return false;
         };
         let seq = self.next_seq();
-        let route = bound_ip(c).is_none().then(|| route_key(c));
-        let mut report = Report {
+        let report = Report {
             id,
             started,
             tx: tx.clone(),
-            from: SocketAddr::new(from, 0),
-            route,
+            routed: bound_ip(c).is_none(),
         };
-        let claimed = src.claim(c.dst, seq, |port| {
-            report.from.set_port(port);
-            Waiter::Report(Box::new(report))
-        });
+        let claimed = src.claim(c.dst, seq, |_| Waiter::Report(report));
         let port = match claimed {
             Ok(p) => p,
             Err((e, w)) => {
@@ -562,9 +569,9 @@ impl Source {
         Ok(port)
     }
 
-    /// A reply's probe answered (to its SYN numbered `sent`): its waiter
-    /// told.
-    fn answered(&self, w: Waiter, answer: Answer, dst: SocketAddr, sent: u32) {
+    /// A reply's probe answered (to its SYN numbered `sent`, from our
+    /// `port`): its waiter told.
+    fn answered(&self, w: Waiter, answer: Answer, dst: SocketAddr, port: u16, sent: u32) {
         match w {
             Waiter::Future(done) => {
                 let _ = done.send((answer, sent));
@@ -573,8 +580,9 @@ impl Source {
                 let result = match answer {
                     Answer::Open => {
                         if self.own_rst {
-                            let rst = syn::rst(r.from, dst, sent.wrapping_add(1));
-                            self.send(dst, Packet::new(r.from, dst, &rst));
+                            let us = SocketAddr::new(self.addr, port);
+                            let rst = syn::rst(us, dst, sent.wrapping_add(1));
+                            self.send(dst, Packet::new(us, dst, &rst));
                         }
                         Ok(())
                     }

@@ -144,7 +144,7 @@ impl Source {
     fn read_with(&self, hdrs: &mut MultiHeaders<SockaddrStorage>, bufs: &mut Bufs) -> usize {
         let mut any = 0;
         // A batch's answered probes and SYNs to send again.
-        let mut answers: Vec<(Waiter, syn::Answer, SocketAddr, u32)> = Vec::new();
+        let mut answers: Vec<(Waiter, syn::Answer, SocketAddr, u16, u32)> = Vec::new();
         let mut again: Vec<(SocketAddr, u16, u32, u32)> = Vec::new();
         loop {
             let got = match recv_batch(&self.raw, hdrs, bufs) {
@@ -180,7 +180,7 @@ impl Source {
                     match r.segment {
                         Segment::Answer(a) if p.sent.wrapping_add(1) == r.ack => {
                             if let Some(p) = inflight.remove(&key) {
-                                answers.push((p.waiter, a, r.from, p.sent));
+                                answers.push((p.waiter, a, r.from, r.to_port, p.sent));
                             }
                         }
                         // The backend holds an older connection between
@@ -204,8 +204,8 @@ impl Source {
                     }
                 }
             }
-            for (w, a, from, sent) in answers.drain(..) {
-                self.answered(w, a, from, sent);
+            for (w, a, from, port, sent) in answers.drain(..) {
+                self.answered(w, a, from, port, sent);
             }
             for (from, port, ack, sent) in again.drain(..) {
                 let us = SocketAddr::new(self.addr, port);
@@ -281,8 +281,8 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
                     }
                 };
                 if let Some(Waiter::Report(r)) = w {
-                    if let Some(rk) = &r.route {
-                        s.routes.lock().expect("routes").remove(rk);
+                    if r.routed {
+                        s.routes.lock().expect("routes").forget(dst.ip());
                     }
                     r.tell(Err(Failure::ConnectTimeout));
                 }

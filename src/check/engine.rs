@@ -168,7 +168,25 @@ impl Scheduler {
                 timer.as_mut().reset(at);
             }
             armed = next;
+            // Ends first, launches last: a probe that ended holds its task
+            // (its future and its result, ~350 bytes for HTTP_GET) until
+            // it is observed. Taken in turn while the thread is saturated,
+            // launches kept ahead and ~19,000 of 20,000 HTTP_GET tasks sat
+            // ended, each observed (and so its next run queued) a second
+            // late; first, the backlog is the queue's due entries instead.
             tokio::select! {
+                biased;
+                Some((id, r, started, ended)) = self.done_rx.recv() => {
+                    self.observe(id, r.map(|()| None), started, ended);
+                }
+                Some(done) = out.join_next(), if !out.is_empty() => match done {
+                    Ok((id, outcome, started, ended)) => self.observe(id, outcome, started, ended),
+                    Err(e) if e.is_panic() => {
+                        // A probe that panicked is a bug; its check goes on.
+                        log::error!("checker probe panicked: {e}");
+                    }
+                    Err(_) => {}
+                },
                 () = &mut timer, if armed.is_some() => {
                     let now = self.clock.tick(Instant::now());
                     let mut launched = 0;
@@ -187,17 +205,6 @@ impl Scheduler {
                         tokio::task::yield_now().await;
                     }
                 }
-                Some((id, r, started, ended)) = self.done_rx.recv() => {
-                    self.observe(id, r.map(|()| None), started, ended);
-                }
-                Some(done) = out.join_next(), if !out.is_empty() => match done {
-                    Ok((id, outcome, started, ended)) => self.observe(id, outcome, started, ended),
-                    Err(e) if e.is_panic() => {
-                        // A probe that panicked is a bug; its check goes on.
-                        log::error!("checker probe panicked: {e}");
-                    }
-                    Err(_) => {}
-                },
             }
         }
     }

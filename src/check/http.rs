@@ -16,7 +16,7 @@ use md5::{Digest, Md5};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 /// keepalived's `MAX_BUFFER_LENGTH`: the headers must fit in one buffer
 /// less its terminating NUL.
@@ -398,12 +398,11 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     tls: bool,
 ) -> Result<Response, Failure> {
     within(timeout, "WEB write", stream.write_all(req)).await?;
-    let mut buf = [0u8; 4096];
     loop {
         if resp.head_full() {
             return Ok(resp);
         }
-        let n = match tokio::time::timeout(timeout, stream.read(&mut buf)).await {
+        let n = match tokio::time::timeout(timeout, read_into(stream, &mut resp)).await {
             Err(_) => return Err(Failure::Timeout("HTTP read")),
             Ok(Ok(n)) => n,
             // A TLS peer that closes without close_notify has still sent
@@ -414,8 +413,35 @@ pub async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         if n == 0 {
             return Ok(resp);
         }
-        resp.feed(&buf[..n]);
     }
+}
+
+thread_local! {
+    /// The read buffer of every HTTP exchange on this thread: a read fills
+    /// it and feeds the response within one poll, so no probe keeps one
+    /// across its waits (4 KB in each probe in flight, and at tens of
+    /// thousands of real servers a backlog holds hundreds of them).
+    static READ_BUF: std::cell::RefCell<[u8; 4096]> = const { std::cell::RefCell::new([0; 4096]) };
+}
+
+/// Reads once from `stream` into the thread's buffer and feeds `resp`;
+/// the bytes read (0 at the end).
+async fn read_into<S: AsyncRead + Unpin>(stream: &mut S, resp: &mut Response) -> io::Result<usize> {
+    std::future::poll_fn(|cx| {
+        READ_BUF.with_borrow_mut(|buf| {
+            let mut rb = tokio::io::ReadBuf::new(buf);
+            match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+                std::task::Poll::Ready(Ok(())) => {
+                    let n = rb.filled().len();
+                    resp.feed(rb.filled());
+                    std::task::Poll::Ready(Ok(n))
+                }
+                std::task::Poll::Ready(Err(e)) => std::task::Poll::Ready(Err(e)),
+                std::task::Poll::Pending => std::task::Poll::Pending,
+            }
+        })
+    })
+    .await
 }
 
 /// An HTTP_GET or SSL_GET checker, resolved: where it connects, and what

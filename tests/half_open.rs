@@ -424,3 +424,53 @@ async fn a_backend_s_time_wait_on_our_port_is_passed_not_a_timeout() {
         l.set_nonblocking(false).unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs CAP_NET_RAW (a raw socket): cargo test --features root"
+)]
+async fn a_new_source_reads_its_replies_on_a_runtime_of_two_threads() {
+    // A source's tasks spawned from inside its own construction could be
+    // polled at once by the other thread, before they could reach the
+    // source: that reader ended, and every probe waited for its timeout
+    // (there, the timeout task reads what came). Each new prober here
+    // opens a source of its own; its first answer must come at the
+    // reader's pace, far within the second of its timeout.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = planned(l.local_addr().unwrap(), HALF);
+    let plan = keepalived::check::engine::Plan::of_checks(vec![c.clone()]);
+    let mut slow = Vec::new();
+    // Both workers kept busy, as a daemon's are at tens of thousands of
+    // checks a second: a task spawned is then taken by the other one at
+    // once, not after it wakes.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for _ in 0..2 {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+    for i in 0..300 {
+        let p = NetProber::new(Scripts::new(4));
+        p.prepare(&plan, keepalived::check::beat::Beat::OFF);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let t = Instant::now();
+        assert!(p.launch(&c, i, &tx), "a half-open probe launches");
+        let (_, r, _, _) = tokio::time::timeout(Duration::from_secs(3), rx.recv())
+            .await
+            .expect("the probe ends")
+            .expect("its end is told");
+        assert!(r.is_ok(), "{r:?}");
+        if t.elapsed() > Duration::from_millis(500) {
+            slow.push((i, t.elapsed()));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        slow.is_empty(),
+        "answers read only at their timeout: {slow:?}"
+    );
+}

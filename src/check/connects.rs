@@ -126,7 +126,8 @@ struct Driver {
     epoll: AsyncFd<EpollFd>,
     out: Mutex<Out>,
     beat: Arc<SharedBeat>,
-    task: JoinHandle<()>,
+    /// Its task, spawned once the driver is whole (set once).
+    task: std::sync::OnceLock<JoinHandle<()>>,
 }
 
 /// Connects out: a slab of slots, and their deadlines.
@@ -150,7 +151,9 @@ struct Slot {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(t) = self.task.get() {
+            t.abort();
+        }
     }
 }
 
@@ -164,7 +167,7 @@ impl Driver {
         }
         .map_err(io::Error::from)?;
         let (launches, rx) = mpsc::unbounded_channel();
-        Ok(Arc::new_cyclic(|me| Driver {
+        let d = Arc::new(Driver {
             launches,
             epoll,
             out: Mutex::new(Out {
@@ -174,8 +177,13 @@ impl Driver {
                 clock: Clock::from(Instant::now()),
             }),
             beat,
-            task: tokio::spawn(drive(me.clone(), rx)),
-        }))
+            task: std::sync::OnceLock::new(),
+        });
+        // Spawned once the driver is made, not inside `Arc::new_cyclic`:
+        // polled at once on another thread, the task could not upgrade its
+        // weak reference yet and ended (see `halfopen`'s `Source::open`).
+        let _ = d.task.set(tokio::spawn(drive(Arc::downgrade(&d), rx)));
+        Ok(d)
     }
 
     /// Hands a connect under way to the driver.

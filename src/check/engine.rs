@@ -894,4 +894,69 @@ mod tests {
         t.apply(&cfg, &plan, &mut h, &ev(1, Change::MiscStatus(0)));
         assert_eq!(h.vs[0].rs[0].effective_weight, 5);
     }
+
+    /// Counts, as each probe starts, the probes that started before it and
+    /// whose end the scheduler has not observed yet (their runs not on the
+    /// board): ended tasks kept waiting.
+    #[derive(Default)]
+    struct Lagging {
+        board: std::sync::OnceLock<Arc<Board>>,
+        checks: usize,
+        started: std::sync::atomic::AtomicUsize,
+        worst: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Prober for Lagging {
+        fn probe<'a>(
+            &'a self,
+            _check: &'a Planned,
+            _url: usize,
+            _seq: u16,
+        ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
+            use std::sync::atomic::Ordering::Relaxed;
+            Box::pin(async move {
+                let before = self.started.fetch_add(1, Relaxed);
+                let board = self.board.get().expect("board");
+                let observed: u64 = (0..self.checks)
+                    .map(|i| board.get(i).map_or(0, |s| s.runs))
+                    .sum();
+                self.worst
+                    .fetch_max(before.saturating_sub(observed as usize), Relaxed);
+                Ok(None)
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ended_probes_are_observed_before_more_are_launched() {
+        // 2,000 checks due at once, each probe ending as it starts: taken
+        // in turn with the launches, the ends waited (their tasks kept)
+        // while batch after batch was launched.
+        let mut body = String::from("virtual_server 10.0.0.1 80 {\n protocol TCP\n delay_loop 5\n");
+        for i in 0..2000 {
+            body.push_str(&format!(
+                " real_server 127.0.0.1 {} {{\n TCP_CHECK {{\n warmup 0\n }}\n }}\n",
+                9000 + i
+            ));
+        }
+        body.push_str("}\n");
+        let (plan, _) = plan(&conf(&body), &PlanOptions::default());
+        let p = Arc::new(Lagging {
+            checks: plan.checks.len(),
+            ..Lagging::default()
+        });
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let e = Engine::start(&plan, p.clone(), tx, Jitter::with_seed(7));
+        assert!(p.board.set(e.board()).is_ok(), "board set once");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let started = p.started.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(started, 2000, "every check ran once");
+        let worst = p.worst.load(std::sync::atomic::Ordering::Relaxed);
+        // A batch launched is observed before the next: at most one
+        // batch and the probe in hand.
+        assert!(
+            worst <= LAUNCH_BATCH,
+            "{worst} ended probes unobserved at a launch"
+        );
+    }
 }

@@ -200,9 +200,11 @@ struct Source {
     /// Keyed by (destination, our port): the keys are the configuration's
     /// destinations (a reply only looks one up), so the fast hash serves.
     inflight: Mutex<FxMap<(SocketAddr, u16), Pending>>,
-    /// Launched probes by their deadline, earliest first. An entry whose
-    /// probe was answered is passed over when it comes due.
-    deadlines: Mutex<Timeline<Instant, Deadline>>,
+    /// Launched probes by their deadline (nanoseconds from `clock`'s
+    /// epoch: 8 bytes, not an `Instant`'s 16, in an entry a probe kept for
+    /// its `connect_timeout`), earliest first. An entry whose probe was
+    /// answered is passed over when it comes due.
+    deadlines: Mutex<Timeline<u64, Deadline>>,
     /// Wakes the timeout task when a deadline earlier than the one it
     /// sleeps to came.
     earlier: Arc<Notify>,
@@ -391,7 +393,7 @@ impl HalfOpen {
         let deadline = started + c.timeout();
         {
             let mut d = src.deadlines.lock().expect("deadlines");
-            d.push(deadline, (c.dst, port, seq));
+            d.push(src.clock.tick(deadline), (c.dst, port, seq));
             let at = src.clock.tick(src.beat.get().at(deadline));
             if at < src.armed.load(Ordering::Relaxed) {
                 src.armed.store(at, Ordering::Relaxed);

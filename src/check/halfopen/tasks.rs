@@ -260,27 +260,34 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
             let mut expired = Vec::new();
             let next = {
                 let mut d = s.deadlines.lock().expect("deadlines");
-                while let Some((_, e)) = d.pop_due(now) {
+                while let Some((_, e)) = d.pop_due(s.clock.tick(now)) {
                     expired.push(e);
                 }
-                let next = d.peek().map(|t| s.beat.get().at(t));
+                let next = d.peek().map(|t| s.beat.get().at(s.clock.instant(t)));
                 s.armed.store(
                     next.map_or(u64::MAX, |t| s.clock.tick(t)),
                     std::sync::atomic::Ordering::Relaxed,
                 );
                 next
             };
-            for (dst, port, seq) in expired {
-                let w = {
-                    let mut inflight = s.inflight.lock().expect("inflight");
+            // Most entries are of probes answered long since: all looked
+            // up under one hold of the probes' lock, not one each.
+            let mut silent = Vec::new();
+            {
+                let mut inflight = s.inflight.lock().expect("inflight");
+                for (dst, port, seq) in expired {
                     match inflight.get(&(dst, port)) {
                         Some(p) if p.seq == seq && matches!(p.waiter, Waiter::Report(_)) => {
-                            inflight.remove(&(dst, port)).map(|p| p.waiter)
+                            if let Some(p) = inflight.remove(&(dst, port)) {
+                                silent.push((dst, p.waiter));
+                            }
                         }
-                        _ => None,
+                        _ => {}
                     }
-                };
-                if let Some(Waiter::Report(r)) = w {
+                }
+            }
+            for (dst, w) in silent {
+                if let Waiter::Report(r) = w {
                     if r.routed {
                         s.routes.lock().expect("routes").forget(dst.ip());
                     }

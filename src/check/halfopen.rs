@@ -112,18 +112,6 @@ impl RouteCache {
             self.other.retain(|k, _| k.0 != ip);
         }
     }
-
-    fn remove(&mut self, k: &RouteKey) {
-        match k {
-            (IpAddr::V4(ip), None, None) => {
-                self.v4.remove(ip);
-                self.other.remove(k);
-            }
-            _ => {
-                self.other.remove(k);
-            }
-        }
-    }
 }
 /// A probe in flight.
 struct Pending {
@@ -434,8 +422,10 @@ impl HalfOpen {
             ))),
             Err(_) => {
                 // Ask the route again next time: a source that moved gets
-                // no answer.
-                self.routes.lock().expect("routes").remove(&route_key(c));
+                // no answer (as a launched probe's timeout does).
+                if bound_ip(c).is_none() {
+                    self.routes.lock().expect("routes").forget(c.dst.ip());
+                }
                 Err(Failure::ConnectTimeout)
             }
         }

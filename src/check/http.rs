@@ -430,15 +430,12 @@ async fn read_into<S: AsyncRead + Unpin>(stream: &mut S, resp: &mut Response) ->
     std::future::poll_fn(|cx| {
         READ_BUF.with_borrow_mut(|buf| {
             let mut rb = tokio::io::ReadBuf::new(buf);
-            match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut rb) {
-                std::task::Poll::Ready(Ok(())) => {
-                    let n = rb.filled().len();
+            std::pin::Pin::new(&mut *stream)
+                .poll_read(cx, &mut rb)
+                .map_ok(|()| {
                     resp.feed(rb.filled());
-                    std::task::Poll::Ready(Ok(n))
-                }
-                std::task::Poll::Ready(Err(e)) => std::task::Poll::Ready(Err(e)),
-                std::task::Poll::Pending => std::task::Poll::Pending,
-            }
+                    rb.filled().len()
+                })
         })
     })
     .await

@@ -437,3 +437,37 @@ fn batched_encoding_matches_the_message_library() {
         assert_eq!(g.payload, msg);
     }
 }
+
+/// The drift check's and the connection count's reader, which takes a
+/// destination straight from a reply's bytes, reads every destination the
+/// kernel sent in these captures as the full decoding does.
+#[test]
+fn destinations_read_from_the_bytes_equal_the_decoded_ones() {
+    let mut seen = 0;
+    for name in all_fixtures() {
+        let c = load(&name);
+        for (to_kernel, bytes) in &c.messages {
+            let NetlinkPayload::InnerMessage(g) = decode(bytes).payload else {
+                continue;
+            };
+            for af in [2u16, 10] {
+                let fast = genl::dest_entry(af, &bytes[16..]).expect("reads");
+                let full = g.payload.attrs.iter().find_map(|a| match a {
+                    IpvsAttr::Dest(d) => Some((
+                        genl::dest_from_attrs(af, d).expect("dest"),
+                        genl::dest_conns(af, d).expect("conns").1,
+                    )),
+                    _ => None,
+                });
+                assert_eq!(fast, full, "{name}: {}", hexs(bytes));
+                if fast.is_some() && !to_kernel {
+                    seen += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        seen >= 10,
+        "only {seen} destinations in the kernel's replies"
+    );
+}

@@ -243,6 +243,10 @@ pub fn subsystems(opts: &Options, cfg: &Config) -> (bool, bool) {
 /// What the shell asks of a subsystem.
 #[derive(Debug)]
 pub enum Command {
+    /// SIGHUP: the shell is reading the configuration again;
+    /// [`Command::Reload`] follows unless the read fails. Background work
+    /// waits meanwhile (the read is most of a reload).
+    Reading,
     /// SIGHUP: the configuration as the shell read it again. The
     /// subsystem applies its refusal rule, then answers
     /// [`Progress::Reloaded`].
@@ -376,22 +380,40 @@ pub async fn dispatch(
                     continue;
                 }
                 let t0 = std::time::Instant::now();
+                for s in subsystems {
+                    s.send(Command::Reading);
+                }
                 let lopts = load_options(opts);
                 let p = path.clone();
                 // Read off the subsystems' threads, and off this loop's own
                 // polling, so a slow file system delays nothing else.
-                let loaded =
-                    match tokio::task::spawn_blocking(move || config::load(&p, &lopts)).await {
-                        Ok(l) => Arc::new(l),
-                        Err(e) => {
-                            log::error!(
-                                "reading {}: {e}; keeping the running configuration",
-                                path.display()
+                let loaded = match tokio::task::spawn_blocking(move || {
+                    let before = thread_usage();
+                    let l = config::load(&p, &lopts);
+                    (l, before, thread_usage())
+                })
+                .await
+                {
+                    Ok((l, a, b)) => {
+                        if let (Some(a), Some(b)) = (a, b) {
+                            log::debug!(
+                                "reload: read with {:.3} s user, {:.3} s system, {} page faults",
+                                (b.0 - a.0).as_secs_f64(),
+                                (b.1 - a.1).as_secs_f64(),
+                                b.2 - a.2
                             );
-                            notify.ready();
-                            continue;
                         }
-                    };
+                        Arc::new(l)
+                    }
+                    Err(e) => {
+                        log::error!(
+                            "reading {}: {e}; keeping the running configuration",
+                            path.display()
+                        );
+                        notify.ready();
+                        continue;
+                    }
+                };
                 log::debug!(
                     "reload: configuration read in {:.3} s",
                     t0.elapsed().as_secs_f64()
@@ -432,6 +454,16 @@ pub async fn dispatch(
         }
     }
     stop_all();
+}
+
+/// This thread's CPU time (user, system) and minor page faults so far.
+fn thread_usage() -> Option<(std::time::Duration, std::time::Duration, i64)> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
+    let d = |t: nix::sys::time::TimeVal| {
+        std::time::Duration::from_micros(t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64)
+    };
+    Some((d(u.user_time()), d(u.system_time()), u.minor_page_faults()))
 }
 
 #[cfg(test)]

@@ -441,6 +441,7 @@ async fn the_shell_hosts_several_subsystems_alike() {
                         seen.push(format!("reload {}", l.config.virtual_servers.len()));
                         rep.send(Progress::Reloaded);
                     }
+                    Command::Reading => seen.push("reading".to_string()),
                     Command::DumpData => seen.push("dump".to_string()),
                     Command::VrrpSignal(n) => seen.push(n.to_string()),
                     Command::Stop => {
@@ -470,7 +471,12 @@ async fn the_shell_hosts_several_subsystems_alike() {
         two,
         driver
     );
-    let want = vec!["reload 1".to_string(), "dump".into(), "stop".into()];
+    let want = vec![
+        "reading".to_string(),
+        "reload 1".into(),
+        "dump".into(),
+        "stop".into(),
+    ];
     assert_eq!(a, want);
     assert_eq!(b, want);
     let _ = std::fs::remove_dir_all(&dir);

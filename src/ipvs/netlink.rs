@@ -11,13 +11,14 @@
 
 use super::diff::Op;
 use super::genl::{
-    dest_conns, dest_from_attrs, op_message, service_from_attrs, service_key_attrs, DaemonAttr,
-    DestAttr, IpvsAttr, IpvsCmd, IpvsMessage, IPVS_GENL_VERSION,
+    dest_entry, op_message, service_from_attrs, service_key_attrs, DaemonAttr, IpvsAttr, IpvsCmd,
+    IpvsMessage, IPVS_GENL_VERSION,
 };
 use super::table::{Dest, DestKey, Service, ServiceKey, Table, TableService};
 use super::{Backend, IpvsError, SyncDaemon, Timeouts};
 use netlink_packet_core::{
-    Emitable, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    DecodeError, Emitable, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLMSG_DONE, NLMSG_ERROR,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
@@ -35,14 +36,33 @@ const NLM_F_DUMP_INTR: u16 = 0x10;
 
 type IpvsNl = NetlinkMessage<GenlMessage<IpvsMessage>>;
 
-/// What arrived for one request.
-enum Reply {
+/// What arrived for one request; `T` is a message as the request's reader
+/// made it (the decoded [`IpvsMessage`] unless told otherwise).
+enum Reply<T = IpvsMessage> {
     /// A message of a dump or a `GET_*` answer.
-    Msg(IpvsMessage),
+    Msg(T),
     /// The request's acknowledgement (`Ok`) or refusal (errno).
     Ack(Result<(), i32>),
     /// End of a dump.
     Done { interrupted: bool },
+}
+
+/// `NLMSG_MIN_TYPE`: message types below are netlink's own.
+const NLMSG_MIN_TYPE: u16 = 16;
+
+/// A reader of one reply message (its whole frame): `None` skips it.
+type Read<'a, T> = &'a mut (dyn FnMut(&[u8]) -> Result<Option<T>, DecodeError> + Send);
+
+/// A destination of a dump with its active connections, or why that one
+/// entry could not be read.
+type DestEntry = Result<(Dest, u32), DecodeError>;
+
+/// The reply as an [`IpvsMessage`]: every attribute decoded.
+fn read_message(frame: &[u8]) -> Result<Option<IpvsMessage>, DecodeError> {
+    Ok(match IpvsNl::deserialize(frame)?.payload {
+        NetlinkPayload::InnerMessage(g) => Some(g.payload),
+        _ => None,
+    })
 }
 
 /// An open, resolved IPVS generic netlink socket.
@@ -217,35 +237,63 @@ impl IpvsHandle {
 
     /// Reads one datagram and splits it into `(seq, reply)` pairs.
     async fn recv(&mut self, what: &str) -> Result<Vec<(u32, Reply)>, IpvsError> {
+        self.recv_with(what, &mut read_message).await
+    }
+
+    /// [`Self::recv`] with the messages made by `read`.
+    async fn recv_with<T>(
+        &mut self,
+        what: &str,
+        read: Read<'_, T>,
+    ) -> Result<Vec<(u32, Reply<T>)>, IpvsError> {
         self.rbuf.clear();
         self.sock.recv(&mut self.rbuf).await.map_err(io_err(what))?;
         let data = std::mem::take(&mut self.rbuf);
-        let out = Self::split(&data, what);
+        let out = Self::split_with(&data, what, read);
         self.rbuf = data;
         out
     }
 
+    #[cfg(test)]
     fn split(data: &[u8], what: &str) -> Result<Vec<(u32, Reply)>, IpvsError> {
-        let mut out = Vec::new();
-        let frames = frames(data).map_err(|detail| IpvsError::Decode {
+        Self::split_with(data, what, &mut read_message)
+    }
+
+    fn split_with<T>(
+        data: &[u8],
+        what: &str,
+        read: Read<'_, T>,
+    ) -> Result<Vec<(u32, Reply<T>)>, IpvsError> {
+        let decode = |detail: String| IpvsError::Decode {
             what: what.into(),
             detail,
-        })?;
-        for frame in frames {
-            let m = IpvsNl::deserialize(frame).map_err(|e| IpvsError::Decode {
-                what: what.into(),
-                detail: e.to_string(),
-            })?;
-            let seq = m.header.sequence_number;
-            let interrupted = m.header.flags & NLM_F_DUMP_INTR != 0;
-            let reply = match m.payload {
-                NetlinkPayload::InnerMessage(g) => Reply::Msg(g.payload),
-                NetlinkPayload::Error(e) => Reply::Ack(match e.code {
-                    None => Ok(()),
-                    Some(c) => Err(-c.get()),
-                }),
-                NetlinkPayload::Done(_) => Reply::Done { interrupted },
-                _ => continue,
+        };
+        let mut out = Vec::new();
+        for frame in frames(data).map_err(decode)? {
+            let head = NetlinkBuffer::new_checked(frame).map_err(|e| decode(e.to_string()))?;
+            let seq = head.sequence_number();
+            let interrupted = head.flags() & NLM_F_DUMP_INTR != 0;
+            let reply = match head.message_type() {
+                // Acknowledgements and the end of a dump, decoded whole
+                // (one per request, however large the dump).
+                NLMSG_ERROR | NLMSG_DONE => {
+                    match IpvsNl::deserialize(frame)
+                        .map_err(|e| decode(e.to_string()))?
+                        .payload
+                    {
+                        NetlinkPayload::Error(e) => Reply::Ack(match e.code {
+                            None => Ok(()),
+                            Some(c) => Err(-c.get()),
+                        }),
+                        NetlinkPayload::Done(_) => Reply::Done { interrupted },
+                        _ => continue,
+                    }
+                }
+                t if t < NLMSG_MIN_TYPE => continue,
+                _ => match read(frame).map_err(|e| decode(e.to_string()))? {
+                    Some(m) => Reply::Msg(m),
+                    None => continue,
+                },
             };
             out.push((seq, reply));
         }
@@ -260,6 +308,17 @@ impl IpvsHandle {
         dump: bool,
         what: &str,
     ) -> Result<Vec<IpvsMessage>, IpvsError> {
+        self.request_with(m, dump, what, &mut read_message).await
+    }
+
+    /// [`Self::request`] with the messages made by `read`.
+    async fn request_with<T>(
+        &mut self,
+        m: IpvsMessage,
+        dump: bool,
+        what: &str,
+        read: Read<'_, T>,
+    ) -> Result<Vec<T>, IpvsError> {
         let mut attempts = 0;
         'again: loop {
             attempts += 1;
@@ -272,7 +331,7 @@ impl IpvsHandle {
             self.sock.send(&buf).await.map_err(io_err(what))?;
             let mut msgs = Vec::new();
             loop {
-                for (s, r) in self.recv(what).await? {
+                for (s, r) in self.recv_with(what, read).await? {
                     if s != seq {
                         continue; // a late answer to an abandoned request
                     }
@@ -329,33 +388,34 @@ impl IpvsHandle {
         Ok(out)
     }
 
-    /// The destinations of service `svc`, each read by `read` from its
-    /// attributes; an entry that cannot be read is skipped with a warning.
-    async fn dest_entries<T>(
-        &mut self,
-        svc: &ServiceKey,
-        read: impl Fn(u16, &[DestAttr]) -> Result<T, netlink_packet_core::DecodeError>,
-    ) -> Result<Vec<T>, IpvsError> {
+    /// The destinations of service `svc` with their active connections,
+    /// read straight from the replies' bytes ([`dest_entry`]): at tens of
+    /// thousands of destinations this read is most of a drift check. An
+    /// entry that cannot be read is skipped with a warning.
+    async fn dest_entries(&mut self, svc: &ServiceKey) -> Result<Vec<(Dest, u32)>, IpvsError> {
         let what = format!("list destinations of {svc}");
-        let msgs = self
-            .request(
+        let af = svc.af();
+        let mut read = |frame: &[u8]| -> Result<Option<DestEntry>, DecodeError> {
+            let payload = NetlinkBuffer::new_checked(frame)?.payload();
+            // An entry that cannot be read is skipped, not the dump.
+            Ok(dest_entry(af, payload).transpose())
+        };
+        let entries = self
+            .request_with(
                 IpvsMessage::new(
                     IpvsCmd::GetDest,
                     vec![IpvsAttr::Service(service_key_attrs(svc))],
                 ),
                 true,
                 &what,
+                &mut read,
             )
             .await?;
-        let mut out = Vec::new();
-        for m in msgs {
-            for a in m.attrs {
-                if let IpvsAttr::Dest(attrs) = a {
-                    match read(svc.af(), &attrs) {
-                        Ok(d) => out.push(d),
-                        Err(e) => log::warn!("IPVS: {what}: skipping an entry: {e}"),
-                    }
-                }
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            match e {
+                Ok(d) => out.push(d),
+                Err(e) => log::warn!("IPVS: {what}: skipping an entry: {e}"),
             }
         }
         Ok(out)
@@ -363,12 +423,14 @@ impl IpvsHandle {
 
     /// The destinations of one service.
     pub async fn dests(&mut self, s: &Service) -> Result<Vec<Dest>, IpvsError> {
-        self.dest_entries(&s.key, dest_from_attrs).await
+        let d = self.dest_entries(&s.key).await?;
+        Ok(d.into_iter().map(|(d, _)| d).collect())
     }
 
     /// The active connections of each destination of service `svc`.
     pub async fn conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
-        self.dest_entries(svc, dest_conns).await
+        let d = self.dest_entries(svc).await?;
+        Ok(d.into_iter().map(|(d, n)| (d.key(), n)).collect())
     }
 
     /// The whole table. A service that disappears between the two dumps is
@@ -621,8 +683,8 @@ impl Backend for IpvsHandle {
     }
 
     async fn dests_of(&mut self, svc: &ServiceKey) -> Result<Option<Vec<Dest>>, IpvsError> {
-        match self.dest_entries(svc, dest_from_attrs).await {
-            Ok(d) => Ok(Some(d)),
+        match self.dest_entries(svc).await {
+            Ok(d) => Ok(Some(d.into_iter().map(|(d, _)| d).collect())),
             Err(e) if e.errno() == Some(Errno::ESRCH as i32) => Ok(None),
             Err(e) => Err(e),
         }
@@ -656,6 +718,7 @@ impl Backend for IpvsHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipvs::genl::{dest_from_attrs, service_from_attrs};
     use proptest::prelude::*;
 
     proptest! {
@@ -688,6 +751,7 @@ mod tests {
             b.extend_from_slice(&[0u8; 8]);
             b.extend_from_slice(&[cmd, 1, 0, 0]);
             b.extend_from_slice(&attrs);
+            let _ = dest_entry(10, &b[16..]);
             if let Ok(replies) = IpvsHandle::split(&b, "test") {
                 for (_, r) in replies {
                     if let Reply::Msg(m) = r {

@@ -46,6 +46,30 @@ use extensions::{ease, now, restore_state, with_overlay, write_state, Switch};
 /// programmed (keepalived never looks; see `docs/compat.md`).
 pub const DRIFT_INTERVAL: Duration = Duration::from_secs(10);
 
+/// Destinations a drift check reads per step of the event loop: ~40 ms of
+/// the emulated guest's CPU, a few on hardware.
+const DRIFT_STEP: usize = 1000;
+
+/// Longest a reload's reading holds the drift check back, should its
+/// [`Command::Reload`] never come (the read failed).
+const READING_HOLD: Duration = Duration::from_secs(30);
+
+/// Whether the shell is reading a reload's file ([`Command::Reading`]).
+#[derive(Debug, Default)]
+struct Reading(Option<tokio::time::Instant>);
+
+impl Reading {
+    fn begin(&mut self) {
+        self.0 = Some(tokio::time::Instant::now());
+    }
+    fn end(&mut self) {
+        self.0 = None;
+    }
+    fn holds(&self) -> bool {
+        self.0.is_some_and(|t| t.elapsed() < READING_HOLD)
+    }
+}
+
 /// The outside world the checker is handed; tests hand in their own.
 pub struct Deps {
     /// The probes of a configuration's checks, given the scripts' cap.
@@ -294,6 +318,8 @@ pub async fn serve<B: Backend>(
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
     drift.tick().await;
+    let mut drifting = None;
+    let mut reading = Reading::default();
     let mut state_written = tokio::time::Instant::now();
     // The file's model (`cur` is it with the operator's edits applied).
     let mut base = cur.clone();
@@ -321,7 +347,12 @@ pub async fn serve<B: Backend>(
                 None
             }
             cmd = commands.recv() => match cmd {
+                Some(Command::Reading) => {
+                    reading.begin();
+                    None
+                }
                 Some(Command::Reload(loaded)) => {
+                    reading.end();
                     if let Some(why) = reload_refusal(&loaded, &accepted) {
                         log::error!(
                             "the new configuration has errors ({why}); keeping the running one"
@@ -398,8 +429,35 @@ pub async fn serve<B: Backend>(
                 None
             }
             _ = drift.tick() => {
-                if let Err(e) = rec.check_drift().await {
-                    log::warn!("{e}");
+                if drifting.is_none() {
+                    match rec.begin_drift_check().await {
+                        Ok(c) => drifting = Some((c, std::time::Instant::now())),
+                        Err(e) => log::warn!("{e}"),
+                    }
+                }
+                None
+            }
+            // The drift check's next step, between whatever else is ready,
+            // and not while a reload's file is read: that read is the
+            // reload's critical path, and the step's CPU is taken from it.
+            _ = std::future::ready(()), if drifting.is_some() && !reading.holds() => {
+                if let Some((check, began)) = drifting.as_mut() {
+                    match rec.continue_drift_check(check, DRIFT_STEP).await {
+                        Ok(None) => {}
+                        Ok(Some(r)) => {
+                            log::debug!(
+                                "IPVS: drift check in {:.3} s, {} operation(s)",
+                                began.elapsed().as_secs_f64(),
+                                r.sent
+                            );
+                            counters.ipvs(&r);
+                            drifting = None;
+                        }
+                        Err(e) => {
+                            log::warn!("{e}");
+                            drifting = None;
+                        }
+                    }
                 }
                 None
             }
@@ -408,7 +466,9 @@ pub async fn serve<B: Backend>(
             continue;
         };
         // A reload, or an edit run as one: the checkers hand their states
-        // over and only the differences reach the kernel.
+        // over and only the differences reach the kernel. A drift check
+        // under way compared the table before it; the next one starts over.
+        drifting = None;
         let reload_started = std::time::Instant::now();
         let old = std::mem::replace(&mut cur, loaded);
         let (carry, graceful) = checking

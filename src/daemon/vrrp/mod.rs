@@ -872,6 +872,8 @@ pub async fn run(
                     }
                     rep.send(Progress::Reloaded);
                 }
+                // Adverts go on as they are while the file is read.
+                Command::Reading => {}
                 Command::DumpData => {
                     let _ = ctx.send(Event::Dump(Dump::Data));
                 }

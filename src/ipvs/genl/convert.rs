@@ -171,6 +171,58 @@ pub fn dest_from_attrs(service_af: u16, attrs: &[DestAttr]) -> Result<Dest, Deco
     Ok(d)
 }
 
+/// A destination and its active connections read straight from one
+/// `GET_DEST` dump message (its generic netlink header and attributes):
+/// what [`dest_from_attrs`] and [`dest_conns`] give from the
+/// decoded message, without building its attribute lists and without
+/// reading the two stats nests, twenty counters a destination that neither
+/// the drift check nor a connection count looks at. `None` when the
+/// message holds no destination.
+pub fn dest_entry(service_af: u16, genl: &[u8]) -> Result<Option<(Dest, u32)>, DecodeError> {
+    use super::attr::*;
+    use netlink_packet_core::{parse_u16, parse_u16_be, parse_u32, parse_u8, NlasIterator};
+    let Some(attrs) = genl.get(4..) else {
+        return Err(DecodeError::from("message shorter than its genl header"));
+    };
+    // The info commands number their attributes in a set of their own.
+    if matches!(IpvsCmd::from(genl[0]), IpvsCmd::SetInfo | IpvsCmd::GetInfo) {
+        return Ok(None);
+    }
+    for nla in NlasIterator::new(attrs) {
+        let nla = nla?;
+        if nla.kind() != CMD_DEST {
+            continue;
+        }
+        let mut af = service_af;
+        let mut addr = None;
+        let mut active = 0;
+        let mut d = Dest::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0, FwdMethod::Masq, 0);
+        for n in NlasIterator::new(nla.value()) {
+            let n = n?;
+            let v = n.value();
+            match n.kind() {
+                DEST_ADDR_FAMILY => af = parse_u16(v)?,
+                DEST_ADDR => addr = Some(addr16(v)?),
+                DEST_PORT => d.port = parse_u16_be(v)?,
+                DEST_FWD_METHOD => d.fwd_method = FwdMethod::from_kernel(parse_u32(v)?),
+                DEST_WEIGHT => d.weight = parse_u32(v)?,
+                DEST_U_THRESH => d.u_thresh = parse_u32(v)?,
+                DEST_L_THRESH => d.l_thresh = parse_u32(v)?,
+                DEST_ACTIVE_CONNS => active = parse_u32(v)?,
+                DEST_TUN_TYPE => d.tun_type = parse_u8(v)?,
+                DEST_TUN_PORT => d.tun_port = parse_u16_be(v)?,
+                DEST_TUN_FLAGS => d.tun_flags = parse_u16(v)?,
+                _ => {}
+            }
+        }
+        let addr =
+            addr.ok_or_else(|| DecodeError::from("destination without IPVS_DEST_ATTR_ADDR"))?;
+        d.addr = ip_from16(af, &addr);
+        return Ok(Some((d, active)));
+    }
+    Ok(None)
+}
+
 pub fn op_message(op: &Op) -> IpvsMessage {
     match op {
         Op::AddService(s) => IpvsMessage::new(

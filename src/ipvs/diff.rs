@@ -139,6 +139,11 @@ impl Owned {
                     // sorted sets finds the new keys, where an insertion
                     // each searched the tree (tens of thousands a reload).
                     let set = o.get_mut();
+                    // The same keys (most services of a reload): nothing
+                    // new, found by one comparison instead of the walk.
+                    if set.0.len() == ts.dests.len() && set.iter().copied().eq(ts.dests.keys()) {
+                        continue;
+                    }
                     let mut new = Vec::new();
                     merge(set.iter(), ts.dests.keys(), |d| {
                         if let (None, Some(d)) = d {
@@ -285,6 +290,14 @@ impl Ops {
             (Some(cur), Some(want)) => {
                 if !want.service.same_settings(&cur.service) {
                     self.services.push(Op::EditService(want.service.clone()));
+                }
+                // Most services of a reload or a health change: the same
+                // destinations with the same settings, found by one
+                // comparison of two vectors rather than a walk pairing
+                // every destination (a fifth of a reload's work in the
+                // checker at 40,000 destinations).
+                if cur.dests == want.dests {
+                    return;
                 }
                 let (dels, adds) = (&mut self.dels, &mut self.adds);
                 merge(cur.dests.iter(), want.dests.iter(), |pair| match pair {

@@ -182,6 +182,12 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         }
     }
     drop(ptx);
+    // The subsystems hold the startup's model as long as they run it; a
+    // reference kept here would keep it resident after the first reload
+    // (megabytes at tens of thousands of real servers), and the second
+    // reload would read into fresh pages instead of into the ones the
+    // first freed.
+    drop(loaded);
     if let Err(e) = super::signals::unblock() {
         log::error!("cannot unblock signals: {e}");
     }

@@ -429,7 +429,8 @@ pub async fn serve<B: Backend>(
                 None
             }
             _ = drift.tick() => {
-                if drifting.is_none() {
+                // Even its listing of the services waits out a reload's read.
+                if drifting.is_none() && !reading.holds() {
                     match rec.begin_drift_check().await {
                         Ok(c) => drifting = Some((c, std::time::Instant::now())),
                         Err(e) => log::warn!("{e}"),

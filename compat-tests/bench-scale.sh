@@ -36,6 +36,7 @@
 #   SCALE_SIZES="1000 5000" SCALE_KINDS="tcp http" SCALE_WINDOW=10 SCALE_WARMUP=8
 #   SCALE_RATE_SERVERS=12500 (0: skip)  SCALE_IMPLS="keepalived ours ours-half-open"
 #   SCALE_KEEP=1 keeps the work directory (configs, each run's log), named.
+#   SCALE_OURS=BINARY runs that build as ours (an A/B of two builds).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -47,7 +48,7 @@ RATE_SERVERS=${SCALE_RATE_SERVERS:-12500}
 IMPLS=${SCALE_IMPLS:-keepalived ours ours-half-open}
 cd "$ROOT"
 cargo build --release --quiet --bin keepalived --example bench_backends
-OURS=$ROOT/target/release/keepalived
+OURS=${SCALE_OURS:-$ROOT/target/release/keepalived}
 BACKENDS=$ROOT/target/release/examples/bench_backends
 KA=${KEEPALIVED:-/usr/sbin/keepalived}
 WORK=$(mktemp -d)

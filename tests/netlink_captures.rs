@@ -455,7 +455,12 @@ fn destinations_read_from_the_bytes_equal_the_decoded_ones() {
                 let full = g.payload.attrs.iter().find_map(|a| match a {
                     IpvsAttr::Dest(d) => Some((
                         genl::dest_from_attrs(af, d).expect("dest"),
-                        genl::dest_conns(af, d).expect("conns").1,
+                        d.iter()
+                            .find_map(|a| match a {
+                                genl::DestAttr::ActiveConns(n) => Some(*n),
+                                _ => None,
+                            })
+                            .unwrap_or(0),
                     )),
                     _ => None,
                 });

@@ -4,7 +4,7 @@
 //! waits on the wall clock.
 
 use super::checker::{self, Deps};
-use super::shell::{dispatch, Hosted, Reporter};
+use super::shell::{dispatch, Command, Hosted, Reporter};
 use super::signals::Signal;
 use crate::check::conn::Failure;
 use crate::check::engine::{Jitter, Outcome, Planned, ProbeKind, Prober};
@@ -156,6 +156,8 @@ fn conf(ports: &[u16], weight: u32) -> String {
 
 struct Daemon {
     signals: mpsc::UnboundedSender<Signal>,
+    /// The checker's commands, beside the shell's.
+    commands: mpsc::UnboundedSender<Command>,
     table: Shared,
     ports: Ports,
     path: PathBuf,
@@ -206,6 +208,7 @@ impl Daemon {
             vrrp: None,
         };
         let backend = table.clone();
+        let commands = ctx.clone();
         let run = async move {
             let notify = Notify::none();
             let hosted = [Hosted {
@@ -228,6 +231,7 @@ impl Daemon {
         };
         let d = Daemon {
             signals: stx,
+            commands,
             table,
             ports,
             path,
@@ -384,6 +388,32 @@ async fn drift_is_repaired_at_the_next_check_of_the_table() {
         d.table.tamper(Op::Flush);
         assert!(d.table.dests().is_empty());
         secs(super::checker::DRIFT_INTERVAL.as_secs()).await;
+        assert_eq!(d.table.dests().len(), 2, "repaired: {:?}", d.table.dests());
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_drift_check_waits_while_a_reload_is_read() {
+    let (d, run) = Daemon::start("reading", &conf(&[8141, 8142], 1));
+    let test = async {
+        secs(1).await;
+        assert_eq!(d.table.dests().len(), 2);
+        // The shell is reading a reload's file, and says no more yet.
+        d.commands.send(Command::Reading).unwrap();
+        d.table.tamper(Op::Flush);
+        secs(super::checker::DRIFT_INTERVAL.as_secs()).await;
+        assert!(
+            d.table.dests().is_empty(),
+            "no drift check while the file is read: {:?}",
+            d.table.dests()
+        );
+        // The reload comes (the same file: it reprograms nothing); the
+        // drift check after it repairs.
+        d.send(Signal::Reload);
+        secs(2 * super::checker::DRIFT_INTERVAL.as_secs()).await;
         assert_eq!(d.table.dests().len(), 2, "repaired: {:?}", d.table.dests());
         d.send(Signal::Stop);
     };

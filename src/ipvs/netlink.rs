@@ -421,12 +421,6 @@ impl IpvsHandle {
         Ok(out)
     }
 
-    /// The destinations of one service.
-    pub async fn dests(&mut self, s: &Service) -> Result<Vec<Dest>, IpvsError> {
-        let d = self.dest_entries(&s.key).await?;
-        Ok(d.into_iter().map(|(d, _)| d).collect())
-    }
-
     /// The active connections of each destination of service `svc`.
     pub async fn conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
         let d = self.dest_entries(svc).await?;
@@ -438,10 +432,8 @@ impl IpvsHandle {
     pub async fn table(&mut self) -> Result<Table, IpvsError> {
         let mut t = Table::default();
         for s in self.services().await? {
-            let dests = match self.dests(&s).await {
-                Ok(d) => d,
-                Err(e) if e.errno() == Some(Errno::ESRCH as i32) => continue,
-                Err(e) => return Err(e),
+            let Some(dests) = Backend::dests_of(self, &s.key).await? else {
+                continue;
             };
             let key = s.key;
             let ts = t.services.entry(key).or_insert(TableService {

@@ -13,6 +13,7 @@ use nix::sys::socket::{
     recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage,
 };
 use socket2::Socket;
+use std::collections::hash_map::Entry;
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -276,23 +277,21 @@ pub(super) async fn timeout_loop(src: std::sync::Weak<Source>, earlier: Arc<Noti
             {
                 let mut inflight = s.inflight.lock().expect("inflight");
                 for (dst, port, seq) in expired {
-                    match inflight.get(&(dst, port)) {
-                        Some(p) if p.seq == seq && matches!(p.waiter, Waiter::Report(_)) => {
-                            if let Some(p) = inflight.remove(&(dst, port)) {
-                                silent.push((dst, p.waiter));
-                            }
+                    let Entry::Occupied(e) = inflight.entry((dst, port)) else {
+                        continue;
+                    };
+                    if e.get().seq == seq && matches!(e.get().waiter, Waiter::Report(_)) {
+                        if let Waiter::Report(r) = e.remove().waiter {
+                            silent.push((dst, r));
                         }
-                        _ => {}
                     }
                 }
             }
-            for (dst, w) in silent {
-                if let Waiter::Report(r) = w {
-                    if r.routed {
-                        s.routes.lock().expect("routes").forget(dst.ip());
-                    }
-                    r.tell(Err(Failure::ConnectTimeout));
+            for (dst, r) in silent {
+                if r.routed {
+                    s.routes.lock().expect("routes").forget(dst.ip());
                 }
+                r.tell(Err(Failure::ConnectTimeout));
             }
             next
         };

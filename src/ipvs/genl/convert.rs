@@ -132,19 +132,6 @@ pub fn dest_key_attrs(addr: &IpAddr, port: u16) -> Vec<DestAttr> {
     ]
 }
 
-/// A destination's key and active connections from a dump reply.
-pub fn dest_conns(service_af: u16, attrs: &[DestAttr]) -> Result<(DestKey, u32), DecodeError> {
-    let d = dest_from_attrs(service_af, attrs)?;
-    let active = attrs
-        .iter()
-        .find_map(|a| match a {
-            DestAttr::ActiveConns(n) => Some(*n),
-            _ => None,
-        })
-        .unwrap_or(0);
-    Ok((d.key(), active))
-}
-
 /// A destination from a dump reply. Kernels before 4.x omit
 /// `IPVS_DEST_ATTR_ADDR_FAMILY`; the service's family is used then.
 pub fn dest_from_attrs(service_af: u16, attrs: &[DestAttr]) -> Result<Dest, DecodeError> {
@@ -173,8 +160,8 @@ pub fn dest_from_attrs(service_af: u16, attrs: &[DestAttr]) -> Result<Dest, Deco
 
 /// A destination and its active connections read straight from one
 /// `GET_DEST` dump message (its generic netlink header and attributes):
-/// what [`dest_from_attrs`] and [`dest_conns`] give from the
-/// decoded message, without building its attribute lists and without
+/// what [`dest_from_attrs`] and its `IPVS_DEST_ATTR_ACTIVE_CONNS` give from
+/// the decoded message, without building its attribute lists and without
 /// reading the two stats nests, twenty counters a destination that neither
 /// the drift check nor a connection count looks at. `None` when the
 /// message holds no destination.

@@ -16,8 +16,8 @@ pub mod convert;
 pub use attr::{Counter, DaemonAttr, DestAttr, IpvsAttr, StatsAttr, SvcAttr};
 pub use cmd::IpvsCmd;
 pub use convert::{
-    dest_attrs, dest_conns, dest_entry, dest_from_attrs, dest_key_attrs, op_from_message,
-    op_message, service_attrs, service_from_attrs, service_key_attrs,
+    dest_attrs, dest_entry, dest_from_attrs, dest_key_attrs, op_from_message, op_message,
+    service_attrs, service_from_attrs, service_key_attrs,
 };
 
 use attr::nested_len;

@@ -6,6 +6,7 @@
 
 pub mod ah;
 pub mod announce;
+pub mod dispatch;
 pub mod dump;
 pub mod format;
 pub mod fsm;

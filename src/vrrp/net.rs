@@ -105,9 +105,9 @@ impl Iface {
     }
 }
 
-/// One advert as it arrived.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Received {
+/// One advert as it arrived, borrowed from the buffer it was read into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received<'a> {
     /// IP source.
     pub from: IpAddr,
     /// IP destination.
@@ -117,9 +117,25 @@ pub struct Received {
     /// The IP protocol (112, or 51 when AH wraps it).
     pub proto: u8,
     /// The IPv4 header (empty for IPv6): AH's ICV covers it.
-    pub ip_header: Vec<u8>,
+    pub ip_header: &'a [u8],
     /// What follows the IP header.
-    pub payload: Vec<u8>,
+    pub payload: &'a [u8],
+}
+
+/// What one read needs, made once and reused for every packet: the
+/// largest IP packet fits, so nothing is ever cut.
+pub struct RecvBuffer {
+    data: Vec<u8>,
+    cmsg: Vec<u8>,
+}
+
+impl Default for RecvBuffer {
+    fn default() -> Self {
+        RecvBuffer {
+            data: vec![0; 65536],
+            cmsg: nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int),
+        }
+    }
 }
 
 /// The raw socket of one instance: sends its adverts, receives everyone's
@@ -212,80 +228,117 @@ impl AdvertSocket {
         Ok(())
     }
 
-    /// The next packet (waits for it).
-    pub async fn recv(&self) -> io::Result<Received> {
-        loop {
-            let mut guard = self.fd.readable().await?;
-            match guard.try_io(|s| self.recv_now(s.get_ref())) {
-                Ok(r) => return r,
-                Err(_would_block) => continue,
-            }
-        }
+    /// Whether a packet may be waiting (registers `cx` to be woken when
+    /// one comes).
+    pub fn poll_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        self.fd.poll_read_ready(cx).map(|_| ())
     }
 
-    fn recv_now(&self, s: &Socket) -> io::Result<Received> {
-        let mut buf = vec![0u8; 65536];
-        let mut cmsg = nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int);
-        let (len, from, cms) = {
-            let mut iov = [IoSliceMut::new(&mut buf)];
-            let m = recvmsg::<SockaddrStorage>(
-                s.as_raw_fd(),
-                &mut iov,
-                Some(&mut cmsg),
-                MsgFlags::empty(),
-            )
-            .map_err(io::Error::from)?;
-            let cms: Vec<ControlMessageOwned> = m.cmsgs().map_err(io::Error::from)?.collect();
-            (m.bytes, m.address, cms)
+    /// Reads the next packet waiting into `buf`, without waiting: `None`
+    /// when none waits (the socket's readiness is then cleared); the
+    /// packet is [`RecvBuffer::received`].
+    pub fn try_recv(&self, buf: &mut RecvBuffer) -> Option<io::Result<Datagram>> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let std::task::Poll::Ready(Ok(mut guard)) = self.fd.poll_read_ready(&mut cx) else {
+            return None;
         };
-        buf.truncate(len);
-        if self.ipv6 {
-            let from = from
-                .as_ref()
-                .and_then(|a| a.as_sockaddr_in6())
-                .map(|a| IpAddr::V6(a.ip()))
-                .ok_or_else(|| io::Error::other("no source address"))?;
-            let mut to = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
-            let mut ttl = 0u8;
-            for c in cms {
-                match c {
-                    ControlMessageOwned::Ipv6PacketInfo(p) => {
-                        to = IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr))
-                    }
-                    ControlMessageOwned::Ipv6HopLimit(h) => ttl = h.clamp(0, 255) as u8,
-                    _ => {}
-                }
-            }
-            Ok(Received {
+        let RecvBuffer { data, cmsg } = buf;
+        // Err: it would block (and the readiness is cleared).
+        guard
+            .try_io(|s| read_one(s.get_ref(), data, cmsg, self.ipv6))
+            .ok()
+    }
+}
+
+/// Where a datagram read into a [`RecvBuffer`] is, checked to hold an
+/// IPv4 header when it is IPv4.
+#[derive(Debug, Clone, Copy)]
+pub struct Datagram {
+    len: usize,
+    /// IPv6 only: what the kernel told of it (source, destination, hop
+    /// limit); IPv4's are in its header.
+    ipv6: Option<(IpAddr, IpAddr, u8)>,
+}
+
+impl RecvBuffer {
+    /// The datagram `d` just read, as the runner reads it: over IPv4 its
+    /// header taken apart (borrowed, not copied), over IPv6 the message
+    /// with what the kernel told of it.
+    pub fn received(&self, d: Datagram) -> Received<'_> {
+        let buf = &self.data[..d.len];
+        if let Some((from, to, ttl)) = d.ipv6 {
+            return Received {
                 from,
                 to,
                 ttl,
                 proto: IPPROTO_VRRP,
-                ip_header: Vec::new(),
+                ip_header: &[],
                 payload: buf,
-            })
-        } else {
-            if buf.len() < 20 {
-                return Err(io::Error::other("short IPv4 packet"));
-            }
-            let ihl = usize::from(buf[0] & 0x0f) * 4;
-            if ihl < 20 || buf.len() < ihl {
-                return Err(io::Error::other("bad IPv4 header length"));
-            }
-            let from = IpAddr::V4(Ipv4Addr::new(buf[12], buf[13], buf[14], buf[15]));
-            let to = IpAddr::V4(Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]));
-            let (ttl, proto) = (buf[8], buf[9]);
-            let payload = buf.split_off(ihl);
-            Ok(Received {
-                from,
-                to,
-                ttl,
-                proto,
-                ip_header: buf,
-                payload,
-            })
+            };
+        }
+        let ihl = usize::from(buf[0] & 0x0f) * 4;
+        let (ip_header, payload) = buf.split_at(ihl);
+        Received {
+            from: IpAddr::V4(Ipv4Addr::new(buf[12], buf[13], buf[14], buf[15])),
+            to: IpAddr::V4(Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19])),
+            ttl: buf[8],
+            proto: buf[9],
+            ip_header,
+            payload,
         }
     }
+}
+
+/// One datagram into `data`, checked: an IPv4 one must hold its header;
+/// an IPv6 one comes with its source, destination and hop limit.
+#[allow(clippy::ptr_arg)] // nix's recvmsg takes the control buffer as a Vec
+fn read_one(
+    s: &Socket,
+    data: &mut [u8],
+    cmsg: &mut Vec<u8>,
+    ipv6: bool,
+) -> io::Result<Datagram> {
+    let mut iov = [IoSliceMut::new(data)];
+    let m = recvmsg::<SockaddrStorage>(
+        s.as_raw_fd(),
+        &mut iov,
+        ipv6.then_some(cmsg),
+        MsgFlags::empty(),
+    )
+    .map_err(io::Error::from)?;
+    let len = m.bytes;
+    if !ipv6 {
+        if len < 20 {
+            return Err(io::Error::other("short IPv4 packet"));
+        }
+        let ihl = usize::from(data[0] & 0x0f) * 4;
+        if ihl < 20 || len < ihl {
+            return Err(io::Error::other("bad IPv4 header length"));
+        }
+        return Ok(Datagram { len, ipv6: None });
+    }
+    let from = m
+        .address
+        .as_ref()
+        .and_then(|a| a.as_sockaddr_in6())
+        .map(|a| IpAddr::V6(a.ip()))
+        .ok_or_else(|| io::Error::other("no source address"))?;
+    let mut to = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+    let mut ttl = 0u8;
+    for c in m.cmsgs().map_err(io::Error::from)? {
+        match c {
+            ControlMessageOwned::Ipv6PacketInfo(p) => {
+                to = IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr))
+            }
+            ControlMessageOwned::Ipv6HopLimit(h) => ttl = h.clamp(0, 255) as u8,
+            _ => {}
+        }
+    }
+    Ok(Datagram {
+        len,
+        ipv6: Some((from, to, ttl)),
+    })
 }
 
 /// A packet socket that only sends: whole Ethernet frames (GARP, NA) out

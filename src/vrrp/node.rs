@@ -139,7 +139,22 @@ pub struct Node {
     /// A peer advertising another address list (split brain risk): its
     /// address and the number of addresses it advertises.
     pub mismatch: Option<(IpAddr, usize)>,
+    /// The receive socket its adverts arrive on (the world's number for
+    /// it), `None` while it has none.
+    pub rx: Option<super::dispatch::Rx>,
 }
+
+/// A node's state as the status shows it, but for its counters and what it
+/// tracks (see [`Node::visible`]).
+pub type Visible = (
+    fsm::State,
+    u8,
+    u8,
+    Option<IpAddr>,
+    Option<(IpAddr, usize)>,
+    Option<u64>,
+    bool,
+);
 
 /// The 8 key bytes of a password (zero padded).
 pub fn key8(p: &[u8]) -> [u8; 8] {
@@ -243,6 +258,7 @@ impl Node {
             old_checksum: i.old_unicast_checksum == Some(true),
             start_at: None,
             mismatch: None,
+            rx: None,
         }
     }
 
@@ -261,6 +277,15 @@ impl Node {
                 Vec::new()
             },
         )
+    }
+
+    /// Its unicast peers' addresses (none in multicast mode).
+    pub fn unicast_peers(&self) -> &[IpAddr] {
+        if self.cfg.unicast_peers.is_empty() {
+            &[]
+        } else {
+            &self.dsts
+        }
     }
 
     /// The interface its addresses without `dev` go on: its VMAC, if it
@@ -315,6 +340,31 @@ impl Node {
             auth,
             auth_data,
         }
+    }
+
+    /// The earliest time something of its own is due: its advert or down
+    /// timer, a delayed start, a GARP burst.
+    pub fn next_due(&self) -> Option<u64> {
+        [self.fsm.deadline, self.garp_refresh, self.start_at]
+            .into_iter()
+            .flatten()
+            .chain(self.garp_delayed.iter().map(|d| d.0))
+            .chain(self.garp_lower.iter().map(|d| d.0))
+            .min()
+    }
+
+    /// What a reader of the status sees of it but its counters: a change
+    /// here is published at once.
+    pub fn visible(&self) -> Visible {
+        (
+            self.fsm.state,
+            self.fsm.params.priority,
+            self.base_priority,
+            self.master,
+            self.mismatch,
+            self.last.as_ref().map(|t| t.at_us),
+            self.if_up,
+        )
     }
 
     /// The TTL / hop limit adverts leave with: 255, or `unicast_ttl`.
@@ -384,6 +434,7 @@ impl Node {
         self.ah_seq = old.ah_seq;
         self.old_checksum |= old.old_checksum && self.cfg.old_unicast_checksum != Some(false);
         self.garp_refresh = old.garp_refresh;
+        self.rx = old.rx;
         for t in &mut self.trackers.ifs {
             if let Some(o) = old.trackers.ifs.iter().find(|o| o.0 == t.0) {
                 t.3 = o.3;

@@ -5,13 +5,24 @@
 //! real daemon, a recorder in tests. Time is µs since the runner started,
 //! passed in, so the runner itself is pure and [`drive`] (the async loop)
 //! runs on paused time.
+//!
+//! At scale (hundreds of instances, a busy or hostile LAN) the work per
+//! event is bounded: an arriving advert reaches its instance through the
+//! [`dispatch`](super::dispatch) table in one lookup, or is counted and
+//! dropped there; the next deadline and the instances due come from an
+//! ordered agenda; the status is published for the instances an event
+//! changed, counters at most once a second; and [`drive`] serves due
+//! timers before it reads a packet, reading a bounded batch at a time
+//! straight from the sockets (nothing queues between them and the runner).
 
 use super::ah::{self, AH_LEN};
+use super::dispatch::{self, Receipts, Rx};
 use super::fsm::{Action, Input, State};
 use super::net::{Received, IPPROTO_AH};
+use std::task::{Context, Poll};
 use super::node::key8;
 pub use super::node::{Node, Placement, Stats, Transition};
-use super::packet::{Advert, AdvertError, IPPROTO_VRRP};
+use super::packet::{Advert, AdvertError};
 use super::receive::{self, Expect, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{
@@ -49,8 +60,10 @@ pub enum Notified {
 pub trait World {
     /// Where instance `i` sends from (the interface lookup).
     fn placement(&mut self, i: &Instance) -> Placement;
-    /// Node `node.id` now exists: open what it needs (its socket).
-    fn attach(&mut self, node: &Node);
+    /// Node `node.id` now exists: open what it needs (its socket, shared
+    /// with the other nodes of its link, family, protocol and mode); the
+    /// receive socket's number, if it has one.
+    fn attach(&mut self, node: &Node) -> Option<Rx>;
     /// Node `id` is gone.
     fn detach(&mut self, id: usize);
     /// Sends one advert of node `id` to `dst`: over IPv4 the whole packet
@@ -102,8 +115,9 @@ pub trait World {
     fn log(&mut self, line: String) {
         log::info!("{line}");
     }
-    /// The runner after an event (for the status).
-    fn publish(&mut self, _r: &Runner) {}
+    /// The runner after an event that changed what `changed` says (for
+    /// the status).
+    fn publish(&mut self, _r: &Runner, _changed: &Changed) {}
     /// Writes dump file `what` of the runner as it is at `now_us`.
     fn dump(&mut self, _r: &Runner, _what: super::dump::Dump, _now_us: u64) {}
     /// Whether a stop releases (priority 0, addresses removed); `false`
@@ -113,11 +127,55 @@ pub trait World {
     }
 }
 
-/// What arrives.
+/// Where adverts arrive: the receive sockets the world opened, read a
+/// packet at a time (into one buffer, reused) when the runner is ready for
+/// it, so nothing waits between a socket and the runner but in the
+/// kernel's own bounded queue.
+pub trait Inbox {
+    /// Ready when some socket has a packet to read.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
+    /// The next packet waiting, from whichever socket, with the number of
+    /// the socket it came in on; `None` when none waits.
+    fn next(&mut self) -> Option<(Rx, Received<'_>)>;
+}
+
+/// An inbox that never has anything (a runner without sockets).
+pub struct NoPackets;
+
+impl Inbox for NoPackets {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Pending
+    }
+    fn next(&mut self) -> Option<(Rx, Received<'_>)> {
+        None
+    }
+}
+
+/// At most this many packets are read before the timers are looked at
+/// again and the other events get their turn.
+pub const PACKET_BATCH: usize = 32;
+
+/// What an event changed that a reader of the status can see.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// Anything (start, reload, a transition, a tracker): publish all.
+    pub all: bool,
+    /// These nodes (by index) changed state, priority or master.
+    pub nodes: Vec<usize>,
+    /// Counters moved (published lazily).
+    pub counters: bool,
+}
+
+impl Changed {
+    /// Nothing to publish.
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.nodes.is_empty() && !self.counters
+    }
+}
+
+/// What arrives (but for the adverts: see [`Inbox`]).
 #[derive(Debug)]
 pub enum Event {
-    /// A packet on node `id`'s socket.
-    Packet(usize, Received),
     /// An interface went up (true) or down.
     Link(String, bool),
     /// An address was deleted from the named interface.
@@ -257,6 +315,18 @@ pub struct Runner {
     /// Delayed announcements queued so far (their order).
     queued: u64,
     next_id: usize,
+    /// The instances by receive socket and VRID.
+    dispatch: dispatch::Table,
+    /// What the receive path counted before any instance looked.
+    pub receipts: Receipts,
+    /// Each node's next due time, ordered.
+    agenda: agenda::Agenda,
+    /// Transitions so far (a transition may move a whole sync group).
+    transitions: u64,
+    /// What changed since the last publication.
+    changed: Changed,
+    /// The nodes due at a timer (kept to reuse its allocation).
+    due: Vec<usize>,
 }
 
 /// The tracked files of `cfg` with the number each holds: read now, or
@@ -315,15 +385,65 @@ impl Runner {
             queued: 0,
             procs: procs::tracked_processes(cfg, &[]),
             next_id: 0,
+            dispatch: dispatch::Table::default(),
+            receipts: Receipts::default(),
+            agenda: agenda::Agenda::default(),
+            transitions: 0,
+            changed: Changed::default(),
+            due: Vec::new(),
         };
         r.files = tracked_files(cfg, &[], w);
         r.count_processes(w);
         r.log_firewall(cfg, w);
         r.nodes = cfg.instances.iter().map(|i| r.node(i, w)).collect();
-        for n in &r.nodes {
-            w.attach(n);
+        for n in &mut r.nodes {
+            n.rx = w.attach(n);
         }
+        r.refresh();
         r
+    }
+
+    /// After anything that may have touched many nodes or moved them in
+    /// the list: the dispatch table and the agenda made anew, everything
+    /// to be published.
+    pub(super) fn refresh(&mut self) {
+        self.dispatch.clear();
+        self.agenda.reset(self.nodes.len());
+        for (k, n) in self.nodes.iter().enumerate() {
+            if let Some(rx) = n.rx {
+                self.dispatch.insert(rx, n.cfg.vrid, k);
+            }
+            self.agenda.set(k, n.next_due());
+        }
+        self.changed.all = true;
+        self.changed.counters = true;
+    }
+
+    /// What changed since the last call (for [`World::publish`]).
+    pub fn take_changes(&mut self) -> Changed {
+        let mut c = std::mem::take(&mut self.changed);
+        if c.all {
+            c.nodes.clear();
+        }
+        c.nodes.sort_unstable();
+        c.nodes.dedup();
+        c
+    }
+
+    /// After node `k` alone was handled: its place on the agenda, and its
+    /// publication if a reader can see the change (`before` is what it
+    /// showed then). A transition may have moved its sync group: then
+    /// all of them.
+    fn settle(&mut self, k: usize, before: super::node::Visible, transitions: u64) {
+        if self.transitions != transitions && !self.groups.is_empty() {
+            self.refresh();
+            return;
+        }
+        self.agenda.set(k, self.nodes[k].next_due());
+        if self.nodes[k].visible() != before {
+            self.changed.nodes.push(k);
+        }
+        self.changed.counters = true;
     }
 
     /// keepalived's line at each load when an instance needs a firewall
@@ -380,10 +500,6 @@ impl Runner {
         n
     }
 
-    fn index(&self, id: usize) -> Option<usize> {
-        self.nodes.iter().position(|n| n.id == id)
-    }
-
     /// Starts every instance at `now`.
     pub fn start(&mut self, now: u64, w: &mut impl World) {
         if !self.statics.is_empty() {
@@ -413,6 +529,7 @@ impl Runner {
         for s in &mut self.scripts {
             s.2 = now;
         }
+        self.refresh();
     }
 
     fn start_node(&mut self, k: usize, now: u64, w: &mut impl World) {
@@ -444,17 +561,23 @@ impl Runner {
         self.feed_one(k, now, input, w);
     }
 
-    /// The earliest time something is due.
+    /// The earliest time something is due: the instances' from the
+    /// agenda, the scripts', delayed link changes' and process counts'
+    /// (a few, not one an instance) looked at.
     pub fn next_deadline(&self) -> Option<u64> {
-        let nodes = self.nodes.iter().flat_map(|n| {
-            [n.fsm.deadline, n.garp_refresh, n.start_at]
-                .into_iter()
-                .flatten()
-                .chain(n.garp_delayed.iter().map(|d| d.0))
-                .chain(n.garp_lower.iter().map(|d| d.0))
-        });
-        nodes
-            .chain(self.scripts.iter().map(|s| s.2))
+        self.agenda
+            .first()
+            .into_iter()
+            .chain(self.other_due())
+            .min()
+    }
+
+    /// When the next script run, delayed link change or process count is
+    /// due.
+    fn other_due(&self) -> Option<u64> {
+        self.scripts
+            .iter()
+            .map(|s| s.2)
             .chain(self.pending_links.iter().map(|p| p.2))
             .chain(self.procs.iter().filter_map(|p| p.due))
             .min()
@@ -462,15 +585,23 @@ impl Runner {
 
     /// Runs what is due at `now`.
     pub fn on_timer(&mut self, now: u64, w: &mut impl World) {
-        self.due_links(now, w);
-        self.due_processes(now, w);
-        for (s, _, next) in &mut self.scripts {
-            if *next <= now {
-                *next = now + s.interval_us.max(1);
-                w.run_script(s);
+        if self.other_due().is_some_and(|d| d <= now) {
+            self.due_links(now, w);
+            self.due_processes(now, w);
+            for (s, _, next) in &mut self.scripts {
+                if *next <= now {
+                    *next = now + s.interval_us.max(1);
+                    w.run_script(s);
+                }
             }
+            // A link change may have moved any instance.
+            self.refresh();
         }
-        for k in 0..self.nodes.len() {
+        let mut due = std::mem::take(&mut self.due);
+        self.agenda.due(now, &mut due);
+        let transitions = self.transitions;
+        let before: Vec<_> = due.iter().map(|&k| self.nodes[k].visible()).collect();
+        for &k in &due {
             if self.nodes[k].start_at.is_some_and(|d| d <= now) {
                 self.nodes[k].start_at = None;
                 self.start_node(k, now, w);
@@ -494,40 +625,66 @@ impl Runner {
         // The delayed bursts in the order they were queued (keepalived's
         // timer threads: members of a sync group taken to MASTER together
         // announce in the order they went).
-        let mut due: Vec<((u64, u64), usize, u32)> = Vec::new();
-        for (k, n) in self.nodes.iter_mut().enumerate() {
+        let mut bursts: Vec<((u64, u64), usize, u32)> = Vec::new();
+        for &k in &due {
+            let n = &mut self.nodes[k];
             let g = &n.cfg.garp;
             for (list, repeat) in [
                 (&mut n.garp_delayed, g.master_repeat),
                 (&mut n.garp_lower, g.lower_prio_repeat),
             ] {
-                due.extend(list.iter().filter(|d| d.0 <= now).map(|d| (*d, k, repeat)));
+                bursts.extend(list.iter().filter(|d| d.0 <= now).map(|d| (*d, k, repeat)));
                 list.retain(|d| d.0 > now);
             }
         }
-        due.sort();
-        for (_, k, repeat) in due {
+        bursts.sort();
+        for (_, k, repeat) in bursts {
             let n = &self.nodes[k];
             if n.fsm.state == State::Master {
                 w.announce(n.id, &n.all_vips(), repeat);
             }
         }
-        for n in &mut self.nodes {
-            let master = n.fsm.state == State::Master;
-            let g = n.cfg.garp.clone();
+        for &k in &due {
+            let n = &mut self.nodes[k];
             if n.garp_refresh.is_some_and(|d| d <= now) {
                 n.garp_refresh = None;
-                if master && g.master_refresh_us > 0 {
+                let g = &n.cfg.garp;
+                if n.fsm.state == State::Master && g.master_refresh_us > 0 {
                     w.announce(n.id, &n.all_vips(), g.master_refresh_repeat);
                     n.garp_refresh = Some(now + g.master_refresh_us);
                 }
             }
         }
+        for (&k, b) in due.iter().zip(before) {
+            self.settle(k, b, transitions);
+        }
+        self.due = due;
     }
 
-    /// A packet on node `id`'s socket.
-    pub fn on_packet(&mut self, id: usize, now: u64, rx: &Received, w: &mut impl World) {
-        let Some(k) = self.index(id) else { return };
+    /// A packet that came in on receive socket `rx`: to the instance that
+    /// runs its VRID there (keepalived matches adverts to instances by VRID
+    /// first), or counted and dropped.
+    pub fn on_packet(&mut self, rx: Rx, now: u64, p: &Received<'_>, w: &mut impl World) {
+        let Some(vrid) = dispatch::vrid_of(p.proto, p.payload) else {
+            self.receipts.malformed += 1;
+            return;
+        };
+        let nodes = &self.nodes;
+        let Some(k) = self
+            .dispatch
+            .lookup(rx, vrid, p.from, |k| nodes[k].unicast_peers())
+        else {
+            self.receipts.foreign += 1;
+            return;
+        };
+        self.receipts.dispatched += 1;
+        let (before, transitions) = (self.nodes[k].visible(), self.transitions);
+        self.advert(k, now, p, w);
+        self.settle(k, before, transitions);
+    }
+
+    /// An advert for node `k`: keepalived's checks, then the state machine.
+    fn advert(&mut self, k: usize, now: u64, rx: &Received<'_>, w: &mut impl World) {
         let n = &mut self.nodes[k];
         if n.fsm.state == State::Init || n.fsm.state == State::Fault {
             return;
@@ -536,20 +693,13 @@ impl Runner {
             return;
         }
         let body: &[u8] = if rx.proto == IPPROTO_AH {
-            if rx.payload.len() < AH_LEN + 2 || rx.payload[0] != IPPROTO_VRRP {
-                return;
-            }
             &rx.payload[AH_LEN..]
         } else {
-            &rx.payload
+            rx.payload
         };
-        // keepalived matches adverts to instances by VRID first.
-        if body.len() >= 2 && body[1] != n.cfg.vrid {
-            return;
-        }
         if let Some(Auth::Ah(key)) = &n.cfg.auth {
             let unicast = !n.cfg.unicast_peers.is_empty();
-            match ah::open(&n.cfg.name, &key8(key), &rx.ip_header, &rx.payload, unicast) {
+            match ah::open(&n.cfg.name, &key8(key), rx.ip_header, rx.payload, unicast) {
                 Ok(seq) if seq > n.ah_seq => n.ah_seq = seq,
                 Ok(seq) => {
                     n.stats.auth_failure += 1;
@@ -695,6 +845,7 @@ impl Runner {
         if release && !self.statics.is_empty() {
             w.statics(&self.statics, false);
         }
+        self.refresh();
     }
 
     fn send(&mut self, k: usize, priority: u8, w: &mut impl World) {
@@ -799,6 +950,7 @@ impl Runner {
         if from == to {
             return;
         }
+        self.transitions += 1;
         if to == State::Master {
             n.stats.become_master += 1;
             n.master = None;
@@ -854,18 +1006,74 @@ impl Runner {
     }
 }
 
+/// The rare events: each may touch any instance, so the agenda and the
+/// dispatch table are made anew after it and everything is published.
+impl Runner {
+    /// SIGHUP with the configuration read again (see [`Runner::reload_now`]).
+    pub fn reload(&mut self, cfg: &VrrpConfig, now: u64, w: &mut impl World) {
+        self.reload_now(cfg, now, w);
+        self.refresh();
+    }
+
+    /// An interface went up or down.
+    pub fn on_link(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
+        self.link_changed(now, name, up, w);
+        self.refresh();
+    }
+
+    /// An address was deleted from interface `name`.
+    pub fn on_address_gone(&mut self, now: u64, name: &str, addr: std::net::IpAddr, w: &mut impl World) {
+        self.address_gone(now, name, addr, w);
+        self.refresh();
+    }
+
+    /// A route or rule of keepalived's protocol was deleted.
+    pub fn on_gone<G: track::Gone>(&mut self, now: u64, gone: &G, w: &mut impl World) {
+        self.gone(now, gone, w);
+        self.refresh();
+    }
+
+    /// A run of script `name` ended.
+    pub fn on_script(&mut self, now: u64, name: &str, o: Outcome, w: &mut impl World) {
+        self.script_ended(now, name, o, w);
+        self.refresh();
+    }
+
+    /// Tracked file `name` changed.
+    pub fn on_track_file(&mut self, now: u64, name: &str, w: &mut impl World) {
+        self.track_file_changed(now, name, w);
+        self.refresh();
+    }
+
+    /// Tracked processes' counts changed.
+    pub fn on_process(&mut self, now: u64, changes: &[super::process::Change], w: &mut impl World) {
+        self.process_changed(now, changes, w);
+        self.refresh();
+    }
+}
+
 /// Runs `r` until [`Event::Stop`] (or the end of `events`): the timers on
-/// tokio's clock, everything else from `events`.
+/// tokio's clock, the adverts from `inbox`, everything else from
+/// `events`. Due timers come first: no packet and no command is taken
+/// while an advert or a down timer is due, and packets are read a
+/// [`PACKET_BATCH`] at a time between looks at the clock.
 pub async fn drive(
     r: &mut Runner,
     w: &mut impl World,
     events: &mut mpsc::UnboundedReceiver<Event>,
+    inbox: &mut impl Inbox,
 ) {
     let base = tokio::time::Instant::now();
     let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
     r.start(now(base), w);
-    w.publish(r);
+    publish(r, w);
     loop {
+        let t = now(base);
+        if r.next_deadline().is_some_and(|d| d <= t) {
+            r.on_timer(t, w);
+            publish(r, w);
+            continue;
+        }
         let due = r.next_deadline();
         let sleep = async {
             match due {
@@ -875,14 +1083,16 @@ pub async fn drive(
                 None => std::future::pending().await,
             }
         };
+        let ready = std::future::poll_fn(|cx| inbox.poll_ready(cx));
         tokio::select! {
             biased;
+            _ = sleep => r.on_timer(now(base), w),
             ev = events.recv() => match ev {
                 None | Some(Event::Stop) => {
                     r.stop(now(base), w);
+                    publish(r, w);
                     return;
                 }
-                Some(Event::Packet(id, rx)) => r.on_packet(id, now(base), &rx, w),
                 Some(Event::Link(name, up)) => r.on_link(now(base), &name, up, w),
                 Some(Event::AddressGone(name, a)) => r.on_address_gone(now(base), &name, a, w),
                 Some(Event::RouteGone(g)) => r.on_gone(now(base), &g, w),
@@ -897,15 +1107,34 @@ pub async fn drive(
                         for n in &mut r.nodes {
                             n.stats = Stats::default();
                         }
+                        r.changed.counters = true;
                     }
                 }
             },
-            _ = sleep => r.on_timer(now(base), w),
+            _ = ready => {
+                for _ in 0..PACKET_BATCH {
+                    let t = now(base);
+                    if r.next_deadline().is_some_and(|d| d <= t) {
+                        break;
+                    }
+                    let Some((rx, p)) = inbox.next() else { break };
+                    r.on_packet(rx, t, &p, w);
+                }
+            }
         }
-        w.publish(r);
+        publish(r, w);
     }
 }
 
+/// Hands what changed to the world, if anything did.
+fn publish(r: &mut Runner, w: &mut impl World) {
+    let c = r.take_changes();
+    if !c.is_empty() {
+        w.publish(r, &c);
+    }
+}
+
+mod agenda;
 mod procs;
 mod reload;
 mod sync;

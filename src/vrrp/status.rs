@@ -1,13 +1,16 @@
 //! What keepalived cannot show of its VRRP side, as a document: each
 //! instance's state, base and effective priority, the master it follows,
 //! its last transition with the reason, its counters and what it tracks —
-//! for `--status` (JSON and the table) and the metrics. Built from the
-//! runner after every event and kept on a [`Board`] that the status socket
-//! reads, so a query never waits on the VRRP thread. Pure but for the
-//! board's lock.
+//! for `--status` (JSON and the table) and the metrics. Kept on a
+//! [`Board`] that the status socket reads, so a query never waits on the
+//! VRRP thread, and updated for what an event changed: an instance whose
+//! state, priority or master moved at once, the counters (which move at
+//! every advert) when the VRRP side says so. Pure but for the board's
+//! lock.
 
 use super::fsm::State;
-use super::run::{Runner, Stats, Transition};
+use super::dispatch::Receipts;
+use super::run::{Changed, Runner, Stats, Transition};
 use serde::Serialize;
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
@@ -62,8 +65,37 @@ pub struct InstanceStatus {
     pub sync_group: Option<String>,
 }
 
+/// What the VRRP side publishes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Published {
+    /// Every instance, in config order.
+    pub instances: Vec<InstanceStatus>,
+    /// What the receive path counted before any instance looked.
+    pub receive: Receipts,
+}
+
 /// The VRRP side's part of the status, shared with the status socket.
-pub type Board = Arc<Mutex<Vec<InstanceStatus>>>;
+pub type Board = Arc<Mutex<Published>>;
+
+/// Brings `b` up to date with `r` for what `changed` says; the counters
+/// too when `counters`.
+pub fn update(b: &mut Published, r: &Runner, changed: &Changed, counters: bool) {
+    if changed.all || b.instances.len() != r.nodes.len() {
+        b.instances = snapshot(r);
+    } else {
+        for &k in &changed.nodes {
+            b.instances[k] = instance(r, &r.nodes[k]);
+        }
+        if counters {
+            for (i, n) in b.instances.iter_mut().zip(&r.nodes) {
+                i.stats.clone_from(&n.stats);
+            }
+        }
+    }
+    if counters || changed.all {
+        b.receive = r.receipts;
+    }
+}
 
 fn word(s: State) -> &'static str {
     match s {
@@ -76,9 +108,13 @@ fn word(s: State) -> &'static str {
 
 /// The status of every instance of `r`.
 pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
-    r.nodes
-        .iter()
-        .map(|n| {
+    r.nodes.iter().map(|n| instance(r, n)).collect()
+}
+
+/// The status of node `n` of `r`.
+fn instance(r: &Runner, n: &super::run::Node) -> InstanceStatus {
+    {
+        {
             let mut trackers = Vec::new();
             if let Some(i) = &n.trackers.own_if {
                 trackers.push(TrackerStatus {
@@ -150,8 +186,8 @@ pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
                     .find(|g| Some(&g.cfg.name) == n.cfg.sync_group.as_ref())
                     .map(|g| format!("{} {}", g.cfg.name, word(g.state))),
             }
-        })
-        .collect()
+        }
+    }
 }
 
 /// The instances as lines of the `--status` table, from the JSON
@@ -217,12 +253,23 @@ type Family = (
     fn(&InstanceStatus) -> u64,
 );
 
-/// The instances as Prometheus metrics.
-pub fn metrics(list: &[InstanceStatus]) -> String {
+/// The instances as Prometheus metrics, and what the receive path
+/// dropped before any instance looked.
+pub fn metrics(p: &Published) -> String {
     let mut o = String::new();
+    let list = &p.instances;
     if list.is_empty() {
         return o;
     }
+    let _ = writeln!(
+        o,
+        "# HELP keepalived_vrrp_packets_dropped_total Packets dropped before any instance looked: \
+         foreign (a VRID no instance runs on the link), malformed (no VRID to read)\n\
+         # TYPE keepalived_vrrp_packets_dropped_total counter\n\
+         keepalived_vrrp_packets_dropped_total{{reason=\"foreign\"}} {}\n\
+         keepalived_vrrp_packets_dropped_total{{reason=\"malformed\"}} {}",
+        p.receive.foreign, p.receive.malformed
+    );
     let families: [Family; 8] = [
         (
             "keepalived_vrrp_state",
@@ -342,11 +389,19 @@ mod tests {
         assert!(t.contains("VI_1"), "{t}");
         assert!(t.contains("MASTER") && t.contains("90/150"), "{t}");
         assert!(t.contains("tracks script chk (down, weight -60)"), "{t}");
-        let m = metrics(&[one()]);
+        let p = Published {
+            instances: vec![one()],
+            receive: Receipts {
+                foreign: 3,
+                ..Receipts::default()
+            },
+        };
+        let m = metrics(&p);
+        assert!(m.contains("keepalived_vrrp_packets_dropped_total{reason=\"foreign\"} 3"));
         assert!(
             m.contains("keepalived_vrrp_state{instance=\"VI_1\",vrid=\"51\",interface=\"eth0\"} 2")
         );
         assert!(m.contains("keepalived_vrrp_adverts_sent_total{instance=\"VI_1\",vrid=\"51\",interface=\"eth0\"} 7"));
-        assert!(metrics(&[]).is_empty());
+        assert!(metrics(&Published::default()).is_empty());
     }
 }

@@ -237,7 +237,8 @@ impl Checking {
             Query::Status => {
                 let mut doc = status::document(&view);
                 if let Some(i) = &instances {
-                    doc["vrrp"] = serde_json::to_value(i).unwrap_or_default();
+                    doc["vrrp"] = serde_json::to_value(&i.instances).unwrap_or_default();
+                    doc["vrrp_receive"] = serde_json::to_value(i.receive).unwrap_or_default();
                 }
                 doc.to_string() + "\n"
             }

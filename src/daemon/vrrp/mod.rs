@@ -1,5 +1,6 @@
 //! The VRRP subsystem as the shell hosts it: the real [`World`] of
-//! [`crate::vrrp::run`] — one raw socket per instance with a reader task,
+//! [`crate::vrrp::run`] — the advert sockets, one per link, family,
+//! protocol and mode, that the runner reads itself ([`wire`]),
 //! rtnetlink and a packet socket behind the address worker ([`worker`]),
 //! the link and address watcher, notifications (scripts, FIFOs, SMTP), and
 //! the scripts (run by the checker's script runner, so
@@ -17,6 +18,7 @@ use crate::config::vrrp::{
 use crate::config::Loaded;
 use crate::vrrp::dump::Dump;
 use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
+use crate::vrrp::run::Changed;
 use crate::vrrp::nftables::Element;
 use crate::vrrp::rtnl::{watch, NetEvent, Rtnl};
 use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, Statics, World};
@@ -32,6 +34,7 @@ use worker::{address_worker, Job};
 
 mod procwatch;
 mod syncd;
+mod wire;
 mod worker;
 
 /// How long a notify script may run before it is cut (keepalived never
@@ -50,19 +53,16 @@ struct NodeIo {
     /// adverts unless `vmac_xmit_base`.
     vmac: Option<Iface>,
     socket: Option<Arc<AdvertSocket>>,
-    reader: Option<JoinHandle<()>>,
-}
-
-impl Drop for NodeIo {
-    fn drop(&mut self) {
-        if let Some(r) = self.reader.take() {
-            r.abort();
-        }
-    }
+    /// Its socket's number on the [`wire::Wire`].
+    rx: Option<crate::vrrp::dispatch::Rx>,
 }
 
 struct RealWorld {
     board: crate::vrrp::status::Board,
+    /// When the counters were last published.
+    counted: Option<std::time::Instant>,
+    /// The advert sockets.
+    wire: wire::Wire,
     /// `-V`: leave the addresses at stop.
     dont_release: bool,
     /// `notify_fifo` and `vrrp_notify_fifo`: one line per state change.
@@ -224,9 +224,21 @@ impl World for RealWorld {
         }
     }
 
-    fn publish(&mut self, r: &Runner) {
-        if let Ok(mut b) = self.board.lock() {
-            *b = crate::vrrp::status::snapshot(r);
+    fn publish(&mut self, r: &Runner, changed: &Changed) {
+        // Counters at most once a second: they move at every advert.
+        let now = std::time::Instant::now();
+        let counters = changed.all
+            || (changed.counters
+                && self
+                    .counted
+                    .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)));
+        if changed.all || !changed.nodes.is_empty() || counters {
+            if let Ok(mut b) = self.board.lock() {
+                crate::vrrp::status::update(&mut b, r, changed, counters);
+            }
+        }
+        if counters {
+            self.counted = Some(now);
         }
     }
 
@@ -243,7 +255,7 @@ impl World for RealWorld {
         }
     }
 
-    fn attach(&mut self, n: &Node) {
+    fn attach(&mut self, n: &Node) -> Option<crate::vrrp::dispatch::Rx> {
         let iface = Iface::lookup(&n.ifname).ok().flatten();
         let vmac = match (&n.cfg.vmac, &iface) {
             (Some(name), Some(parent)) => {
@@ -294,11 +306,17 @@ impl World for RealWorld {
             Some(v) if !n.cfg.vmac_xmit_base => Some(v),
             _ => iface.as_ref(),
         };
-        let socket = send_on.and_then(|f| {
-            let group = n.cfg.unicast_peers.is_empty().then(|| n.dsts[0]);
-            let bind = n.cfg.ipv6.then_some(n.src);
-            match AdvertSocket::open(f, n.cfg.ipv6, n.proto(), group, bind, n.ttl()) {
-                Ok(s) => Some(Arc::new(s)),
+        let opened = send_on.and_then(|f| {
+            let key = wire::Key {
+                ifname: f.name.clone(),
+                ipv6: n.cfg.ipv6,
+                proto: n.proto(),
+                group: n.cfg.unicast_peers.is_empty().then(|| n.dsts[0]),
+                bind: n.cfg.ipv6.then_some(n.src),
+                hops: n.ttl(),
+            };
+            match self.wire.open(key, f) {
+                Ok(s) => Some(s),
                 Err(e) => {
                     log::error!(
                         "({}) cannot open the VRRP socket on {}: {e}",
@@ -309,22 +327,7 @@ impl World for RealWorld {
                 }
             }
         });
-        let reader = socket.clone().map(|s| {
-            let tx = self.events.clone();
-            let id = n.id;
-            tokio::spawn(async move {
-                loop {
-                    match s.recv().await {
-                        Ok(rx) => {
-                            if tx.send(Event::Packet(id, rx)).is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => log::debug!("VRRP receive: {e}"),
-                    }
-                }
-            })
-        });
+        let (rx, socket) = opened.map_or((None, None), |(rx, s)| (Some(rx), Some(s)));
         self.nodes.insert(
             n.id,
             NodeIo {
@@ -334,13 +337,17 @@ impl World for RealWorld {
                 iface,
                 vmac,
                 socket,
-                reader,
+                rx,
             },
         );
+        rx
     }
 
     fn detach(&mut self, id: usize) {
         if let Some(io) = self.nodes.remove(&id) {
+            if let Some(rx) = io.rx {
+                self.wire.close(rx);
+            }
             if let (Some(v), Some(p), Some(table)) = (&io.vmac, &io.iface, &self.cfg.vrrp.nftables)
             {
                 let _ = self.jobs.send(Job::Vmac {
@@ -648,7 +655,8 @@ async fn answer_queries(
                     "daemon": daemon,
                     "virtual_servers": [],
                     "transitions": [],
-                    "vrrp": list,
+                    "vrrp": list.instances,
+                    "vrrp_receive": list.receive,
                 })
                 .to_string()
                     + "\n"
@@ -818,6 +826,8 @@ pub async fn run(
     let mut world = RealWorld {
         dont_release: opts.dont_release_vrrp,
         board,
+        counted: None,
+        wire: wire::Wire::default(),
         fifos,
         nodes: HashMap::new(),
         jobs: jtx.clone(),
@@ -833,6 +843,7 @@ pub async fn run(
     };
     let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
     let mut runner = Runner::new(&cfg.vrrp, &mut world);
+    let mut inbox = world.wire.inbox();
     // The shell's commands become runner events.
     let ctx = etx.clone();
     let rep = progress.clone();
@@ -890,7 +901,7 @@ pub async fn run(
         let _ = ctx.send(Event::Stop);
     });
     progress.send(Progress::Started);
-    drive(&mut runner, &mut world, &mut erx).await;
+    drive(&mut runner, &mut world, &mut erx, &mut inbox).await;
     for mut c in std::mem::take(&mut world.fifo_scripts) {
         let _ = c.start_kill();
     }

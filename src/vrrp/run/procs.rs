@@ -69,7 +69,7 @@ impl Runner {
     }
 
     /// New counts of tracked processes.
-    pub fn on_process(&mut self, now: u64, changes: &[Change], w: &mut impl World) {
+    pub(super) fn process_changed(&mut self, now: u64, changes: &[Change], w: &mut impl World) {
         for (name, count, cause) in changes {
             let Some(i) = self.procs.iter().position(|p| &p.cfg.name == name) else {
                 continue;

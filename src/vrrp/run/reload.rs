@@ -14,7 +14,7 @@ impl Runner {
     /// addresses added are set and announced, removed ones deleted; an old
     /// one without a pair releases (priority 0 if MASTER) and reports
     /// DELETED; a new one starts. Scripts keep their results.
-    pub fn reload(&mut self, cfg: &VrrpConfig, now: u64, w: &mut impl World) {
+    pub(super) fn reload_now(&mut self, cfg: &VrrpConfig, now: u64, w: &mut impl World) {
         for k in 0..self.nodes.len() {
             if self.nodes[k].fsm.state == State::Master {
                 let p = self.nodes[k].fsm.params.priority;

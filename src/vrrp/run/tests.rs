@@ -6,8 +6,8 @@ use std::net::{IpAddr, Ipv4Addr};
 /// A two-router LAN on a manual clock: what one sends, the other
 /// receives 100 µs later (multicast, TTL 255).
 struct Lan {
-    /// (deliver at, to router, packet).
-    wire: Vec<(u64, usize, Received)>,
+    /// (deliver at, to router, packet from its IP header on, destination).
+    wire: Vec<(u64, usize, Vec<u8>, IpAddr)>,
     log: Vec<(u64, usize, String)>,
     addrs: [bool; 2],
     now: u64,
@@ -26,23 +26,15 @@ impl World for Lan {
             up: true,
         }
     }
-    fn attach(&mut self, _: &Node) {}
+    fn attach(&mut self, _: &Node) -> Option<Rx> {
+        Some(0)
+    }
     fn detach(&mut self, _: usize) {}
     fn send(&mut self, _: usize, pkt: &[u8], dst: IpAddr) {
-        let ihl = usize::from(pkt[0] & 0x0f) * 4;
-        let from = IpAddr::V4(Ipv4Addr::new(pkt[12], pkt[13], pkt[14], pkt[15]));
-        let rx = Received {
-            from,
-            to: dst,
-            ttl: pkt[8],
-            proto: pkt[9],
-            ip_header: pkt[..ihl].to_vec(),
-            payload: pkt[ihl..].to_vec(),
-        };
-        let prio = rx.payload[2];
+        let prio = received(pkt, dst).payload[2];
         self.log
             .push((self.now, self.who, format!("advert {prio}")));
-        self.wire.push((self.now + 100, 1 - self.who, rx));
+        self.wire.push((self.now + 100, 1 - self.who, pkt.to_vec(), dst));
     }
     fn addresses(&mut self, _: usize, _: &[Vip], add: bool) {
         if self.addrs[self.who] != add {
@@ -86,6 +78,19 @@ impl World for Lan {
     }
     fn log(&mut self, line: String) {
         self.log.push((self.now, self.who, format!("log {line}")));
+    }
+}
+
+/// An IPv4 packet as it arrives (multicast, TTL as sent).
+fn received(pkt: &[u8], dst: IpAddr) -> Received<'_> {
+    let ihl = usize::from(pkt[0] & 0x0f) * 4;
+    Received {
+        from: IpAddr::V4(Ipv4Addr::new(pkt[12], pkt[13], pkt[14], pkt[15])),
+        to: dst,
+        ttl: pkt[8],
+        proto: pkt[9],
+        ip_header: &pkt[..ihl],
+        payload: &pkt[ihl..],
     }
 }
 
@@ -137,14 +142,11 @@ fn play(r: &mut [Runner; 2], lan: &mut Lan, until: u64, stop_at: Option<(u64, us
         }
         let due: Vec<_> = lan.wire.iter().filter(|w| w.0 <= next).cloned().collect();
         lan.wire.retain(|w| w.0 > next);
-        for (_, to, rx) in due {
+        for (_, to, pkt, dst) in due {
             if !stopped[to] {
                 lan.who = to;
-                // Every instance's socket sees it; each takes its VRID.
-                let ids: Vec<usize> = r[to].nodes.iter().map(|n| n.id).collect();
-                for id in ids {
-                    r[to].on_packet(id, next, &rx, lan);
-                }
+                // One socket: the runner finds the instance by its VRID.
+                r[to].on_packet(0, next, &received(&pkt, dst), lan);
             }
         }
         for k in 0..2 {

@@ -67,7 +67,7 @@ impl Runner {
     /// A tracked file changed: its number is read again (through the
     /// world, which says when it cannot count) and the instances tracking
     /// it are reassessed, as keepalived's `update_track_file_status()`.
-    pub fn on_track_file(&mut self, now: u64, name: &str, w: &mut impl World) {
+    pub(super) fn track_file_changed(&mut self, now: u64, name: &str, w: &mut impl World) {
         let Some(k) = self.files.iter().position(|(f, _)| f.name == name) else {
             return;
         };
@@ -126,7 +126,7 @@ impl Runner {
     /// An interface changed; with `interface_up_down_delays` the change
     /// counts only once it has lasted its delay (a flap shorter than that
     /// is never seen by the instances).
-    pub fn on_link(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
+    pub(super) fn link_changed(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
         if let Some(p) = self.pending_links.iter().find(|p| p.0 == name) {
             if p.1 == up {
                 // The same change again (netlink repeats itself).
@@ -193,7 +193,7 @@ impl Runner {
     /// An address was deleted from interface `name` (rtnetlink): a MASTER
     /// whose VIP or eVIP it was (and not `no_track`) goes to BACKUP to
     /// take over again and put it back; a static address is put back.
-    pub fn on_address_gone(&mut self, now: u64, name: &str, addr: IpAddr, w: &mut impl World) {
+    pub(super) fn address_gone(&mut self, now: u64, name: &str, addr: IpAddr, w: &mut impl World) {
         if w.removed_by_us(addr) {
             return;
         }
@@ -235,7 +235,7 @@ impl Runner {
     /// keepalived watches a family's routes (rules) only when some instance
     /// has a virtual route (rule) of that family, and so only then restores
     /// its static ones: this does the same.
-    pub fn on_gone<G: Gone>(&mut self, now: u64, gone: &G, w: &mut impl World) {
+    pub(super) fn gone<G: Gone>(&mut self, now: u64, gone: &G, w: &mut impl World) {
         let watched = self.nodes.iter().any(|n| {
             G::virtuals(&n.cfg)
                 .iter()
@@ -266,7 +266,7 @@ impl Runner {
     }
 
     /// A script run ended.
-    pub fn on_script(&mut self, now: u64, name: &str, o: Outcome, w: &mut impl World) {
+    pub(super) fn script_ended(&mut self, now: u64, name: &str, o: Outcome, w: &mut impl World) {
         let Some((_, st, _)) = self.scripts.iter_mut().find(|(s, ..)| s.name == name) else {
             return;
         };

@@ -1,0 +1,163 @@
+//! The VRRP subsystem's advert sockets (I/O shell), as keepalived 2.2.7
+//! keeps them: one raw socket per interface, family, protocol and mode
+//! (group, source, unicast hop limit), shared by every instance that
+//! sends and receives alike, opened by the first and closed with the
+//! last; and the [`Inbox`] the runner reads them through, one packet at a
+//! time into one buffer. With a socket per instance every advert on a
+//! link was read once per instance. Part of [`super`].
+
+use crate::vrrp::dispatch::Rx;
+use crate::vrrp::net::{AdvertSocket, Datagram, Iface, RecvBuffer, Received};
+use crate::vrrp::run::Inbox;
+use std::collections::HashMap;
+use std::io;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+/// What makes two instances' sockets the same socket: everything
+/// [`AdvertSocket::open`] is given.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Key {
+    pub ifname: String,
+    pub ipv6: bool,
+    pub proto: u8,
+    /// The group joined (multicast mode).
+    pub group: Option<IpAddr>,
+    /// The source bound (IPv6).
+    pub bind: Option<IpAddr>,
+    /// `unicast_ttl`.
+    pub hops: u8,
+}
+
+struct Open {
+    rx: Rx,
+    socket: Arc<AdvertSocket>,
+    users: usize,
+}
+
+/// The receive sockets, as the inbox reads them.
+type Receivers = Arc<Mutex<Vec<(Rx, Arc<AdvertSocket>)>>>;
+
+/// The sockets open, by what they are.
+#[derive(Default)]
+pub(super) struct Wire {
+    open: HashMap<Key, Open>,
+    next: Rx,
+    receivers: Receivers,
+}
+
+impl Wire {
+    /// The socket for `key` on `iface`: the one open, or a new one.
+    pub(super) fn open(&mut self, key: Key, iface: &Iface) -> io::Result<(Rx, Arc<AdvertSocket>)> {
+        if let Some(o) = self.open.get_mut(&key) {
+            o.users += 1;
+            return Ok((o.rx, o.socket.clone()));
+        }
+        let s = AdvertSocket::open(iface, key.ipv6, key.proto, key.group, key.bind, key.hops)?;
+        let socket = Arc::new(s);
+        let rx = self.next;
+        self.next += 1;
+        if let Ok(mut l) = self.receivers.lock() {
+            l.push((rx, socket.clone()));
+        }
+        log::debug!(
+            "VRRP socket {rx} opened on {} ({}, protocol {})",
+            key.ifname,
+            if key.ipv6 { "IPv6" } else { "IPv4" },
+            key.proto
+        );
+        self.open.insert(
+            key,
+            Open {
+                rx,
+                socket: socket.clone(),
+                users: 1,
+            },
+        );
+        Ok((rx, socket))
+    }
+
+    /// One user of socket `rx` is gone; the last closes it.
+    pub(super) fn close(&mut self, rx: Rx) {
+        let Some(key) = self
+            .open
+            .iter()
+            .find(|(_, o)| o.rx == rx)
+            .map(|(k, _)| k.clone())
+        else {
+            return;
+        };
+        let last = self.open.get_mut(&key).is_some_and(|o| {
+            o.users -= 1;
+            o.users == 0
+        });
+        if last {
+            self.open.remove(&key);
+            if let Ok(mut l) = self.receivers.lock() {
+                l.retain(|(r, _)| *r != rx);
+            }
+        }
+    }
+
+    /// The inbox reading these sockets.
+    pub(super) fn inbox(&self) -> WireInbox {
+        WireInbox {
+            receivers: self.receivers.clone(),
+            buf: RecvBuffer::default(),
+            turn: 0,
+        }
+    }
+}
+
+/// The runner's [`Inbox`]: every receive socket, taken in turn.
+pub(super) struct WireInbox {
+    receivers: Receivers,
+    buf: RecvBuffer,
+    /// The socket to try first (each gets its turn under a flood on one).
+    turn: usize,
+}
+
+impl WireInbox {
+    /// The next datagram of any socket, and the socket's number.
+    fn read(&mut self) -> Option<(Rx, Datagram)> {
+        let count = self.receivers.lock().map_or(0, |l| l.len());
+        for i in 0..count {
+            let at = (self.turn + i) % count;
+            let Some((rx, s)) = self.receivers.lock().ok()?.get(at).cloned() else {
+                continue;
+            };
+            // A datagram that is not a packet (a short one) is passed over.
+            loop {
+                match s.try_recv(&mut self.buf) {
+                    None => break,
+                    Some(Ok(d)) => {
+                        self.turn = at + 1;
+                        return Some((rx, d));
+                    }
+                    Some(Err(e)) => log::debug!("VRRP receive on socket {rx}: {e}"),
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Inbox for WireInbox {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Ok(l) = self.receivers.lock() else {
+            return Poll::Pending;
+        };
+        for (_, s) in l.iter() {
+            if s.poll_ready(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    }
+
+    fn next(&mut self) -> Option<(Rx, Received<'_>)> {
+        let (rx, d) = self.read()?;
+        Some((rx, self.buf.received(d)))
+    }
+}

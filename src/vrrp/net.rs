@@ -293,12 +293,7 @@ impl RecvBuffer {
 /// One datagram into `data`, checked: an IPv4 one must hold its header;
 /// an IPv6 one comes with its source, destination and hop limit.
 #[allow(clippy::ptr_arg)] // nix's recvmsg takes the control buffer as a Vec
-fn read_one(
-    s: &Socket,
-    data: &mut [u8],
-    cmsg: &mut Vec<u8>,
-    ipv6: bool,
-) -> io::Result<Datagram> {
+fn read_one(s: &Socket, data: &mut [u8], cmsg: &mut Vec<u8>, ipv6: bool) -> io::Result<Datagram> {
     let mut iov = [IoSliceMut::new(data)];
     let m = recvmsg::<SockaddrStorage>(
         s.as_raw_fd(),

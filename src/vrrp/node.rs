@@ -142,6 +142,20 @@ pub struct Node {
     /// The receive socket its adverts arrive on (the world's number for
     /// it), `None` while it has none.
     pub rx: Option<super::dispatch::Rx>,
+    /// Refused adverts logged in the current second.
+    pub refusals: Refusals,
+}
+
+/// The refused adverts an instance logged in one second, and those it
+/// held back (see [`super::run::REFUSALS_LOGGED`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// The second's start, µs.
+    pub since: u64,
+    /// Lines logged in it.
+    pub logged: u32,
+    /// Lines held back.
+    pub held: u64,
 }
 
 /// A node's state as the status shows it, but for its counters and what it
@@ -259,6 +273,7 @@ impl Node {
             start_at: None,
             mismatch: None,
             rx: None,
+            refusals: Refusals::default(),
         }
     }
 

@@ -19,7 +19,6 @@ use super::ah::{self, AH_LEN};
 use super::dispatch::{self, Receipts, Rx};
 use super::fsm::{Action, Input, State};
 use super::net::{Received, IPPROTO_AH};
-use std::task::{Context, Poll};
 use super::node::key8;
 pub use super::node::{Node, Placement, Stats, Transition};
 use super::packet::{Advert, AdvertError};
@@ -28,6 +27,7 @@ use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{
     Auth, Instance, NftTable, Route, Rule, SyncGroup, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
 };
+use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
 /// What notifications report (keepalived's notify states).
@@ -703,15 +703,16 @@ impl Runner {
                 Ok(seq) if seq > n.ah_seq => n.ah_seq = seq,
                 Ok(seq) => {
                     n.stats.auth_failure += 1;
-                    w.log(format!(
+                    let line = format!(
                         "({}) IPSEC-AH : sequence number {seq} already processed. Packet dropped. Local({})",
                         n.cfg.name, n.ah_seq
-                    ));
+                    );
+                    log_refusal(n, now, line, w);
                     return;
                 }
                 Err(line) => {
                     n.stats.auth_failure += 1;
-                    w.log(line);
+                    log_refusal(n, now, line, w);
                     return;
                 }
             }
@@ -745,7 +746,8 @@ impl Runner {
                 ) {
                     n.stats.packet_len_err += 1;
                 }
-                w.log(format!("({}) {e}", n.cfg.name));
+                let line = format!("({}) {e}", n.cfg.name);
+                log_refusal(n, now, line, w);
                 return;
             }
         };
@@ -767,7 +769,7 @@ impl Runner {
             let same_mode = n.cfg.unicast_peers.is_empty() == meta.multicast;
             if same_mode && receive::check(&others, &advert, &meta).is_ok() {
                 n.stats.addr_list_err += 1;
-                w.log(line);
+                log_refusal(n, now, line, w);
                 if n.mismatch.map(|m| m.0) != Some(rx.from) {
                     w.log(format!(
                         "({}) WARNING - {} advertises {} address(es) where we have {}: the directors' configurations differ. Following it as master rather than both holding the addresses (keepalived #1603)",
@@ -799,7 +801,7 @@ impl Runner {
                 Refusal::AddressList => s.addr_list_err += 1,
                 Refusal::Other => {}
             }
-            w.log(line);
+            log_refusal(n, now, line, w);
             return;
         }
         n.stats.advert_rcvd += 1;
@@ -1006,6 +1008,36 @@ impl Runner {
     }
 }
 
+/// At most this many refused adverts are logged a second per instance:
+/// keepalived logs every one, and a flood of bad packets became a flood
+/// of lines (`docs/compat.md`).
+pub const REFUSALS_LOGGED: u32 = 10;
+
+/// A refused advert's line, within [`REFUSALS_LOGGED`]; the count of
+/// those held back is logged when the next second's first comes.
+fn log_refusal(n: &mut Node, now: u64, line: String, w: &mut impl World) {
+    let q = &mut n.refusals;
+    if q.logged == 0 || now >= q.since + 1_000_000 {
+        if q.held > 0 {
+            w.log(format!(
+                "({}) {} more refused adverts not logged",
+                n.cfg.name, q.held
+            ));
+        }
+        *q = super::node::Refusals {
+            since: now,
+            logged: 0,
+            held: 0,
+        };
+    }
+    if q.logged < REFUSALS_LOGGED {
+        q.logged += 1;
+        w.log(line);
+    } else {
+        q.held += 1;
+    }
+}
+
 /// The rare events: each may touch any instance, so the agenda and the
 /// dispatch table are made anew after it and everything is published.
 impl Runner {
@@ -1022,7 +1054,13 @@ impl Runner {
     }
 
     /// An address was deleted from interface `name`.
-    pub fn on_address_gone(&mut self, now: u64, name: &str, addr: std::net::IpAddr, w: &mut impl World) {
+    pub fn on_address_gone(
+        &mut self,
+        now: u64,
+        name: &str,
+        addr: std::net::IpAddr,
+        w: &mut impl World,
+    ) {
         self.address_gone(now, name, addr, w);
         self.refresh();
     }

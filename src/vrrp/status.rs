@@ -8,8 +8,8 @@
 //! every advert) when the VRRP side says so. Pure but for the board's
 //! lock.
 
-use super::fsm::State;
 use super::dispatch::Receipts;
+use super::fsm::State;
 use super::run::{Changed, Runner, Stats, Transition};
 use serde::Serialize;
 use std::fmt::Write;

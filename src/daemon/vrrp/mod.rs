@@ -18,9 +18,9 @@ use crate::config::vrrp::{
 use crate::config::Loaded;
 use crate::vrrp::dump::Dump;
 use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
-use crate::vrrp::run::Changed;
 use crate::vrrp::nftables::Element;
 use crate::vrrp::rtnl::{watch, NetEvent, Rtnl};
+use crate::vrrp::run::Changed;
 use crate::vrrp::run::{drive, Event, Node, Notified, Placement, Runner, Statics, World};
 use crate::vrrp::script::Outcome;
 use std::collections::HashMap;

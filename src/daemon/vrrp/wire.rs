@@ -7,7 +7,7 @@
 //! link was read once per instance. Part of [`super`].
 
 use crate::vrrp::dispatch::Rx;
-use crate::vrrp::net::{AdvertSocket, Datagram, Iface, RecvBuffer, Received};
+use crate::vrrp::net::{AdvertSocket, Datagram, Iface, Received, RecvBuffer};
 use crate::vrrp::run::Inbox;
 use std::collections::HashMap;
 use std::io;

@@ -34,7 +34,8 @@ impl World for Lan {
         let prio = received(pkt, dst).payload[2];
         self.log
             .push((self.now, self.who, format!("advert {prio}")));
-        self.wire.push((self.now + 100, 1 - self.who, pkt.to_vec(), dst));
+        self.wire
+            .push((self.now + 100, 1 - self.who, pkt.to_vec(), dst));
     }
     fn addresses(&mut self, _: usize, _: &[Vip], add: bool) {
         if self.addrs[self.who] != add {

@@ -118,7 +118,7 @@ fn main() {
                 }
             }
             tries += 1;
-            if tries % 256 == 0 && Instant::now() >= end {
+            if tries.is_multiple_of(256) && Instant::now() >= end {
                 break 'out;
             }
         }

@@ -171,7 +171,7 @@ impl Inbox for Flood {
         self.k += 1;
         self.seen.borrow_mut().read += 1;
         let link = (self.k % LINKS as u64) as usize;
-        let len = if self.k % 10 == 0 {
+        let len = if self.k.is_multiple_of(10) {
             // Cut short, for a VRID the link runs.
             self.pkt[21] = 1 + (self.k / 10 % PER_LINK as u64) as u8;
             24

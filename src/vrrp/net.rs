@@ -190,9 +190,13 @@ impl AdvertSocket {
                 s.join_multicast_v4_n(&g, &InterfaceIndexOrAddress::Index(iface.index))?;
             }
         }
+        // Readable only: sends never wait (an advert that finds the buffer
+        // full is lost, as keepalived's is), and interest in writing woke
+        // the thread after every advert the kernel sent.
         // SAFETY: the AsyncFd owns the socket, and so its descriptor, which
         // stays open and the same until the AsyncFd is dropped.
-        let fd = unsafe { AsyncFd::register(s) }.map_err(io::Error::from)?;
+        let fd = unsafe { AsyncFd::register_with_interest(s, tokio::io::Interest::READABLE) }
+            .map_err(io::Error::from)?;
         Ok(AdvertSocket {
             fd,
             ipv6,

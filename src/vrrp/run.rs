@@ -1105,26 +1105,32 @@ pub async fn drive(
     let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
     r.start(now(base), w);
     publish(r, w);
+    // One timer, moved when the next deadline moves: a timer made anew at
+    // every turn is registered anew with the runtime's driver, which
+    // costs a wake-up of its own.
+    let far = std::time::Duration::from_secs(86_400 * 365);
+    let mut timer = Box::pin(tokio::time::sleep_until(base + far));
+    let mut armed: Option<u64> = None;
     loop {
         let t = now(base);
-        if r.next_deadline().is_some_and(|d| d <= t) {
+        let due = r.next_deadline();
+        if due.is_some_and(|d| d <= t) {
             r.on_timer(t, w);
             publish(r, w);
             continue;
         }
-        let due = r.next_deadline();
-        let sleep = async {
-            match due {
-                Some(d) => {
-                    tokio::time::sleep_until(base + std::time::Duration::from_micros(d)).await
-                }
-                None => std::future::pending().await,
-            }
-        };
+        if due != armed {
+            let at = due.map_or(base + far, |d| base + std::time::Duration::from_micros(d));
+            timer.as_mut().reset(at);
+            armed = due;
+        }
         let ready = std::future::poll_fn(|cx| inbox.poll_ready(cx));
         tokio::select! {
             biased;
-            _ = sleep => r.on_timer(now(base), w),
+            _ = timer.as_mut() => {
+                armed = None;
+                r.on_timer(now(base), w)
+            }
             ev = events.recv() => match ev {
                 None | Some(Event::Stop) => {
                     r.stop(now(base), w);

@@ -7,7 +7,13 @@
 //! Two directors (d1 priority 150, d2 100) and an observer, each with one
 //! interface on each of the links (bridges in a namespace of their own);
 //! N instances, up to 200 a link (a VRID is unique per link and family),
-//! each with one address. For each case and daemon:
+//! each with an address of its own: the IPv4 documentation ranges hold
+//! three links' worth (198.51.100.0/24, 203.0.113.0/24, 192.0.2.50-249), so
+//! the instances of a fourth and fifth link are VRRPv3 over IPv6
+//! (2001:db8:K::VRID) at the same interval. (The same address on several
+//! links of one director made keepalived 2.2.7 spin: 810 ms/s and flaps.)
+//! The directors' interfaces have fixed MACs, by which the observer tells
+//! their adverts apart. For each case and daemon:
 //! - start to final state: both started together, until d1 holds all N
 //!   addresses;
 //! - over `BENCH_WINDOW` seconds (30; 600 for the ten-minute run): CPU per
@@ -136,6 +142,22 @@ impl Net {
                     &format!("br{k}"),
                     "up",
                 ]);
+                if k >= 3 {
+                    // VRRPv3 over IPv6 on this link: a link-local address.
+                    for (key, v) in [("disable_ipv6", "0"), ("accept_dad", "0")] {
+                        must(&[
+                            "ip",
+                            "netns",
+                            "exec",
+                            ns,
+                            "sysctl",
+                            "-qw",
+                            &format!("net.ipv6.conf.{ifname}.{key}={v}"),
+                        ]);
+                    }
+                }
+                let mac = format!("02:00:00:00:{:02x}:{:02x}", d + 1, k);
+                must(&["ip", "-n", ns, "link", "set", &ifname, "address", &mac]);
                 must(&["ip", "-n", ns, "link", "set", &ifname, "up"]);
                 if d < 2 {
                     let a = format!("192.0.2.{}/32", 10 * k + d + 1);
@@ -166,12 +188,32 @@ fn conf(n: usize, prio: u8, v3: bool, advert_int: &str) -> String {
     );
     for i in 0..n {
         let (link, vrid) = (i / PER_LINK, i % PER_LINK + 1);
+        let (vip, version) = vip(link, vrid);
         c.push_str(&format!(
             "vrrp_instance VI_{i} {{\n  state BACKUP\n  interface eth{link}\n  virtual_router_id {vrid}\n  \
-             priority {prio}\n  advert_int {advert_int}\n  virtual_ipaddress {{\n    198.51.100.{vrid}/32\n  }}\n}}\n"
+             priority {prio}\n  advert_int {advert_int}\n{version}  virtual_ipaddress {{\n    {vip}\n  }}\n}}\n"
         ));
     }
     c
+}
+
+/// Instance `vrid`'s address on link `link`, and the version line an IPv6
+/// one needs.
+fn vip(link: usize, vrid: usize) -> (String, &'static str) {
+    match link {
+        0 => (format!("198.51.100.{vrid}/32"), ""),
+        1 => (format!("203.0.113.{vrid}/32"), ""),
+        2 => (format!("192.0.2.{}/32", 49 + vrid), ""),
+        k => (format!("2001:db8:{k}::{vrid}/128"), "  version 3\n"),
+    }
+}
+
+/// Whether `a` (as `ip` prints it) is one of the instances' addresses.
+fn is_vip(a: &str) -> bool {
+    if let Some(x) = a.strip_prefix("192.0.2.") {
+        return x.parse::<u8>().is_ok_and(|x| x >= 50);
+    }
+    a.starts_with("198.51.100.") || a.starts_with("203.0.113.") || a.starts_with("2001:db8:")
 }
 
 /// A daemon on a director.
@@ -308,12 +350,19 @@ impl Daemon {
     }
 }
 
-/// The VIPs (interface, address) director `ns` holds.
+/// The address on an `ip -o addr` / `ip -o monitor address` line.
+fn addr_of(l: &str) -> Option<&str> {
+    let mut w = l.split_whitespace();
+    w.by_ref().find(|x| *x == "inet" || *x == "inet6")?;
+    w.next()?.split('/').next()
+}
+
+/// The VIPs director `ns` holds.
 fn vips(ns: &str) -> usize {
-    let o = run(&["ip", "-n", ns, "-o", "-4", "addr", "show"]);
+    let o = run(&["ip", "-n", ns, "-o", "addr", "show"]);
     String::from_utf8_lossy(&o.stdout)
         .lines()
-        .filter(|l| l.contains(" 198.51.100."))
+        .filter(|l| addr_of(l).is_some_and(is_vip))
         .count()
 }
 
@@ -343,7 +392,7 @@ impl Capture {
     }
 
     /// Stops it: (time, source, vrid, priority) of each advert.
-    fn stop(mut self) -> Vec<(f64, [u8; 4], u8, u8)> {
+    fn stop(mut self) -> Vec<Seen> {
         let _ = run(&["kill", "-INT", &self.child.id().to_string()]);
         let _ = self.child.wait();
         let b = std::fs::read(&self.file).unwrap_or_default();
@@ -351,13 +400,18 @@ impl Capture {
     }
 }
 
-/// The VRRP adverts of a pcap file of `-i any` (Linux cooked v1 or v2).
-fn pcap_adverts(b: &[u8]) -> Vec<(f64, [u8; 4], u8, u8)> {
+/// An advert as the observer saw it: time, sender (director 1 or 2 by
+/// its MAC, 0 for anyone else), link, VRID, priority.
+type Seen = (f64, usize, u8, u8, u8);
+
+/// The VRRP adverts of a pcap file of `-i any` (Linux cooked v1 or v2),
+/// IPv4 and IPv6.
+fn pcap_adverts(b: &[u8]) -> Vec<Seen> {
     let mut out = Vec::new();
     if b.len() < 24 {
         return out;
     }
-    let le = b[0] == 0xd4;
+    let le = b[0] == 0xd4 || b[0] == 0x4d;
     let u32at = |o: usize| {
         let x = [b[o], b[o + 1], b[o + 2], b[o + 3]];
         if le {
@@ -370,28 +424,34 @@ fn pcap_adverts(b: &[u8]) -> Vec<(f64, [u8; 4], u8, u8)> {
         &b[0..4],
         [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]
     );
-    let link = u32at(20);
-    let l2 = if link == 276 { 20 } else { 16 };
+    let v2 = u32at(20) == 276;
+    let l2 = if v2 { 20 } else { 16 };
     let mut o = 24;
     while o + 16 <= b.len() {
         let (sec, frac, caplen) = (u32at(o), u32at(o + 4), u32at(o + 8) as usize);
         let t = f64::from(sec) + f64::from(frac) / if nano { 1e9 } else { 1e6 };
         let p = &b[o + 16..(o + 16 + caplen).min(b.len())];
         o += 16 + caplen;
-        if p.len() < l2 + 20 + 3 {
+        if p.len() < l2 + 48 {
             continue;
         }
+        let (proto, mac) = if v2 {
+            (u16::from_be_bytes([p[0], p[1]]), &p[12..18])
+        } else {
+            (u16::from_be_bytes([p[14], p[15]]), &p[6..12])
+        };
+        let who = if mac[..4] == [2, 0, 0, 0] && (1..=2).contains(&mac[4]) {
+            usize::from(mac[4])
+        } else {
+            0
+        };
         let ip = &p[l2..];
-        let ihl = usize::from(ip[0] & 0x0f) * 4;
-        if ip[9] != 112 || ip.len() < ihl + 3 {
-            continue;
-        }
-        out.push((
-            t,
-            [ip[12], ip[13], ip[14], ip[15]],
-            ip[ihl + 1],
-            ip[ihl + 2],
-        ));
+        let vrrp = match proto {
+            0x0800 if ip[9] == 112 => &ip[usize::from(ip[0] & 0x0f) * 4..],
+            0x86dd if ip[6] == 112 => &ip[40..],
+            _ => continue,
+        };
+        out.push((t, who, mac[5], vrrp[1], vrrp[2]));
     }
     out
 }
@@ -403,33 +463,34 @@ fn pct(v: &[f64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Advert spacing of `src` sources (p50, p99, max, count), ms.
-fn spacing(
-    adverts: &[(f64, [u8; 4], u8, u8)],
-    from: impl Fn(&[u8; 4]) -> bool,
-) -> (f64, f64, f64, usize) {
-    let mut by: HashMap<([u8; 4], u8), Vec<f64>> = HashMap::new();
-    for (t, s, v, _) in adverts {
-        if from(s) {
-            by.entry((*s, *v)).or_default().push(*t);
+/// Advert spacing of director `d`'s adverts (p50, p99, max, count), ms.
+fn spacing(adverts: &[Seen], d: usize) -> (f64, f64, f64, usize) {
+    let mut by: HashMap<(u8, u8), Vec<f64>> = HashMap::new();
+    for &(t, who, link, vrid, _) in adverts {
+        if who == d {
+            by.entry((link, vrid)).or_default().push(t);
         }
     }
-    let mut d = Vec::new();
+    let mut gaps = Vec::new();
     for ts in by.values_mut() {
         ts.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        d.extend(ts.windows(2).map(|w| (w[1] - w[0]) * 1e3));
+        gaps.extend(ts.windows(2).map(|w| (w[1] - w[0]) * 1e3));
     }
-    d.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    gaps.sort_by(|a, b| a.partial_cmp(b).unwrap());
     (
-        pct(&d, 0.5),
-        pct(&d, 0.99),
-        d.last().copied().unwrap_or(f64::NAN),
-        d.len(),
+        pct(&gaps, 0.5),
+        pct(&gaps, 0.99),
+        gaps.last().copied().unwrap_or(f64::NAN),
+        gaps.len(),
     )
 }
 
-fn is_d(s: &[u8; 4], d: usize) -> bool {
-    s[0] == 192 && s[1] == 0 && s[2] == 2 && usize::from(s[3]) % 10 == d && s[3] < 200
+/// Adverts from the backup, and priority-0 adverts from the master.
+fn flaps(adverts: &[Seen]) -> usize {
+    adverts
+        .iter()
+        .filter(|a| a.1 == 2 || (a.1 == 1 && a.4 == 0))
+        .count()
 }
 
 /// Watches `ip monitor address` on a director: each VIP added, with the
@@ -446,7 +507,7 @@ fn monitor(ns: &str) -> (Child, Arc<Mutex<Vec<Instant>>>) {
     let s = seen.clone();
     std::thread::spawn(move || {
         for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if !l.starts_with("Deleted") && l.contains(" 198.51.100.") {
+            if !l.starts_with("Deleted") && addr_of(&l).is_some_and(is_vip) {
                 s.lock().unwrap().push(Instant::now());
             }
         }
@@ -486,7 +547,7 @@ fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, window: f64) -> F
     let got = wait_until(settle, || vips("vsd1") >= n);
     let start_s = got.map_or(f64::NAN, |_| t0.elapsed().as_secs_f64());
     sleep(Duration::from_secs(3));
-    let cap = Capture::start(&base.join("window.pcap"), "ip proto 112");
+    let cap = Capture::start(&base.join("window.pcap"), "ip proto 112 or ip6 proto 112");
     let (c0, r0) = (
         [d1.cpu_ns(), d2.cpu_ns()],
         [d1.rss_anon_kb(), d2.rss_anon_kb()],
@@ -499,11 +560,8 @@ fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, window: f64) -> F
     );
     let el = w0.elapsed().as_secs_f64();
     let adverts = cap.stop();
-    let sp = spacing(&adverts, |s| is_d(s, 1));
-    let flaps = adverts
-        .iter()
-        .filter(|a| is_d(&a.1, 2) || (is_d(&a.1, 1) && a.3 == 0))
-        .count();
+    let sp = spacing(&adverts, 1);
+    let flaps = flaps(&adverts);
     let (mut mon, seen) = monitor("vsd2");
     sleep(Duration::from_millis(300));
     let mut d1 = d1;
@@ -567,11 +625,7 @@ fn flood_case(imp: Impl, secs: f64) -> Flood {
     let el = w0.elapsed().as_secs_f64();
     let adverts = cap.stop();
     let held = vips("vsd1");
-    let changes = adverts
-        .iter()
-        .filter(|a| is_d(&a.1, 2) || (is_d(&a.1, 1) && a.3 == 0))
-        .count()
-        + n.saturating_sub(held);
+    let changes = flaps(&adverts) + n.saturating_sub(held);
     d1.stop();
     d2.stop();
     let cpu = |i: usize| (c1[i] - c0[i]) as f64 / 1e6 / el;
@@ -580,7 +634,7 @@ fn flood_case(imp: Impl, secs: f64) -> Flood {
         cpu: [cpu(0), cpu(1)],
         rss: r1,
         growth: [r1[0] as i64 - r0[0] as i64, r1[1] as i64 - r0[1] as i64],
-        spacing: spacing(&adverts, |s| is_d(s, 1)),
+        spacing: spacing(&adverts, 1),
         changes,
     }
 }

@@ -239,7 +239,8 @@ async fn a_thousand_instances_keep_their_adverts_on_time_through_a_flood() {
             let _ = etx.send(keepalived::vrrp::run::Event::Stop);
         }
     };
-    let run = drive(&mut runner, &mut lan, &mut erx, &mut flood);
+    let mut alarm = keepalived::vrrp::run::TokioAlarm::default();
+    let run = drive(&mut runner, &mut lan, &mut erx, &mut flood, &mut alarm);
     tokio::join!(run, probe);
 
     let s = seen.borrow();

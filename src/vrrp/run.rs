@@ -27,6 +27,7 @@ use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{
     Auth, Instance, NftTable, Route, Rule, SyncGroup, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
 };
+use std::future::Future;
 use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
@@ -148,6 +149,46 @@ impl Inbox for NoPackets {
     }
     fn next(&mut self) -> Option<(Rx, Received<'_>)> {
         None
+    }
+}
+
+/// What wakes the runner at its next deadline.
+pub trait Alarm {
+    /// Ring at `at` (on tokio's clock), or never.
+    fn set(&mut self, at: Option<tokio::time::Instant>);
+    /// Ready once the time set has come.
+    fn poll_ring(&mut self, cx: &mut Context<'_>) -> Poll<()>;
+}
+
+/// An [`Alarm`] on tokio's timer (paused time in tests). Its wheel rings
+/// to the millisecond, with a wake-up or two on the way to a deadline a
+/// second ahead.
+pub struct TokioAlarm {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    set: bool,
+}
+
+impl Default for TokioAlarm {
+    fn default() -> Self {
+        TokioAlarm {
+            sleep: Box::pin(tokio::time::sleep(std::time::Duration::ZERO)),
+            set: false,
+        }
+    }
+}
+
+impl Alarm for TokioAlarm {
+    fn set(&mut self, at: Option<tokio::time::Instant>) {
+        self.set = at.is_some();
+        if let Some(at) = at {
+            self.sleep.as_mut().reset(at);
+        }
+    }
+    fn poll_ring(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.set {
+            return Poll::Pending;
+        }
+        self.sleep.as_mut().poll(cx)
     }
 }
 
@@ -1100,16 +1141,13 @@ pub async fn drive(
     w: &mut impl World,
     events: &mut mpsc::UnboundedReceiver<Event>,
     inbox: &mut impl Inbox,
+    alarm: &mut impl Alarm,
 ) {
     let base = tokio::time::Instant::now();
     let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
     r.start(now(base), w);
     publish(r, w);
-    // One timer, moved when the next deadline moves: a timer made anew at
-    // every turn is registered anew with the runtime's driver, which
-    // costs a wake-up of its own.
-    let far = std::time::Duration::from_secs(86_400 * 365);
-    let mut timer = Box::pin(tokio::time::sleep_until(base + far));
+    // The alarm is set again only when the next deadline moves.
     let mut armed: Option<u64> = None;
     loop {
         let t = now(base);
@@ -1120,14 +1158,14 @@ pub async fn drive(
             continue;
         }
         if due != armed {
-            let at = due.map_or(base + far, |d| base + std::time::Duration::from_micros(d));
-            timer.as_mut().reset(at);
+            alarm.set(due.map(|d| base + std::time::Duration::from_micros(d)));
             armed = due;
         }
         let ready = std::future::poll_fn(|cx| inbox.poll_ready(cx));
+        let ring = std::future::poll_fn(|cx| alarm.poll_ring(cx));
         tokio::select! {
             biased;
-            _ = timer.as_mut() => {
+            _ = ring => {
                 armed = None;
                 r.on_timer(now(base), w)
             }

@@ -716,7 +716,13 @@ pub async fn run(
     board: crate::vrrp::status::Board,
     serve_status: bool,
 ) -> ExitCode {
-    let cfg = Arc::new(loaded.config.clone());
+    // The model taken, not copied, when no one else holds it: a second
+    // copy kept for the daemon's life was most of the memory at a thousand
+    // instances.
+    let cfg = Arc::new(match Arc::try_unwrap(loaded) {
+        Ok(l) => l.config,
+        Err(shared) => shared.config.clone(),
+    });
     let reloads = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _listeners = if serve_status {
         let (qtx, qrx) = mpsc::unbounded_channel();
@@ -901,7 +907,20 @@ pub async fn run(
         let _ = ctx.send(Event::Stop);
     });
     progress.send(Progress::Started);
-    drive(&mut runner, &mut world, &mut erx, &mut inbox).await;
+    // What the start freed (the file's text, the parse, the first
+    // status) back to the kernel once the instances run.
+    tokio::spawn(async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        super::memory::release_free_memory();
+    });
+    match wire::TimerAlarm::new() {
+        Ok(mut alarm) => drive(&mut runner, &mut world, &mut erx, &mut inbox, &mut alarm).await,
+        Err(e) => {
+            log::warn!("VRRP: no timerfd ({e}): tokio's timer instead");
+            let mut alarm = crate::vrrp::run::TokioAlarm::default();
+            drive(&mut runner, &mut world, &mut erx, &mut inbox, &mut alarm).await
+        }
+    }
     for mut c in std::mem::take(&mut world.fifo_scripts) {
         let _ = c.start_kill();
     }

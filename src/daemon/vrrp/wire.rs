@@ -4,16 +4,20 @@
 //! sends and receives alike, opened by the first and closed with the
 //! last; and the [`Inbox`] the runner reads them through, one packet at a
 //! time into one buffer. With a socket per instance every advert on a
-//! link was read once per instance. Part of [`super`].
+//! link was read once per instance. And the runner's alarm, a timerfd:
+//! one wake-up at the microsecond of each deadline. Part of [`super`].
 
 use crate::vrrp::dispatch::Rx;
 use crate::vrrp::net::{AdvertSocket, Datagram, Iface, Received, RecvBuffer};
-use crate::vrrp::run::Inbox;
+use crate::vrrp::run::{Alarm, Inbox};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use tokio::io::unix::AsyncFd;
 
 /// What makes two instances' sockets the same socket: everything
 /// [`AdvertSocket::open`] is given.
@@ -159,5 +163,83 @@ impl Inbox for WireInbox {
     fn next(&mut self) -> Option<(Rx, Received<'_>)> {
         let (rx, d) = self.read()?;
         Some((rx, self.buf.received(d)))
+    }
+}
+
+/// The runner's [`Alarm`] on a timerfd: it rings at the microsecond, with
+/// one wake-up; tokio's wheel rings to the millisecond and wakes on the
+/// way to a deadline a second ahead, which cost the VRRP thread two or
+/// three wake-ups an advert.
+pub(super) struct TimerAlarm {
+    fd: AsyncFd<Timer>,
+    set: bool,
+}
+
+/// The timerfd as tokio registers it (by its raw descriptor).
+struct Timer(TimerFd);
+
+impl std::os::fd::AsRawFd for Timer {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsFd;
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl TimerAlarm {
+    pub(super) fn new() -> io::Result<TimerAlarm> {
+        let t = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )?;
+        // SAFETY: the AsyncFd owns the timerfd, and so its descriptor,
+        // which stays open and the same until the AsyncFd is dropped.
+        let fd =
+            unsafe { AsyncFd::register_with_interest(Timer(t), tokio::io::Interest::READABLE) }
+                .map_err(io::Error::from)?;
+        Ok(TimerAlarm { fd, set: false })
+    }
+}
+
+impl Alarm for TimerAlarm {
+    fn set(&mut self, at: Option<tokio::time::Instant>) {
+        let t = &self.fd.get_ref().0;
+        let r = match at {
+            Some(at) => {
+                // Relative: tokio's clock is the monotonic one; a zero
+                // value would disarm it.
+                let d = at
+                    .saturating_duration_since(tokio::time::Instant::now())
+                    .max(std::time::Duration::from_nanos(1));
+                t.set(
+                    Expiration::OneShot(TimeSpec::from_duration(d)),
+                    TimerSetTimeFlags::empty(),
+                )
+            }
+            None => t.unset(),
+        };
+        if let Err(e) = r {
+            log::error!("VRRP: cannot set the timer: {e}");
+        }
+        self.set = at.is_some();
+    }
+
+    fn poll_ring(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            let Poll::Ready(Ok(mut g)) = self.fd.poll_read_ready(cx) else {
+                return Poll::Pending;
+            };
+            // The expiry count read clears it; EAGAIN: not yet.
+            match g.try_io(|t| {
+                nix::unistd::read(&t.get_ref().0, &mut [0u8; 8]).map_err(io::Error::from)
+            }) {
+                Ok(Ok(_)) if self.set => return Poll::Ready(()),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    log::error!("VRRP: the timer: {e}");
+                    return Poll::Pending;
+                }
+                Err(_would_block) => {}
+            }
+        }
     }
 }

@@ -45,7 +45,7 @@ pub fn vrid_of(proto: u8, payload: &[u8]) -> Option<u8> {
 /// only where unicast instances share a VRID on one socket.
 #[derive(Debug, Default)]
 pub struct Table {
-    by_vrid: HashMap<(Rx, u8), Vec<usize>>,
+    by_vrid: HashMap<(Rx, u8), smallvec::SmallVec<[usize; 1]>>,
 }
 
 impl Table {

@@ -160,6 +160,7 @@ fn instance(r: &Runner, n: &super::run::Node) -> InstanceStatus {
                     weight: *w,
                 });
             }
+            trackers.shrink_to_fit();
             InstanceStatus {
                 name: n.cfg.name.clone(),
                 vrid: n.cfg.vrid,

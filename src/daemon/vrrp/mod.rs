@@ -48,10 +48,11 @@ struct NodeIo {
     dont_track_primary: bool,
     /// An IPv6 instance.
     ipv6: bool,
-    iface: Option<Iface>,
+    /// Shared with the other instances of the interface.
+    iface: Option<Arc<Iface>>,
     /// The instance's VMAC (`use_vmac`): its addresses go there, and its
     /// adverts unless `vmac_xmit_base`.
-    vmac: Option<Iface>,
+    vmac: Option<Arc<Iface>>,
     socket: Option<Arc<AdvertSocket>>,
     /// Its socket's number on the [`wire::Wire`].
     rx: Option<crate::vrrp::dispatch::Rx>,
@@ -63,6 +64,9 @@ struct RealWorld {
     counted: Option<std::time::Instant>,
     /// The advert sockets.
     wire: wire::Wire,
+    /// Interfaces looked up in the last second, by name: a start or a
+    /// reload of hundreds of instances reads each once.
+    ifaces: HashMap<String, (std::time::Instant, Arc<Iface>)>,
     /// `-V`: leave the addresses at stop.
     dont_release: bool,
     /// `notify_fifo` and `vrrp_notify_fifo`: one line per state change.
@@ -119,6 +123,21 @@ fn default_interface(cfg: &Config) -> String {
 }
 
 impl RealWorld {
+    /// Interface `name` as it is (looked up at most once a second).
+    fn iface(&mut self, name: &str) -> Option<Arc<Iface>> {
+        let now = std::time::Instant::now();
+        if let Some((t, f)) = self.ifaces.get(name) {
+            if now.duration_since(*t) < Duration::from_secs(1) {
+                return Some(f.clone());
+            }
+        }
+        self.ifaces
+            .retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(1));
+        let f = Arc::new(Iface::lookup(name).ok().flatten()?);
+        self.ifaces.insert(name.to_string(), (now, f.clone()));
+        Some(f)
+    }
+
     /// One line to each VRRP FIFO: `INSTANCE "VI_1" MASTER 150\n`.
     fn fifo_line(&mut self, name: &str, word: &str, priority: u8) {
         self.fifo_write(format!("INSTANCE \"{name}\" {word} {priority}\n"));
@@ -244,7 +263,7 @@ impl World for RealWorld {
 
     fn placement(&mut self, i: &Instance) -> Placement {
         let name = interface_of(&self.cfg, i);
-        let f = Iface::lookup(&name).ok().flatten();
+        let f = self.iface(&name);
         if f.is_none() {
             log::error!("({}) interface {name} does not exist", i.name);
         }
@@ -256,7 +275,7 @@ impl World for RealWorld {
     }
 
     fn attach(&mut self, n: &Node) -> Option<crate::vrrp::dispatch::Rx> {
-        let iface = Iface::lookup(&n.ifname).ok().flatten();
+        let iface = self.iface(&n.ifname);
         let vmac = match (&n.cfg.vmac, &iface) {
             (Some(name), Some(parent)) => {
                 let mac = crate::vrrp::vmac::mac(n.cfg.vrid, n.cfg.ipv6);
@@ -279,7 +298,7 @@ impl World for RealWorld {
                             }
                         }
                         log::info!("({}): Success creating VMAC interface {name}", n.cfg.name);
-                        let v = Iface::lookup(name).ok().flatten();
+                        let v = Iface::lookup(name).ok().flatten().map(Arc::new);
                         if let (Some(v), Some(table)) = (&v, &self.cfg.vrrp.nftables) {
                             let _ = self.jobs.send(Job::Vmac {
                                 table: table.clone(),
@@ -492,7 +511,7 @@ impl World for RealWorld {
         let iface = Iface::lookup(&iface.name)
             .ok()
             .flatten()
-            .unwrap_or(iface.clone());
+            .unwrap_or_else(|| (**iface).clone());
         let spacing = (
             self.cfg.vrrp.announce_interval_us(&iface.name, false),
             self.cfg.vrrp.announce_interval_us(&iface.name, true),
@@ -719,10 +738,18 @@ pub async fn run(
     // The model taken, not copied, when no one else holds it: a second
     // copy kept for the daemon's life was most of the memory at a thousand
     // instances.
-    let cfg = Arc::new(match Arc::try_unwrap(loaded) {
+    let mut config = match Arc::try_unwrap(loaded) {
         Ok(l) => l.config,
         Err(shared) => shared.config.clone(),
-    });
+    };
+    // Kept for the daemon's life, the model need not hold what the runner
+    // holds or what only the loader reads: the instances go to the runner
+    // (each node keeps its own), the raw blocks they were read from
+    // nowhere. The LVS sync daemons find their instance's VRID first.
+    let syncd = syncd::Syncd::start(&config, opts.dry_run);
+    config.other_blocks = Vec::new();
+    let instances = std::mem::take(&mut config.vrrp.instances);
+    let cfg = Arc::new(config);
     let reloads = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _listeners = if serve_status {
         let (qtx, qrx) = mpsc::unbounded_channel();
@@ -834,6 +861,7 @@ pub async fn run(
         board,
         counted: None,
         wire: wire::Wire::default(),
+        ifaces: HashMap::new(),
         fifos,
         nodes: HashMap::new(),
         jobs: jtx.clone(),
@@ -844,11 +872,17 @@ pub async fn run(
         alerter: crate::check::smtp_alert::Alerter::new(&cfg),
         last_email: HashMap::new(),
         fifo_scripts,
-        syncd: syncd::Syncd::start(&cfg, opts.dry_run),
+        syncd,
         procs: procs.clone(),
     };
     let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
-    let mut runner = Runner::new(&cfg.vrrp, &mut world);
+    let mut runner = {
+        let start = crate::config::vrrp::VrrpConfig {
+            instances,
+            ..cfg.vrrp.clone()
+        };
+        Runner::new(&start, &mut world)
+    };
     let mut inbox = world.wire.inbox();
     // The shell's commands become runner events.
     let ctx = etx.clone();

@@ -151,6 +151,9 @@ struct Paced {
     queue: Vec<(usize, IpAddr, Vec<u8>)>,
 }
 
+/// Jobs after which the worker, once idle, gives freed memory back.
+const TRIM_AFTER: usize = 64;
+
 /// The address worker: one job after the other, so addresses are there
 /// before the frames that announce them.
 pub(super) async fn address_worker(
@@ -160,6 +163,7 @@ pub(super) async fn address_worker(
 ) {
     let mut paced: HashMap<(String, bool), Paced> = HashMap::new();
     let mut nft = Nft::default();
+    let mut done = 0usize;
     loop {
         let wake = paced
             .values()
@@ -299,6 +303,14 @@ pub(super) async fn address_worker(
             Job::Done(tx) => {
                 let _ = tx.send(());
             }
+        }
+        // A burst of jobs (hundreds of instances changing state together)
+        // is built and freed at once; its memory given back once it is
+        // done, or it stays resident for the daemon's life.
+        done += 1;
+        if done >= TRIM_AFTER && jobs.is_empty() {
+            crate::daemon::memory::release_free_memory();
+            done = 0;
         }
     }
 }

@@ -27,6 +27,9 @@ pub struct Receipts {
     pub foreign: u64,
     /// Packets too short to carry a VRID, or AH not wrapping VRRP.
     pub malformed: u64,
+    /// Packets the kernel dropped on the sockets before they were read,
+    /// their buffers full (`SO_RXQ_OVFL`).
+    pub overflow: u64,
 }
 
 /// The VRID of the VRRP message in `payload` (what follows the IP

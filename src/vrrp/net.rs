@@ -133,7 +133,7 @@ impl Default for RecvBuffer {
     fn default() -> Self {
         RecvBuffer {
             data: vec![0; 65536],
-            cmsg: nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int),
+            cmsg: nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int, u32),
         }
     }
 }
@@ -142,6 +142,9 @@ impl Default for RecvBuffer {
 /// on its interface (the caller picks its VRID).
 pub struct AdvertSocket {
     fd: AsyncFd<Socket>,
+    /// What the kernel dropped on it so far (its buffer full), as the
+    /// last packet read said (`SO_RXQ_OVFL`).
+    dropped: std::sync::atomic::AtomicU32,
     ipv6: bool,
     ifindex: u32,
 }
@@ -162,6 +165,7 @@ impl AdvertSocket {
         let s = Socket::new(domain, Type::RAW, Some(Protocol::from(i32::from(proto))))?;
         s.set_nonblocking(true)?;
         s.bind_device(Some(iface.name.as_bytes()))?;
+        setsockopt(&s, sockopt::RxqOvfl, &1).map_err(io::Error::from)?;
         if ipv6 {
             setsockopt(&s, sockopt::Ipv6RecvPacketInfo, &true).map_err(io::Error::from)?;
             setsockopt(&s, sockopt::Ipv6RecvHopLimit, &true).map_err(io::Error::from)?;
@@ -199,6 +203,7 @@ impl AdvertSocket {
             .map_err(io::Error::from)?;
         Ok(AdvertSocket {
             fd,
+            dropped: Default::default(),
             ipv6,
             ifindex: iface.index,
         })
@@ -249,9 +254,22 @@ impl AdvertSocket {
         };
         let RecvBuffer { data, cmsg } = buf;
         // Err: it would block (and the readiness is cleared).
-        guard
+        let got = guard
             .try_io(|s| read_one(s.get_ref(), data, cmsg, self.ipv6))
-            .ok()
+            .ok()?;
+        if let Ok(Datagram {
+            dropped: Some(n), ..
+        }) = got
+        {
+            self.dropped.store(n, std::sync::atomic::Ordering::Relaxed);
+        }
+        Some(got)
+    }
+
+    /// The packets the kernel dropped on this socket since it opened, its
+    /// buffer full, as far as the packets read so far tell.
+    pub fn dropped(&self) -> u32 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -260,6 +278,8 @@ impl AdvertSocket {
 #[derive(Debug, Clone, Copy)]
 pub struct Datagram {
     len: usize,
+    /// The socket's drop count, when the kernel says it (not zero).
+    dropped: Option<u32>,
     /// IPv6 only: what the kernel told of it (source, destination, hop
     /// limit); IPv4's are in its header.
     ipv6: Option<(IpAddr, IpAddr, u8)>,
@@ -299,14 +319,22 @@ impl RecvBuffer {
 #[allow(clippy::ptr_arg)] // nix's recvmsg takes the control buffer as a Vec
 fn read_one(s: &Socket, data: &mut [u8], cmsg: &mut Vec<u8>, ipv6: bool) -> io::Result<Datagram> {
     let mut iov = [IoSliceMut::new(data)];
-    let m = recvmsg::<SockaddrStorage>(
-        s.as_raw_fd(),
-        &mut iov,
-        ipv6.then_some(cmsg),
-        MsgFlags::empty(),
-    )
-    .map_err(io::Error::from)?;
+    let m = recvmsg::<SockaddrStorage>(s.as_raw_fd(), &mut iov, Some(cmsg), MsgFlags::empty())
+        .map_err(io::Error::from)?;
     let len = m.bytes;
+    let mut to = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+    let mut ttl = 0u8;
+    let mut dropped = None;
+    for c in m.cmsgs().map_err(io::Error::from)? {
+        match c {
+            ControlMessageOwned::Ipv6PacketInfo(p) => {
+                to = IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr))
+            }
+            ControlMessageOwned::Ipv6HopLimit(h) => ttl = h.clamp(0, 255) as u8,
+            ControlMessageOwned::RxqOvfl(n) => dropped = Some(n),
+            _ => {}
+        }
+    }
     if !ipv6 {
         if len < 20 {
             return Err(io::Error::other("short IPv4 packet"));
@@ -315,7 +343,11 @@ fn read_one(s: &Socket, data: &mut [u8], cmsg: &mut Vec<u8>, ipv6: bool) -> io::
         if ihl < 20 || len < ihl {
             return Err(io::Error::other("bad IPv4 header length"));
         }
-        return Ok(Datagram { len, ipv6: None });
+        return Ok(Datagram {
+            len,
+            dropped,
+            ipv6: None,
+        });
     }
     let from = m
         .address
@@ -323,19 +355,9 @@ fn read_one(s: &Socket, data: &mut [u8], cmsg: &mut Vec<u8>, ipv6: bool) -> io::
         .and_then(|a| a.as_sockaddr_in6())
         .map(|a| IpAddr::V6(a.ip()))
         .ok_or_else(|| io::Error::other("no source address"))?;
-    let mut to = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
-    let mut ttl = 0u8;
-    for c in m.cmsgs().map_err(io::Error::from)? {
-        match c {
-            ControlMessageOwned::Ipv6PacketInfo(p) => {
-                to = IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr))
-            }
-            ControlMessageOwned::Ipv6HopLimit(h) => ttl = h.clamp(0, 255) as u8,
-            _ => {}
-        }
-    }
     Ok(Datagram {
         len,
+        dropped,
         ipv6: Some((from, to, ttl)),
     })
 }

@@ -138,6 +138,11 @@ pub trait Inbox {
     /// The next packet waiting, from whichever socket, with the number of
     /// the socket it came in on; `None` when none waits.
     fn next(&mut self) -> Option<(Rx, Received<'_>)>;
+    /// The packets the kernel dropped on the sockets so far, their
+    /// buffers full (the bound of the path from the wire to the runner).
+    fn overflow(&self) -> u64 {
+        0
+    }
 }
 
 /// An inbox that never has anything (a runner without sockets).
@@ -799,7 +804,8 @@ impl Runner {
         };
         n.expect.skip_addr_check =
             n.cfg.skip_check_adv_addr && n.fsm.state == State::Backup && n.master == Some(rx.from);
-        if let Err((Refusal::AddressList, line)) = receive::check(&n.expect, &advert, &meta) {
+        let checked = receive::check(&n.expect, &advert, &meta);
+        if let Err((Refusal::AddressList, line)) = &checked {
             // keepalived drops an advert whose addresses differ from ours;
             // when everything else about it holds, it comes from a peer
             // configured otherwise, that acts on it: see Input::ForeignAdvert.
@@ -810,7 +816,7 @@ impl Runner {
             let same_mode = n.cfg.unicast_peers.is_empty() == meta.multicast;
             if same_mode && receive::check(&others, &advert, &meta).is_ok() {
                 n.stats.addr_list_err += 1;
-                log_refusal(n, now, line, w);
+                log_refusal(n, now, line.clone(), w);
                 if n.mismatch.map(|m| m.0) != Some(rx.from) {
                     w.log(format!(
                         "({}) WARNING - {} advertises {} address(es) where we have {}: the directors' configurations differ. Following it as master rather than both holding the addresses (keepalived #1603)",
@@ -833,7 +839,7 @@ impl Runner {
             }
         }
         let n = &mut self.nodes[k];
-        if let Err((why, line)) = receive::check(&n.expect, &advert, &meta) {
+        if let Err((why, line)) = checked {
             let s = &mut n.stats;
             match why {
                 Refusal::Ttl => s.ip_ttl_err += 1,
@@ -1202,6 +1208,7 @@ pub async fn drive(
                     let Some((rx, p)) = inbox.next() else { break };
                     r.on_packet(rx, t, &p, w);
                 }
+                r.receipts.overflow = inbox.overflow();
             }
         }
         publish(r, w);

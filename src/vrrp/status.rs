@@ -265,11 +265,13 @@ pub fn metrics(p: &Published) -> String {
     let _ = writeln!(
         o,
         "# HELP keepalived_vrrp_packets_dropped_total Packets dropped before any instance looked: \
-         foreign (a VRID no instance runs on the link), malformed (no VRID to read)\n\
+         foreign (a VRID no instance runs on the link), malformed (no VRID to read), \
+         overflow (dropped by the kernel, the socket's buffer full)\n\
          # TYPE keepalived_vrrp_packets_dropped_total counter\n\
          keepalived_vrrp_packets_dropped_total{{reason=\"foreign\"}} {}\n\
-         keepalived_vrrp_packets_dropped_total{{reason=\"malformed\"}} {}",
-        p.receive.foreign, p.receive.malformed
+         keepalived_vrrp_packets_dropped_total{{reason=\"malformed\"}} {}\n\
+         keepalived_vrrp_packets_dropped_total{{reason=\"overflow\"}} {}",
+        p.receive.foreign, p.receive.malformed, p.receive.overflow
     );
     let families: [Family; 8] = [
         (

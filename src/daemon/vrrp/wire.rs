@@ -164,6 +164,12 @@ impl Inbox for WireInbox {
         let (rx, d) = self.read()?;
         Some((rx, self.buf.received(d)))
     }
+
+    fn overflow(&self) -> u64 {
+        self.receivers
+            .lock()
+            .map_or(0, |l| l.iter().map(|(_, s)| u64::from(s.dropped())).sum())
+    }
 }
 
 /// The runner's [`Alarm`] on a timerfd: it rings at the microsecond, with

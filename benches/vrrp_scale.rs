@@ -433,7 +433,8 @@ fn pcap_adverts(b: &[u8]) -> Vec<Seen> {
         let t = f64::from(sec) + f64::from(frac) / if nano { 1e9 } else { 1e6 };
         let p = &b[o + 16..(o + 16 + caplen).min(b.len())];
         o += 16 + caplen;
-        if p.len() < l2 + 48 {
+        // An IPv4 advert is 40 bytes and more, an IPv6 one 48.
+        if p.len() < l2 + 28 {
             continue;
         }
         let (proto, mac) = if v2 {
@@ -449,9 +450,12 @@ fn pcap_adverts(b: &[u8]) -> Vec<Seen> {
         let ip = &p[l2..];
         let vrrp = match proto {
             0x0800 if ip[9] == 112 => &ip[usize::from(ip[0] & 0x0f) * 4..],
-            0x86dd if ip[6] == 112 => &ip[40..],
+            0x86dd if ip.len() >= 48 && ip[6] == 112 => &ip[40..],
             _ => continue,
         };
+        if vrrp.len() < 3 {
+            continue;
+        }
         out.push((t, who, mac[5], vrrp[1], vrrp[2]));
     }
     out

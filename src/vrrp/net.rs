@@ -17,8 +17,8 @@ use super::packet::{IPPROTO_VRRP, TOS, TTL};
 use nix::ifaddrs::getifaddrs;
 use nix::net::if_::InterfaceFlags;
 use nix::sys::socket::{
-    recvmsg, sendto, setsockopt, sockopt, ControlMessageOwned, LinkAddr, MsgFlags, SockaddrIn6,
-    SockaddrStorage,
+    recvmmsg, sendto, setsockopt, sockopt, ControlMessageOwned, LinkAddr, MsgFlags, MultiHeaders,
+    SockaddrIn6, SockaddrStorage,
 };
 use socket2::{Domain, InterfaceIndexOrAddress, Protocol, Socket, Type};
 use std::io::{self, IoSliceMut};
@@ -122,19 +122,38 @@ pub struct Received<'a> {
     pub payload: &'a [u8],
 }
 
-/// What one read needs, made once and reused for every packet: the
-/// largest IP packet fits, so nothing is ever cut.
+/// Datagrams read by one `recvmmsg`.
+pub const BATCH: usize = 32;
+
+/// A datagram's room: an advert is at most 1,140 bytes over IPv4 and 4,088
+/// over IPv6 (255 addresses), and a link's MTU bounds it below that; one
+/// that does not fit is cut and refused as too long.
+const SLOT: usize = 2048;
+
+/// What a batch of reads needs, made once and reused: [`BATCH`] slots
+/// and what the kernel said of each datagram in them.
 pub struct RecvBuffer {
-    data: Vec<u8>,
-    cmsg: Vec<u8>,
+    data: Box<[[u8; SLOT]; BATCH]>,
+    got: Vec<Datagram>,
+    next: usize,
 }
 
 impl Default for RecvBuffer {
     fn default() -> Self {
         RecvBuffer {
-            data: vec![0; 65536],
-            cmsg: nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int, u32),
+            data: Box::new([[0; SLOT]; BATCH]),
+            got: Vec::with_capacity(BATCH),
+            next: 0,
         }
+    }
+}
+
+impl RecvBuffer {
+    /// The next datagram of the batch read last, if any is left.
+    pub fn take(&mut self) -> Option<Datagram> {
+        let d = self.got.get(self.next).copied()?;
+        self.next += 1;
+        Some(d)
     }
 }
 
@@ -243,27 +262,27 @@ impl AdvertSocket {
         self.fd.poll_read_ready(cx).map(|_| ())
     }
 
-    /// Reads the next packet waiting into `buf`, without waiting: `None`
-    /// when none waits (the socket's readiness is then cleared); the
-    /// packet is [`RecvBuffer::received`].
-    pub fn try_recv(&self, buf: &mut RecvBuffer) -> Option<io::Result<Datagram>> {
+    /// Reads the packets waiting into `buf`, up to a [`BATCH`], without
+    /// waiting: `None` when none waits (the socket's readiness is then
+    /// cleared); else how many, each then [`RecvBuffer::take`]n and
+    /// [`RecvBuffer::received`].
+    pub fn try_recv(&self, buf: &mut RecvBuffer) -> Option<io::Result<usize>> {
         let waker = std::task::Waker::noop();
         let mut cx = std::task::Context::from_waker(waker);
         let std::task::Poll::Ready(Ok(mut guard)) = self.fd.poll_read_ready(&mut cx) else {
             return None;
         };
-        let RecvBuffer { data, cmsg } = buf;
+        let RecvBuffer { data, got, next } = buf;
+        got.clear();
+        *next = 0;
         // Err: it would block (and the readiness is cleared).
-        let got = guard
-            .try_io(|s| read_one(s.get_ref(), data, cmsg, self.ipv6))
+        let r = guard
+            .try_io(|s| read_batch(s.get_ref(), data, got, self.ipv6))
             .ok()?;
-        if let Ok(Datagram {
-            dropped: Some(n), ..
-        }) = got
-        {
+        if let Some(n) = got.iter().rev().find_map(|d| d.dropped) {
             self.dropped.store(n, std::sync::atomic::Ordering::Relaxed);
         }
-        Some(got)
+        Some(r.map(|()| got.len()))
     }
 
     /// The packets the kernel dropped on this socket since it opened, its
@@ -277,6 +296,8 @@ impl AdvertSocket {
 /// IPv4 header when it is IPv4.
 #[derive(Debug, Clone, Copy)]
 pub struct Datagram {
+    /// Its slot in the batch.
+    slot: usize,
     len: usize,
     /// The socket's drop count, when the kernel says it (not zero).
     dropped: Option<u32>,
@@ -290,7 +311,7 @@ impl RecvBuffer {
     /// header taken apart (borrowed, not copied), over IPv6 the message
     /// with what the kernel told of it.
     pub fn received(&self, d: Datagram) -> Received<'_> {
-        let buf = &self.data[..d.len];
+        let buf = &self.data[d.slot][..d.len];
         if let Some((from, to, ttl)) = d.ipv6 {
             return Received {
                 from,
@@ -314,52 +335,87 @@ impl RecvBuffer {
     }
 }
 
-/// One datagram into `data`, checked: an IPv4 one must hold its header;
-/// an IPv6 one comes with its source, destination and hop limit.
-#[allow(clippy::ptr_arg)] // nix's recvmsg takes the control buffer as a Vec
-fn read_one(s: &Socket, data: &mut [u8], cmsg: &mut Vec<u8>, ipv6: bool) -> io::Result<Datagram> {
-    let mut iov = [IoSliceMut::new(data)];
-    let m = recvmsg::<SockaddrStorage>(s.as_raw_fd(), &mut iov, Some(cmsg), MsgFlags::empty())
+/// The datagrams waiting, up to a [`BATCH`], into the slots of `data`
+/// with one `recvmmsg`, each checked (an IPv4 one must hold its header;
+/// one cut short by its slot is passed over) and described in `got`.
+fn read_batch(
+    s: &Socket,
+    data: &mut [[u8; SLOT]; BATCH],
+    got: &mut Vec<Datagram>,
+    ipv6: bool,
+) -> io::Result<()> {
+    // Made for each batch: the kernel writes each header's address and
+    // control lengths back into it, and a header reused would take a
+    // shorter control buffer into the next call (its hop limit or
+    // destination lost).
+    let cmsg = nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int, u32);
+    let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(BATCH, Some(cmsg));
+    let mut meta = Vec::with_capacity(BATCH);
+    {
+        let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
+            data.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
+        let res = recvmmsg(
+            s.as_raw_fd(),
+            &mut hdrs,
+            iovs.iter_mut(),
+            MsgFlags::MSG_DONTWAIT,
+            None,
+        )
         .map_err(io::Error::from)?;
-    let len = m.bytes;
-    let mut to = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
-    let mut ttl = 0u8;
-    let mut dropped = None;
-    for c in m.cmsgs().map_err(io::Error::from)? {
-        match c {
-            ControlMessageOwned::Ipv6PacketInfo(p) => {
-                to = IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr))
+        for (slot, m) in res.enumerate() {
+            let cut = m.flags.contains(MsgFlags::MSG_TRUNC);
+            let mut to = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+            let mut ttl = 0u8;
+            let mut dropped = None;
+            if let Ok(cms) = m.cmsgs() {
+                for c in cms {
+                    match c {
+                        ControlMessageOwned::Ipv6PacketInfo(p) => {
+                            to = IpAddr::V6(Ipv6Addr::from(p.ipi6_addr.s6_addr))
+                        }
+                        ControlMessageOwned::Ipv6HopLimit(h) => ttl = h.clamp(0, 255) as u8,
+                        ControlMessageOwned::RxqOvfl(n) => dropped = Some(n),
+                        _ => {}
+                    }
+                }
             }
-            ControlMessageOwned::Ipv6HopLimit(h) => ttl = h.clamp(0, 255) as u8,
-            ControlMessageOwned::RxqOvfl(n) => dropped = Some(n),
-            _ => {}
+            let from = m
+                .address
+                .as_ref()
+                .and_then(|a| a.as_sockaddr_in6())
+                .map(|a| IpAddr::V6(a.ip()));
+            meta.push((slot, m.bytes, cut, from, to, ttl, dropped));
         }
     }
-    if !ipv6 {
-        if len < 20 {
-            return Err(io::Error::other("short IPv4 packet"));
+    for (slot, len, cut, from, to, ttl, dropped) in meta {
+        if cut {
+            log::debug!("VRRP: a datagram longer than {SLOT} bytes passed over");
+            continue;
         }
-        let ihl = usize::from(data[0] & 0x0f) * 4;
-        if ihl < 20 || len < ihl {
-            return Err(io::Error::other("bad IPv4 header length"));
+        if ipv6 {
+            let Some(from) = from else { continue };
+            got.push(Datagram {
+                slot,
+                len,
+                dropped,
+                ipv6: Some((from, to, ttl)),
+            });
+            continue;
         }
-        return Ok(Datagram {
+        let b = &data[slot];
+        let ihl = usize::from(b[0] & 0x0f) * 4;
+        if len < 20 || ihl < 20 || len < ihl {
+            log::debug!("VRRP: a short IPv4 datagram passed over");
+            continue;
+        }
+        got.push(Datagram {
+            slot,
             len,
             dropped,
             ipv6: None,
         });
     }
-    let from = m
-        .address
-        .as_ref()
-        .and_then(|a| a.as_sockaddr_in6())
-        .map(|a| IpAddr::V6(a.ip()))
-        .ok_or_else(|| io::Error::other("no source address"))?;
-    Ok(Datagram {
-        len,
-        dropped,
-        ipv6: Some((from, to, ttl)),
-    })
+    Ok(())
 }
 
 /// A packet socket that only sends: whole Ethernet frames (GARP, NA) out

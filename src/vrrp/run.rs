@@ -1153,7 +1153,7 @@ pub async fn drive(
     let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
     r.start(now(base), w);
     publish(r, w);
-    // The alarm is set again only when the next deadline moves.
+    // When the alarm rings (it may ring before the next deadline).
     let mut armed: Option<u64> = None;
     loop {
         let t = now(base);
@@ -1163,7 +1163,15 @@ pub async fn drive(
             publish(r, w);
             continue;
         }
-        if due != armed {
+        // Set again only for an earlier deadline: a later one (a backup's
+        // down timer pushed back by every advert) lets the alarm ring
+        // early once, and it is set then.
+        let earlier = match (due, armed) {
+            (Some(d), Some(a)) => d < a,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if earlier {
             alarm.set(due.map(|d| base + std::time::Duration::from_micros(d)));
             armed = due;
         }

@@ -110,6 +110,7 @@ impl Wire {
             receivers: self.receivers.clone(),
             buf: RecvBuffer::default(),
             turn: 0,
+            batch_of: 0,
         }
     }
 }
@@ -120,26 +121,39 @@ pub(super) struct WireInbox {
     buf: RecvBuffer,
     /// The socket to try first (each gets its turn under a flood on one).
     turn: usize,
+    /// The socket the batch in `buf` came from.
+    batch_of: Rx,
 }
 
 impl WireInbox {
-    /// The next datagram of any socket, and the socket's number.
+    /// The next datagram: of the batch read last, else of a new batch
+    /// from the next socket that has any; with its socket's number.
     fn read(&mut self) -> Option<(Rx, Datagram)> {
+        if let Some(d) = self.buf.take() {
+            return Some((self.batch_of, d));
+        }
         let count = self.receivers.lock().map_or(0, |l| l.len());
         for i in 0..count {
             let at = (self.turn + i) % count;
             let Some((rx, s)) = self.receivers.lock().ok()?.get(at).cloned() else {
                 continue;
             };
-            // A datagram that is not a packet (a short one) is passed over.
             loop {
                 match s.try_recv(&mut self.buf) {
                     None => break,
-                    Some(Ok(d)) => {
+                    Some(Ok(_)) => {
+                        // Each socket its turn (under a flood on one).
                         self.turn = at + 1;
-                        return Some((rx, d));
+                        self.batch_of = rx;
+                        if let Some(d) = self.buf.take() {
+                            return Some((rx, d));
+                        }
+                        // Only datagrams passed over: read on.
                     }
-                    Some(Err(e)) => log::debug!("VRRP receive on socket {rx}: {e}"),
+                    Some(Err(e)) => {
+                        log::debug!("VRRP receive on socket {rx}: {e}");
+                        break;
+                    }
                 }
             }
         }

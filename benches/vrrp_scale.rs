@@ -33,6 +33,10 @@
 //! `BENCH_CASES` picks cases (`1,50,200,1000,v3,flood`); `BENCH_IMPLS`
 //! the daemons (`keepalived,ours`). Needs root, keepalived 2.2.7, tcpdump.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::lab::{must, sh as run};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -57,20 +61,9 @@ fn env_num(k: &str, d: f64) -> f64 {
         .unwrap_or(d)
 }
 
-fn run(args: &[&str]) -> std::process::Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+/// `sysctl -qw SETTING` in namespace `ns`.
+fn sysctl(ns: &str, setting: &str) {
+    must(&["ip", "netns", "exec", ns, "sysctl", "-qw", setting]);
 }
 
 /// The namespaces: `vsbr` (the bridges), `vsd1`, `vsd2`, `vsob`; gone
@@ -83,15 +76,7 @@ impl Net {
     fn up(links: usize) -> Net {
         Net::down();
         must(&["ip", "netns", "add", "vsbr"]);
-        must(&[
-            "ip",
-            "netns",
-            "exec",
-            "vsbr",
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-        ]);
+        sysctl("vsbr", "net.ipv6.conf.all.disable_ipv6=1");
         for k in 0..links {
             let br = format!("br{k}");
             must(&["ip", "-n", "vsbr", "link", "add", &br, "type", "bridge"]);
@@ -115,15 +100,7 @@ impl Net {
         }
         for (d, ns) in NODES.iter().enumerate() {
             must(&["ip", "netns", "add", ns]);
-            must(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-            ]);
+            sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1");
             must(&["ip", "-n", ns, "link", "set", "lo", "up"]);
             for k in 0..links {
                 let ifname = format!("eth{k}");
@@ -146,15 +123,7 @@ impl Net {
                 if k >= 3 {
                     // VRRPv3 over IPv6 on this link: a link-local address.
                     for (key, v) in [("disable_ipv6", "0"), ("accept_dad", "0")] {
-                        must(&[
-                            "ip",
-                            "netns",
-                            "exec",
-                            ns,
-                            "sysctl",
-                            "-qw",
-                            &format!("net.ipv6.conf.{ifname}.{key}={v}"),
-                        ]);
+                        sysctl(ns, &format!("net.ipv6.conf.{ifname}.{key}={v}"));
                     }
                 }
                 let mac = format!("02:00:00:00:{:02x}:{:02x}", d + 1, k);
@@ -520,12 +489,49 @@ fn monitor(ns: &str) -> (Child, Arc<Mutex<Vec<Instant>>>) {
     (c, seen)
 }
 
+/// What a window measured of the two directors.
+struct Load {
+    /// CPU, ms a second.
+    cpu: [f64; 2],
+    /// RssAnon at the end, kB.
+    rss: [u64; 2],
+    /// RssAnon's growth over the window, kB.
+    growth: [i64; 2],
+    /// d1's advert spacing.
+    spacing: (f64, f64, f64, usize),
+}
+
+/// Measures d1 and d2 while `during` runs, with the adverts captured
+/// (tcpdump filter `filter` into `pcap`).
+fn window<T>(
+    d1: &Daemon,
+    d2: &Daemon,
+    pcap: &Path,
+    filter: &str,
+    during: impl FnOnce() -> T,
+) -> (Load, Vec<Seen>, T) {
+    let cap = Capture::start(pcap, filter);
+    let c0 = [d1.cpu_ns(), d2.cpu_ns()];
+    let r0 = [d1.rss_anon_kb(), d2.rss_anon_kb()];
+    let w0 = Instant::now();
+    let t = during();
+    let c1 = [d1.cpu_ns(), d2.cpu_ns()];
+    let r1 = [d1.rss_anon_kb(), d2.rss_anon_kb()];
+    let el = w0.elapsed().as_secs_f64();
+    let adverts = cap.stop();
+    let cpu = |i: usize| (c1[i] - c0[i]) as f64 / 1e6 / el;
+    let load = Load {
+        cpu: [cpu(0), cpu(1)],
+        rss: r1,
+        growth: [r1[0] as i64 - r0[0] as i64, r1[1] as i64 - r0[1] as i64],
+        spacing: spacing(&adverts, 1),
+    };
+    (load, adverts, t)
+}
+
 struct Figures {
     start_s: f64,
-    cpu: [f64; 2],
-    rss: [u64; 2],
-    growth: [i64; 2],
-    spacing: (f64, f64, f64, usize),
+    load: Load,
     flaps: usize,
     failover_s: f64,
 }
@@ -541,7 +547,7 @@ fn wait_until(secs: f64, f: impl Fn() -> bool) -> Option<f64> {
     None
 }
 
-fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, window: f64) -> Figures {
+fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, secs: f64) -> Figures {
     let links = n.div_ceil(PER_LINK);
     let _net = Net::up(links);
     let base = std::env::temp_dir().join("kr-vrrp-scale");
@@ -554,20 +560,13 @@ fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, window: f64) -> F
     // Past the start's transients (the second GARP burst comes 5 s after
     // MASTER) before the window opens.
     sleep(Duration::from_secs(8));
-    let cap = Capture::start(&base.join("window.pcap"), "ip proto 112 or ip6 proto 112");
-    let (c0, r0) = (
-        [d1.cpu_ns(), d2.cpu_ns()],
-        [d1.rss_anon_kb(), d2.rss_anon_kb()],
+    let (load, adverts, ()) = window(
+        &d1,
+        &d2,
+        &base.join("window.pcap"),
+        "ip proto 112 or ip6 proto 112",
+        || sleep(Duration::from_secs_f64(secs)),
     );
-    let w0 = Instant::now();
-    sleep(Duration::from_secs_f64(window));
-    let (c1, r1) = (
-        [d1.cpu_ns(), d2.cpu_ns()],
-        [d1.rss_anon_kb(), d2.rss_anon_kb()],
-    );
-    let el = w0.elapsed().as_secs_f64();
-    let adverts = cap.stop();
-    let sp = spacing(&adverts, 1);
     let flaps = flaps(&adverts);
     let (mut mon, seen) = monitor("vsd2");
     sleep(Duration::from_millis(300));
@@ -580,13 +579,9 @@ fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, window: f64) -> F
     let _ = mon.kill();
     let _ = mon.wait();
     d2.stop();
-    let cpu = |i: usize| (c1[i] - c0[i]) as f64 / 1e6 / el;
     Figures {
         start_s,
-        cpu: [cpu(0), cpu(1)],
-        rss: r1,
-        growth: [r1[0] as i64 - r0[0] as i64, r1[1] as i64 - r0[1] as i64],
-        spacing: sp,
+        load,
         flaps,
         failover_s: failover,
     }
@@ -594,10 +589,7 @@ fn scale_case(imp: Impl, n: usize, v3: bool, advert_int: &str, window: f64) -> F
 
 struct Flood {
     sent: String,
-    cpu: [f64; 2],
-    rss: [u64; 2],
-    growth: [i64; 2],
-    spacing: (f64, f64, f64, usize),
+    load: Load,
     changes: usize,
 }
 
@@ -609,39 +601,28 @@ fn flood_case(imp: Impl, secs: f64) -> Flood {
     let d2 = Daemon::start(imp, "vsd2", &base.join("d2"), &conf(n, 100, false, "1"));
     let _ = wait_until(20.0, || vips("vsd1") >= n);
     sleep(Duration::from_secs(8));
-    let cap = Capture::start(
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/vrrp_flood");
+    let (load, adverts, out) = window(
+        &d1,
+        &d2,
         &base.join("flood.pcap"),
         "ip proto 112 and not src host 192.0.2.200",
+        || {
+            Command::new("ip")
+                .args(["netns", "exec", "vsob", "taskset", "-c", "1"])
+                .arg(&bin)
+                .args([&format!("{secs}"), "11", "eth0"])
+                .output()
+                .expect("vrrp_flood")
+        },
     );
-    let (c0, r0) = (
-        [d1.cpu_ns(), d2.cpu_ns()],
-        [d1.rss_anon_kb(), d2.rss_anon_kb()],
-    );
-    let w0 = Instant::now();
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/vrrp_flood");
-    let out = Command::new("ip")
-        .args(["netns", "exec", "vsob", "taskset", "-c", "1"])
-        .arg(&bin)
-        .args([&format!("{secs}"), "11", "eth0"])
-        .output()
-        .expect("vrrp_flood");
-    let (c1, r1) = (
-        [d1.cpu_ns(), d2.cpu_ns()],
-        [d1.rss_anon_kb(), d2.rss_anon_kb()],
-    );
-    let el = w0.elapsed().as_secs_f64();
-    let adverts = cap.stop();
     let held = vips("vsd1");
     let changes = flaps(&adverts) + n.saturating_sub(held);
     d1.stop();
     d2.stop();
-    let cpu = |i: usize| (c1[i] - c0[i]) as f64 / 1e6 / el;
     Flood {
         sent: String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        cpu: [cpu(0), cpu(1)],
-        rss: r1,
-        growth: [r1[0] as i64 - r0[0] as i64, r1[1] as i64 - r0[1] as i64],
-        spacing: spacing(&adverts, 1),
+        load,
         changes,
     }
 }
@@ -689,8 +670,8 @@ fn main() {
                 let f = flood_case(imp, flood_s);
                 println!(
                     "{:<16} {:<10} cpu M {:.1} B {:.1} ms/s, rss M {} B {} kB, growth M {} B {} kB, d1 spacing p50 {:.1} p99 {:.1} max {:.1} ms ({} intervals), state changes {}; {}",
-                    "flood (10)", format!("{imp:?}"), f.cpu[0], f.cpu[1], f.rss[0], f.rss[1], f.growth[0], f.growth[1],
-                    f.spacing.0, f.spacing.1, f.spacing.2, f.spacing.3, f.changes, f.sent
+                    "flood (10)", format!("{imp:?}"), f.load.cpu[0], f.load.cpu[1], f.load.rss[0], f.load.rss[1], f.load.growth[0], f.load.growth[1],
+                    f.load.spacing.0, f.load.spacing.1, f.load.spacing.2, f.load.spacing.3, f.changes, f.sent
                 );
             }
             continue;
@@ -706,8 +687,8 @@ fn main() {
                 "{:<16} {:<10} {:>8.2} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>8.1} {:>8.1} {:>8.1} {:>6} {:>9.3}   rss B {}",
                 if v3 { format!("{n} v3 0.1s") } else { format!("{n}") },
                 format!("{imp:?}"),
-                f.start_s, f.cpu[0], f.cpu[1], f.rss[0], f.growth[0], f.growth[1],
-                f.spacing.0, f.spacing.1, f.spacing.2, f.flaps, f.failover_s, f.rss[1]
+                f.start_s, f.load.cpu[0], f.load.cpu[1], f.load.rss[0], f.load.growth[0], f.load.growth[1],
+                f.load.spacing.0, f.load.spacing.1, f.load.spacing.2, f.flaps, f.failover_s, f.load.rss[1]
             );
         }
     }

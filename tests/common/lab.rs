@@ -49,14 +49,16 @@ pub struct Seen {
     pub what: String,
 }
 
-fn sh(args: &[&str]) -> std::process::Output {
+/// Runs a command to its end (a missing program panics).
+pub fn sh(args: &[&str]) -> std::process::Output {
     Command::new(args[0])
         .args(&args[1..])
         .output()
         .unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
-fn must(args: &[&str]) {
+/// Runs a command that must succeed.
+pub fn must(args: &[&str]) {
     let o = sh(args);
     assert!(
         o.status.success(),

@@ -13,23 +13,17 @@
 //! ordered agenda; the status is published for the instances an event
 //! changed, counters at most once a second; and [`drive`] serves due
 //! timers before it reads a packet, reading a bounded batch at a time
-//! straight from the sockets (nothing queues between them and the runner).
+//! straight from the sockets (nothing queues between them and the runner):
+//! the loop is [`drive`] (`run/drive.rs`).
 
-use super::ah::{self, AH_LEN};
 use super::dispatch::{self, Receipts, Rx};
 use super::fsm::{Action, Input, State};
-use super::net::{Received, IPPROTO_AH};
-use super::node::key8;
+use super::net::Received;
 pub use super::node::{Node, Placement, Stats, Transition};
-use super::packet::{Advert, AdvertError};
-use super::receive::{self, Expect, Meta, Refusal};
 use super::script::{Outcome, ScriptState};
 use crate::config::vrrp::{
-    Auth, Instance, NftTable, Route, Rule, SyncGroup, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
+    Instance, NftTable, Route, Rule, SyncGroup, Vip, VrrpConfig, VrrpScript, VrrpTrackFile,
 };
-use std::future::Future;
-use std::task::{Context, Poll};
-use tokio::sync::mpsc;
 
 /// What notifications report (keepalived's notify states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,97 +119,6 @@ pub trait World {
     /// with `-V`/`--dont-release-vrrp`.
     fn release_at_stop(&self) -> bool {
         true
-    }
-}
-
-/// Where adverts arrive: the receive sockets the world opened, read a
-/// packet at a time (into one buffer, reused) when the runner is ready for
-/// it, so nothing waits between a socket and the runner but in the
-/// kernel's own bounded queue.
-pub trait Inbox {
-    /// Ready when some socket has a packet to read.
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
-    /// The next packet waiting, from whichever socket, with the number of
-    /// the socket it came in on; `None` when none waits.
-    fn next(&mut self) -> Option<(Rx, Received<'_>)>;
-    /// The packets the kernel dropped on the sockets so far, their
-    /// buffers full (the bound of the path from the wire to the runner).
-    fn overflow(&self) -> u64 {
-        0
-    }
-}
-
-/// An inbox that never has anything (a runner without sockets).
-pub struct NoPackets;
-
-impl Inbox for NoPackets {
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Pending
-    }
-    fn next(&mut self) -> Option<(Rx, Received<'_>)> {
-        None
-    }
-}
-
-/// What wakes the runner at its next deadline.
-pub trait Alarm {
-    /// Ring at `at` (on tokio's clock), or never.
-    fn set(&mut self, at: Option<tokio::time::Instant>);
-    /// Ready once the time set has come.
-    fn poll_ring(&mut self, cx: &mut Context<'_>) -> Poll<()>;
-}
-
-/// An [`Alarm`] on tokio's timer (paused time in tests). Its wheel rings
-/// to the millisecond, with a wake-up or two on the way to a deadline a
-/// second ahead.
-pub struct TokioAlarm {
-    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-    set: bool,
-}
-
-impl Default for TokioAlarm {
-    fn default() -> Self {
-        TokioAlarm {
-            sleep: Box::pin(tokio::time::sleep(std::time::Duration::ZERO)),
-            set: false,
-        }
-    }
-}
-
-impl Alarm for TokioAlarm {
-    fn set(&mut self, at: Option<tokio::time::Instant>) {
-        self.set = at.is_some();
-        if let Some(at) = at {
-            self.sleep.as_mut().reset(at);
-        }
-    }
-    fn poll_ring(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.set {
-            return Poll::Pending;
-        }
-        self.sleep.as_mut().poll(cx)
-    }
-}
-
-/// At most this many packets are read before the timers are looked at
-/// again and the other events get their turn.
-pub const PACKET_BATCH: usize = 32;
-
-/// What an event changed that a reader of the status can see.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changed {
-    /// Anything (start, reload, a transition, a tracker): publish all.
-    pub all: bool,
-    /// These nodes (by index) changed state, priority or master.
-    pub nodes: Vec<usize>,
-    /// Counters moved (published lazily).
-    pub counters: bool,
-}
-
-impl Changed {
-    /// Nothing to publish.
-    pub fn is_empty(&self) -> bool {
-        !self.all && self.nodes.is_empty() && !self.counters
     }
 }
 
@@ -707,172 +610,6 @@ impl Runner {
         self.due = due;
     }
 
-    /// A packet that came in on receive socket `rx`: to the instance that
-    /// runs its VRID there (keepalived matches adverts to instances by VRID
-    /// first), or counted and dropped.
-    pub fn on_packet(&mut self, rx: Rx, now: u64, p: &Received<'_>, w: &mut impl World) {
-        let Some(vrid) = dispatch::vrid_of(p.proto, p.payload) else {
-            self.receipts.malformed += 1;
-            return;
-        };
-        let nodes = &self.nodes;
-        let Some(k) = self
-            .dispatch
-            .lookup(rx, vrid, p.from, |k| nodes[k].unicast_peers())
-        else {
-            self.receipts.foreign += 1;
-            return;
-        };
-        self.receipts.dispatched += 1;
-        let (before, transitions) = (self.nodes[k].visible(), self.transitions);
-        self.advert(k, now, p, w);
-        self.settle(k, before, transitions);
-    }
-
-    /// An advert for node `k`: keepalived's checks, then the state machine.
-    fn advert(&mut self, k: usize, now: u64, rx: &Received<'_>, w: &mut impl World) {
-        let n = &mut self.nodes[k];
-        if n.fsm.state == State::Init || n.fsm.state == State::Fault {
-            return;
-        }
-        if (rx.proto == IPPROTO_AH) != (n.proto() == IPPROTO_AH) {
-            return;
-        }
-        let body: &[u8] = if rx.proto == IPPROTO_AH {
-            &rx.payload[AH_LEN..]
-        } else {
-            rx.payload
-        };
-        if let Some(Auth::Ah(key)) = &n.cfg.auth {
-            let unicast = !n.cfg.unicast_peers.is_empty();
-            match ah::open(&n.cfg.name, &key8(key), rx.ip_header, rx.payload, unicast) {
-                Ok(seq) if seq > n.ah_seq => n.ah_seq = seq,
-                Ok(seq) => {
-                    n.stats.auth_failure += 1;
-                    let line = format!(
-                        "({}) IPSEC-AH : sequence number {seq} already processed. Packet dropped. Local({})",
-                        n.cfg.name, n.ah_seq
-                    );
-                    log_refusal(n, now, line, w);
-                    return;
-                }
-                Err(line) => {
-                    n.stats.auth_failure += 1;
-                    log_refusal(n, now, line, w);
-                    return;
-                }
-            }
-        }
-        let mut decoded = Advert::decode(body, rx.from, n.checksum_dst(rx.to));
-        if matches!(decoded, Err(AdvertError::BadChecksum(3)))
-            && !n.old_checksum
-            && n.cfg.old_unicast_checksum.is_none()
-            && rx.to.is_ipv4()
-            && !rx.to.is_multicast()
-        {
-            // keepalived's automatic compatibility: a peer that sums over
-            // the multicast group (keepalived before 2.0.x) is understood,
-            // and answered the same way from now on.
-            let old = Advert::decode(body, rx.from, std::net::IpAddr::from(super::node::GROUP4));
-            if old.is_ok() {
-                n.old_checksum = true;
-                w.log(format!(
-                    "({}) Setting unicast VRRPv3 checksum to old version",
-                    n.cfg.name
-                ));
-                decoded = old;
-            }
-        }
-        let advert = match decoded {
-            Ok(a) => a,
-            Err(e) => {
-                if matches!(
-                    e,
-                    AdvertError::TooShort { .. } | AdvertError::TooLong { .. }
-                ) {
-                    n.stats.packet_len_err += 1;
-                }
-                let line = format!("({}) {e}", n.cfg.name);
-                log_refusal(n, now, line, w);
-                return;
-            }
-        };
-        let meta = Meta {
-            from: rx.from,
-            ttl: rx.ttl,
-            multicast: rx.to.is_multicast(),
-        };
-        n.expect.skip_addr_check =
-            n.cfg.skip_check_adv_addr && n.fsm.state == State::Backup && n.master == Some(rx.from);
-        let checked = receive::check(&n.expect, &advert, &meta);
-        if let Err((Refusal::AddressList, line)) = &checked {
-            // keepalived drops an advert whose addresses differ from ours;
-            // when everything else about it holds, it comes from a peer
-            // configured otherwise, that acts on it: see Input::ForeignAdvert.
-            let others = Expect {
-                skip_addr_check: true,
-                ..n.expect.clone()
-            };
-            let same_mode = n.cfg.unicast_peers.is_empty() == meta.multicast;
-            if same_mode && receive::check(&others, &advert, &meta).is_ok() {
-                n.stats.addr_list_err += 1;
-                log_refusal(n, now, line.clone(), w);
-                if n.mismatch.map(|m| m.0) != Some(rx.from) {
-                    w.log(format!(
-                        "({}) WARNING - {} advertises {} address(es) where we have {}: the directors' configurations differ. Following it as master rather than both holding the addresses (keepalived #1603)",
-                        n.cfg.name,
-                        rx.from,
-                        advert.addrs.len(),
-                        n.expect.vips.len()
-                    ));
-                }
-                n.mismatch = Some((rx.from, advert.addrs.len()));
-                if advert.priority == 0 {
-                    n.stats.pri_zero_rcvd += 1;
-                }
-                let input = Input::ForeignAdvert {
-                    from: rx.from,
-                    priority: advert.priority,
-                };
-                self.feed(k, now, input, w);
-                return;
-            }
-        }
-        let n = &mut self.nodes[k];
-        if let Err((why, line)) = checked {
-            let s = &mut n.stats;
-            match why {
-                Refusal::Ttl => s.ip_ttl_err += 1,
-                Refusal::Interval => s.advert_interval_err += 1,
-                Refusal::Auth => s.auth_failure += 1,
-                Refusal::AddressList => s.addr_list_err += 1,
-                Refusal::Other => {}
-            }
-            log_refusal(n, now, line, w);
-            return;
-        }
-        n.stats.advert_rcvd += 1;
-        if n.mismatch.is_some_and(|m| m.0 == rx.from) {
-            w.log(format!(
-                "({}) {} advertises our addresses again",
-                n.cfg.name, rx.from
-            ));
-            n.mismatch = None;
-        }
-        if advert.priority == 0 {
-            n.stats.pri_zero_rcvd += 1;
-        }
-        if n.fsm.state == State::Backup && advert.priority > 0 {
-            n.master = Some(rx.from);
-        }
-        let input = Input::Advert {
-            from: rx.from,
-            priority: advert.priority,
-            adver_int_us: u64::from(advert.adver_int_cs) * 10_000,
-        };
-        self.feed(k, now, input, w);
-    }
-
     /// Stops every instance (SIGTERM): MASTERs release with priority 0;
     /// every instance reports STOP.
     pub fn stop(&mut self, now: u64, w: &mut impl World) {
@@ -1055,36 +792,6 @@ impl Runner {
     }
 }
 
-/// At most this many refused adverts are logged a second per instance:
-/// keepalived logs every one, and a flood of bad packets became a flood
-/// of lines (`docs/compat.md`).
-pub const REFUSALS_LOGGED: u32 = 10;
-
-/// A refused advert's line, within [`REFUSALS_LOGGED`]; the count of
-/// those held back is logged when the next second's first comes.
-fn log_refusal(n: &mut Node, now: u64, line: String, w: &mut impl World) {
-    let q = &mut n.refusals;
-    if q.logged == 0 || now >= q.since + 1_000_000 {
-        if q.held > 0 {
-            w.log(format!(
-                "({}) {} more refused adverts not logged",
-                n.cfg.name, q.held
-            ));
-        }
-        *q = super::node::Refusals {
-            since: now,
-            logged: 0,
-            held: 0,
-        };
-    }
-    if q.logged < REFUSALS_LOGGED {
-        q.logged += 1;
-        w.log(line);
-    } else {
-        q.held += 1;
-    }
-}
-
 /// The rare events: each may touch any instance, so the agenda and the
 /// dispatch table are made anew after it and everything is published.
 impl Runner {
@@ -1137,101 +844,11 @@ impl Runner {
     }
 }
 
-/// Runs `r` until [`Event::Stop`] (or the end of `events`): the timers on
-/// tokio's clock, the adverts from `inbox`, everything else from
-/// `events`. Due timers come first: no packet and no command is taken
-/// while an advert or a down timer is due, and packets are read a
-/// [`PACKET_BATCH`] at a time between looks at the clock.
-pub async fn drive(
-    r: &mut Runner,
-    w: &mut impl World,
-    events: &mut mpsc::UnboundedReceiver<Event>,
-    inbox: &mut impl Inbox,
-    alarm: &mut impl Alarm,
-) {
-    let base = tokio::time::Instant::now();
-    let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
-    r.start(now(base), w);
-    publish(r, w);
-    // When the alarm rings (it may ring before the next deadline).
-    let mut armed: Option<u64> = None;
-    loop {
-        let t = now(base);
-        let due = r.next_deadline();
-        if due.is_some_and(|d| d <= t) {
-            r.on_timer(t, w);
-            publish(r, w);
-            continue;
-        }
-        // Set again only for an earlier deadline: a later one (a backup's
-        // down timer pushed back by every advert) lets the alarm ring
-        // early once, and it is set then.
-        let earlier = match (due, armed) {
-            (Some(d), Some(a)) => d < a,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if earlier {
-            alarm.set(due.map(|d| base + std::time::Duration::from_micros(d)));
-            armed = due;
-        }
-        let ready = std::future::poll_fn(|cx| inbox.poll_ready(cx));
-        let ring = std::future::poll_fn(|cx| alarm.poll_ring(cx));
-        tokio::select! {
-            biased;
-            _ = ring => {
-                armed = None;
-                r.on_timer(now(base), w)
-            }
-            ev = events.recv() => match ev {
-                None | Some(Event::Stop) => {
-                    r.stop(now(base), w);
-                    publish(r, w);
-                    return;
-                }
-                Some(Event::Link(name, up)) => r.on_link(now(base), &name, up, w),
-                Some(Event::AddressGone(name, a)) => r.on_address_gone(now(base), &name, a, w),
-                Some(Event::RouteGone(g)) => r.on_gone(now(base), &g, w),
-                Some(Event::RuleGone(g)) => r.on_gone(now(base), &g, w),
-                Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
-                Some(Event::TrackFile(name)) => r.on_track_file(now(base), &name, w),
-                Some(Event::Process(c)) => r.on_process(now(base), &c, w),
-                Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
-                Some(Event::Dump(d)) => {
-                    w.dump(r, d, now(base));
-                    if d == super::dump::Dump::StatsClear {
-                        for n in &mut r.nodes {
-                            n.stats = Stats::default();
-                        }
-                        r.changed.counters = true;
-                    }
-                }
-            },
-            _ = ready => {
-                for _ in 0..PACKET_BATCH {
-                    let t = now(base);
-                    if r.next_deadline().is_some_and(|d| d <= t) {
-                        break;
-                    }
-                    let Some((rx, p)) = inbox.next() else { break };
-                    r.on_packet(rx, t, &p, w);
-                }
-                r.receipts.overflow = inbox.overflow();
-            }
-        }
-        publish(r, w);
-    }
-}
-
-/// Hands what changed to the world, if anything did.
-fn publish(r: &mut Runner, w: &mut impl World) {
-    let c = r.take_changes();
-    if !c.is_empty() {
-        w.publish(r, &c);
-    }
-}
-
+mod advert;
 mod agenda;
+pub use advert::REFUSALS_LOGGED;
+mod drive;
+pub use drive::{drive, Alarm, Changed, Inbox, NoPackets, TokioAlarm, PACKET_BATCH};
 mod procs;
 mod reload;
 mod sync;

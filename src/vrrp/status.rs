@@ -113,81 +113,77 @@ pub fn snapshot(r: &Runner) -> Vec<InstanceStatus> {
 
 /// The status of node `n` of `r`.
 fn instance(r: &Runner, n: &super::run::Node) -> InstanceStatus {
-    {
-        {
-            let mut trackers = Vec::new();
-            if let Some(i) = &n.trackers.own_if {
-                trackers.push(TrackerStatus {
-                    kind: "interface",
-                    name: i.clone(),
-                    up: Some(n.if_up),
-                    weight: 0,
-                });
-            }
-            for (name, w, _, up) in &n.trackers.ifs {
-                trackers.push(TrackerStatus {
-                    kind: "interface",
-                    name: name.clone(),
-                    up: Some(*up),
-                    weight: *w,
-                });
-            }
-            for (name, w, rev) in &n.trackers.scripts {
-                let st = r.scripts.iter().find(|(s, ..)| &s.name == name);
-                trackers.push(TrackerStatus {
-                    kind: "script",
-                    name: name.clone(),
-                    up: st
-                        .filter(|(_, st, _)| !st.pending)
-                        .map(|(_, st, _)| st.up() != *rev),
-                    weight: *w,
-                });
-            }
-            for (name, w, rev) in &n.trackers.files {
-                // Up: the file does not put the instance in FAULT.
-                let up = r.files.iter().find(|(f, _)| &f.name == name).map(|f| {
-                    let t = crate::vrrp::priority::Tracked::File {
-                        value: f.1,
-                        weight: *w,
-                        reverse: *rev,
-                    };
-                    !t.faults()
-                });
-                trackers.push(TrackerStatus {
-                    kind: "file",
-                    name: name.clone(),
-                    up,
-                    weight: *w,
-                });
-            }
-            trackers.shrink_to_fit();
-            InstanceStatus {
-                name: n.cfg.name.clone(),
-                vrid: n.cfg.vrid,
-                interface: n.ifname.clone(),
-                state: word(n.fsm.state),
-                base_priority: n.base_priority,
-                effective_priority: n.fsm.params.priority,
-                source: n.src.to_string(),
-                master: n.master.map(|m| m.to_string()),
-                version: n.cfg.version,
-                vips: n
-                    .cfg
-                    .vips
-                    .iter()
-                    .map(|v| format!("{}/{}", v.addr, v.prefix))
-                    .collect(),
-                last_transition: n.last.clone(),
-                stats: n.stats.clone(),
-                trackers,
-                address_mismatch: n.mismatch.map(|(a, c)| format!("{a} ({c} addresses)")),
-                sync_group: r
-                    .groups
-                    .iter()
-                    .find(|g| Some(&g.cfg.name) == n.cfg.sync_group.as_ref())
-                    .map(|g| format!("{} {}", g.cfg.name, word(g.state))),
-            }
-        }
+    let mut trackers = Vec::new();
+    if let Some(i) = &n.trackers.own_if {
+        trackers.push(TrackerStatus {
+            kind: "interface",
+            name: i.clone(),
+            up: Some(n.if_up),
+            weight: 0,
+        });
+    }
+    for (name, w, _, up) in &n.trackers.ifs {
+        trackers.push(TrackerStatus {
+            kind: "interface",
+            name: name.clone(),
+            up: Some(*up),
+            weight: *w,
+        });
+    }
+    for (name, w, rev) in &n.trackers.scripts {
+        let st = r.scripts.iter().find(|(s, ..)| &s.name == name);
+        trackers.push(TrackerStatus {
+            kind: "script",
+            name: name.clone(),
+            up: st
+                .filter(|(_, st, _)| !st.pending)
+                .map(|(_, st, _)| st.up() != *rev),
+            weight: *w,
+        });
+    }
+    for (name, w, rev) in &n.trackers.files {
+        // Up: the file does not put the instance in FAULT.
+        let up = r.files.iter().find(|(f, _)| &f.name == name).map(|f| {
+            let t = crate::vrrp::priority::Tracked::File {
+                value: f.1,
+                weight: *w,
+                reverse: *rev,
+            };
+            !t.faults()
+        });
+        trackers.push(TrackerStatus {
+            kind: "file",
+            name: name.clone(),
+            up,
+            weight: *w,
+        });
+    }
+    trackers.shrink_to_fit();
+    InstanceStatus {
+        name: n.cfg.name.clone(),
+        vrid: n.cfg.vrid,
+        interface: n.ifname.clone(),
+        state: word(n.fsm.state),
+        base_priority: n.base_priority,
+        effective_priority: n.fsm.params.priority,
+        source: n.src.to_string(),
+        master: n.master.map(|m| m.to_string()),
+        version: n.cfg.version,
+        vips: n
+            .cfg
+            .vips
+            .iter()
+            .map(|v| format!("{}/{}", v.addr, v.prefix))
+            .collect(),
+        last_transition: n.last.clone(),
+        stats: n.stats.clone(),
+        trackers,
+        address_mismatch: n.mismatch.map(|(a, c)| format!("{a} ({c} addresses)")),
+        sync_group: r
+            .groups
+            .iter()
+            .find(|g| Some(&g.cfg.name) == n.cfg.sync_group.as_ref())
+            .map(|g| format!("{} {}", g.cfg.name, word(g.state))),
     }
 }
 

@@ -10,72 +10,53 @@
 //!
 //!   vrrp_flood SECONDS FOREIGN_FROM IFACE...
 
+use keepalived::vrrp::packet::{checksum, ipv4_header, Advert, AuthType, IPPROTO_VRRP};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-fn checksum(b: &[u8]) -> u16 {
-    let mut s: u32 = 0;
-    for c in b.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            u16::from(c[0]) << 8
-        };
-        s += u32::from(w);
-    }
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
+const FROM: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 200);
+const GROUP: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 18);
 
-/// A VRRPv2 advert for `vrid` with one address, its checksum right.
+/// A VRRPv2 advert for `vrid` with one address, as the daemon encodes it.
 fn advert(vrid: u8) -> Vec<u8> {
-    let mut v = vec![
-        0x21, vrid, 100, 1, 0, 1, 0, 0, 198, 51, 100, vrid, 0, 0, 0, 0, 0, 0, 0, 0,
-    ];
-    let c = checksum(&v);
-    v[6..8].copy_from_slice(&c.to_be_bytes());
-    v
+    Advert {
+        version: 2,
+        vrid,
+        priority: 100,
+        adver_int_cs: 100,
+        addrs: vec![IpAddr::V4(Ipv4Addr::new(198, 51, 100, vrid))],
+        auth: AuthType::None,
+        auth_data: [0; 8],
+    }
+    .encode(IpAddr::V4(FROM), IpAddr::V4(GROUP))
 }
 
-/// The malformed variants of an advert for `vrid`.
+/// The malformed variants of an advert for `vrid`: cut short, a bad
+/// checksum, a wrong version, a wrong type, an address count the packet
+/// does not hold (the last three with their checksum right).
 fn malformed(vrid: u8, kind: usize) -> Vec<u8> {
     let mut v = advert(vrid);
     match kind % 5 {
         0 => v.truncate(6),
         1 => v[6] ^= 0xff,
-        2 => {
-            v[0] = 0x11;
+        k => {
+            match k {
+                2 => v[0] = 0x11,
+                3 => v[0] = 0x22,
+                _ => v[3] = 40,
+            }
             v[6..8].fill(0);
-            let c = checksum(&v);
-            v[6..8].copy_from_slice(&c.to_be_bytes());
-        }
-        3 => {
-            v[0] = 0x22;
-            v[6..8].fill(0);
-            let c = checksum(&v);
-            v[6..8].copy_from_slice(&c.to_be_bytes());
-        }
-        _ => {
-            v[3] = 40;
-            v[6..8].fill(0);
-            let c = checksum(&v);
+            let c = checksum(2, &v, IpAddr::V4(FROM), IpAddr::V4(GROUP));
             v[6..8].copy_from_slice(&c.to_be_bytes());
         }
     }
     v
 }
 
-/// The IPv4 packet around `vrrp` (the kernel fills in the id and the
-/// header checksum).
+/// The IPv4 packet around `vrrp`.
 fn packet(vrrp: &[u8]) -> Vec<u8> {
-    let len = (20 + vrrp.len()) as u16;
-    let mut p = vec![
-        0x45, 0xc0, 0, 0, 0, 0, 0, 0, 255, 112, 0, 0, 192, 0, 2, 200, 224, 0, 0, 18,
-    ];
-    p[2..4].copy_from_slice(&len.to_be_bytes());
+    let mut p = ipv4_header(FROM, GROUP, vrrp.len(), 255, IPPROTO_VRRP).to_vec();
     p.extend_from_slice(vrrp);
     p
 }
@@ -94,7 +75,7 @@ fn main() {
         let mine = 1 + (i as u8 % from.saturating_sub(1).max(1));
         frames.push(packet(&malformed(mine, i)));
     }
-    let to: SocketAddr = (Ipv4Addr::new(224, 0, 0, 18), 0).into();
+    let to: SocketAddr = (GROUP, 0).into();
     let sockets: Vec<Socket> = args[3..]
         .iter()
         .map(|ifname| {

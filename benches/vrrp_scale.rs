@@ -253,24 +253,29 @@ impl Daemon {
         v
     }
 
-    /// CPU time so far, ns: every thread of every process.
-    fn cpu_ns(&self) -> u64 {
-        let mut t = 0;
+    /// CPU time so far, ns, and times scheduled to run (wake-ups): every
+    /// thread of every process.
+    fn cpu(&self) -> (u64, u64) {
+        let (mut t, mut runs) = (0, 0);
         for p in self.pids() {
             let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
                 continue;
             };
             for task in tasks.flatten() {
                 if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
-                    t += s
+                    // Run time, wait time, timeslices.
+                    let f: Vec<u64> = s
                         .split_whitespace()
-                        .next()
-                        .and_then(|x| x.parse::<u64>().ok())
-                        .unwrap_or(0);
+                        .filter_map(|x| x.parse().ok())
+                        .collect();
+                    if let [run, _, slices] = f[..] {
+                        t += run;
+                        runs += slices;
+                    }
                 }
             }
         }
-        t
+        (t, runs)
     }
 
     /// RssAnon, kB, of every process.
@@ -493,6 +498,8 @@ fn monitor(ns: &str) -> (Child, Arc<Mutex<Vec<Instant>>>) {
 struct Load {
     /// CPU, ms a second.
     cpu: [f64; 2],
+    /// Times scheduled to run, a second.
+    wakes: [f64; 2],
     /// RssAnon at the end, kB.
     rss: [u64; 2],
     /// RssAnon's growth over the window, kB.
@@ -511,17 +518,19 @@ fn window<T>(
     during: impl FnOnce() -> T,
 ) -> (Load, Vec<Seen>, T) {
     let cap = Capture::start(pcap, filter);
-    let c0 = [d1.cpu_ns(), d2.cpu_ns()];
+    let c0 = [d1.cpu(), d2.cpu()];
     let r0 = [d1.rss_anon_kb(), d2.rss_anon_kb()];
     let w0 = Instant::now();
     let t = during();
-    let c1 = [d1.cpu_ns(), d2.cpu_ns()];
+    let c1 = [d1.cpu(), d2.cpu()];
     let r1 = [d1.rss_anon_kb(), d2.rss_anon_kb()];
     let el = w0.elapsed().as_secs_f64();
     let adverts = cap.stop();
-    let cpu = |i: usize| (c1[i] - c0[i]) as f64 / 1e6 / el;
+    let cpu = |i: usize| (c1[i].0 - c0[i].0) as f64 / 1e6 / el;
+    let wakes = |i: usize| (c1[i].1 - c0[i].1) as f64 / el;
     let load = Load {
         cpu: [cpu(0), cpu(1)],
+        wakes: [wakes(0), wakes(1)],
         rss: r1,
         growth: [r1[0] as i64 - r0[0] as i64, r1[1] as i64 - r0[1] as i64],
         spacing: spacing(&adverts, 1),
@@ -669,9 +678,10 @@ fn main() {
             for &imp in &impls {
                 let f = flood_case(imp, flood_s);
                 println!(
-                    "{:<16} {:<10} cpu M {:.1} B {:.1} ms/s, rss M {} B {} kB, growth M {} B {} kB, d1 spacing p50 {:.1} p99 {:.1} max {:.1} ms ({} intervals), state changes {}; {}",
+                    "{:<16} {:<10} cpu M {:.1} B {:.1} ms/s, rss M {} B {} kB, growth M {} B {} kB, d1 spacing p50 {:.1} p99 {:.1} max {:.1} ms ({} intervals), state changes {}, wake-ups/s M {:.0} B {:.0}; {}",
                     "flood (10)", format!("{imp:?}"), f.load.cpu[0], f.load.cpu[1], f.load.rss[0], f.load.rss[1], f.load.growth[0], f.load.growth[1],
-                    f.load.spacing.0, f.load.spacing.1, f.load.spacing.2, f.load.spacing.3, f.changes, f.sent
+                    f.load.spacing.0, f.load.spacing.1, f.load.spacing.2, f.load.spacing.3, f.changes,
+                    f.load.wakes[0], f.load.wakes[1], f.sent
                 );
             }
             continue;
@@ -689,6 +699,10 @@ fn main() {
                 format!("{imp:?}"),
                 f.start_s, f.load.cpu[0], f.load.cpu[1], f.load.rss[0], f.load.growth[0], f.load.growth[1],
                 f.load.spacing.0, f.load.spacing.1, f.load.spacing.2, f.flaps, f.failover_s, f.load.rss[1]
+            );
+            println!(
+                "{:<16} {:<10} wake-ups/s M {:.1} B {:.1}",
+                "", "", f.load.wakes[0], f.load.wakes[1]
             );
         }
     }

@@ -279,10 +279,16 @@ impl AdvertSocket {
         let r = guard
             .try_io(|s| read_batch(s.get_ref(), data, got, self.ipv6))
             .ok()?;
+        // A short batch emptied the queue: no call to hear EAGAIN. A
+        // datagram come since has woken the poller again, and the clear
+        // is then refused (the readiness it saw has changed).
+        if r.as_ref().is_ok_and(|&n| n < BATCH) {
+            guard.clear_ready();
+        }
         if let Some(n) = got.iter().rev().find_map(|d| d.dropped) {
             self.dropped.store(n, std::sync::atomic::Ordering::Relaxed);
         }
-        Some(r.map(|()| got.len()))
+        Some(r.map(|_| got.len()))
     }
 
     /// The packets the kernel dropped on this socket since it opened, its
@@ -343,7 +349,7 @@ fn read_batch(
     data: &mut [[u8; SLOT]; BATCH],
     got: &mut Vec<Datagram>,
     ipv6: bool,
-) -> io::Result<()> {
+) -> io::Result<usize> {
     // Made for each batch: the kernel writes each header's address and
     // control lengths back into it, and a header reused would take a
     // shorter control buffer into the next call (its hop limit or
@@ -351,6 +357,7 @@ fn read_batch(
     let cmsg = nix::cmsg_space!(nix::libc::in6_pktinfo, nix::libc::c_int, u32);
     let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(BATCH, Some(cmsg));
     let mut meta = Vec::with_capacity(BATCH);
+    let read;
     {
         let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
             data.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
@@ -386,6 +393,7 @@ fn read_batch(
                 .map(|a| IpAddr::V6(a.ip()));
             meta.push((slot, m.bytes, cut, from, to, ttl, dropped));
         }
+        read = meta.len();
     }
     for (slot, len, cut, from, to, ttl, dropped) in meta {
         if cut {
@@ -415,7 +423,7 @@ fn read_batch(
             ipv6: None,
         });
     }
-    Ok(())
+    Ok(read)
 }
 
 /// A packet socket that only sends: whole Ethernet frames (GARP, NA) out

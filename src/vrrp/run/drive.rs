@@ -116,7 +116,7 @@ pub async fn drive(
     let now = |base: tokio::time::Instant| base.elapsed().as_micros() as u64;
     r.start(now(base), w);
     publish(r, w);
-    // When the alarm rings (it may ring before the next deadline).
+    // When the alarm rings.
     let mut armed: Option<u64> = None;
     loop {
         let t = now(base);
@@ -126,15 +126,11 @@ pub async fn drive(
             publish(r, w);
             continue;
         }
-        // Set again only for an earlier deadline: a later one (a backup's
-        // down timer pushed back by every advert) lets the alarm ring
-        // early once, and it is set then.
-        let earlier = match (due, armed) {
-            (Some(d), Some(a)) => d < a,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if earlier {
+        // Set again whenever the next deadline moved: one timerfd call a
+        // wake-up, where a backup's down timer, pushed back by every
+        // advert, left alone would ring early and cost a wake-up of its
+        // own every few seconds.
+        if due != armed {
             alarm.set(due.map(|d| base + std::time::Duration::from_micros(d)));
             armed = due;
         }

@@ -815,54 +815,71 @@ fn vmac_failover_keeps_the_client_s_neighbour_entry() {
     }
 }
 
-/// keepalived #1603: a reload adds a VIP on the master only, so the
-/// directors' address lists differ. keepalived's backup then discards the
-/// master's adverts (an "unexpected ip number count"), takes over, and both
-/// hold the VIP. Ours takes such an advert as from a master that cannot
-/// hear it: a backup of ours follows it, a master of ours yields to it —
-/// whichever side runs ours, one director alone holds 192.0.2.100, and
-/// ours says so in its status (docs/compat.md).
+/// Director `n`'s unicast settings towards the other, with the source
+/// check on.
+fn unicast(n: u8) -> String {
+    format!(
+        "  unicast_src_ip 192.0.2.{n}\n  unicast_peer {{\n    192.0.2.{}\n  }}\n  check_unicast_src\n",
+        3 - n
+    )
+}
+
+/// keepalived #1603: a reload gives one director another address list.
+/// keepalived discards every advert whose list differs, so its backup
+/// takes over and both hold the VIP. Ours takes such an advert from a
+/// configured peer as any advert, priorities compared: the side that
+/// should be MASTER is, and where ours can hear the other, one director
+/// alone holds 192.0.2.100 (docs/compat.md). Three reloads, unicast with
+/// the source check on: d1 (MASTER, 150) given a second VIP; d2 (BACKUP,
+/// 100) given it at 200 (it takes over), or at 50 (it stays BACKUP).
 #[test]
 #[cfg_attr(
     not(all(feature = "root", feature = "reference")),
     ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
 )]
-fn a_vip_added_on_one_side_only_is_never_held_on_both_by_ours() {
+fn a_reloaded_list_is_followed_from_a_peer_by_priority() {
+    let two = "192.0.2.100/24\n    192.0.2.101/24";
     let v4 = "192.0.2.100/24";
-    let confs = [conf(150, "", v4, ""), conf(100, "", v4, "")];
-    let two = conf(150, "", "192.0.2.100/24\n    192.0.2.101/24", "");
-    let results: Vec<(String, usize, Option<String>)> = std::thread::scope(|sc| {
+    // (who is reloaded, its new priority).
+    let cases = [(1usize, 150u8), (2, 200), (2, 50)];
+    let results: Vec<(String, Vec<usize>, Option<String>)> = std::thread::scope(|sc| {
         let hs: Vec<_> = pairings()
             .into_iter()
             .enumerate()
             .map(|(i, pair)| {
-                let (confs, two) = (&confs, &two);
                 sc.spawn(move || {
-                    let mut lab = Lab::up(&format!("kvs{i}"));
-                    lab.start(1, pair[0], &confs[0]);
-                    sleep(Duration::from_millis(500));
-                    lab.start(2, pair[1], &confs[1]);
-                    let up = lab.wait_for(6.0, |seen| {
-                        seen.iter()
-                            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
-                    });
-                    assert!(up, "d1 never MASTER");
-                    sleep(Duration::from_millis(1500));
-                    lab.rewrite(1, two);
-                    lab.signal(1, "HUP");
-                    // keepalived's backup takes over after its down timer
-                    // (3.6 s); ours yields after three adverts.
-                    sleep(Duration::from_secs(8));
-                    let holders = (1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count();
-                    // The status of ours where it heard the other list.
-                    let mismatch = (1..=2).filter(|n| pair[n - 1] == Impl::Ours).find_map(|n| {
-                        let s = lab.status(n);
-                        s["vrrp"][0]["address_mismatch"]
-                            .as_str()
-                            .map(|m| format!("d{n}: {m}"))
-                    });
-                    let logs = format!("{}\n{}", lab.log(1, pair[0]), lab.log(2, pair[1]));
-                    lab.stop_all();
+                    let mut holders = Vec::new();
+                    let mut logs = String::new();
+                    let mut mismatch = None;
+                    for (c, (who, prio)) in cases.into_iter().enumerate() {
+                        let mut lab = Lab::up(&format!("kvs{i}{c}"));
+                        lab.start(1, pair[0], &conf(150, &unicast(1), v4, ""));
+                        sleep(Duration::from_millis(500));
+                        lab.start(2, pair[1], &conf(100, &unicast(2), v4, ""));
+                        let up = lab.wait_for(6.0, |seen| {
+                            seen.iter().any(|s| {
+                                s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100"
+                            })
+                        });
+                        assert!(up, "d1 never MASTER");
+                        sleep(Duration::from_millis(1500));
+                        lab.rewrite(who, &conf(prio, &unicast(who as u8), two, ""));
+                        lab.signal(who, "HUP");
+                        // keepalived's backup takes over after its down
+                        // timer (3.6 s); then a few adverts either way.
+                        sleep(Duration::from_secs(8));
+                        holders.push((1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count());
+                        if mismatch.is_none() {
+                            mismatch =
+                                (1..=2).filter(|n| pair[n - 1] == Impl::Ours).find_map(|n| {
+                                    lab.status(n)["vrrp"][0]["address_mismatch"]
+                                        .as_str()
+                                        .map(|m| format!("d{n}: {m}"))
+                                });
+                        }
+                        logs += &format!("{}\n{}", lab.log(1, pair[0]), lab.log(2, pair[1]));
+                        lab.stop_all();
+                    }
                     (
                         format!("[{}{}] {logs}", pair[0].letter(), pair[1].letter()),
                         holders,
@@ -875,14 +892,99 @@ fn a_vip_added_on_one_side_only_is_never_held_on_both_by_ours() {
     });
     let summary: Vec<String> = results
         .iter()
-        .map(|(p, h, m)| format!("{}: {h} holder(s), mismatch {m:?}", &p[..4]))
+        .map(|(p, h, m)| format!("{}: holders {h:?}, mismatch {m:?}", &p[..4]))
         .collect();
     eprintln!("{}", summary.join("\n"));
-    // keepalived on both sides: the split brain of #1603, shown.
-    assert_eq!(results[0].1, 2, "{}", summary.join("\n"));
-    for (p, holders, mismatch) in &results[1..] {
-        assert_eq!(*holders, 1, "{}\n{p}", summary.join("\n"));
-        assert!(mismatch.is_some(), "{}\n{p}", summary.join("\n"));
+    // Pairings kk, oo, ok, ko; the cases in order. keepalived anywhere
+    // that must yield to a list it discards: both hold, as keepalived.
+    let want = [[2, 2, 2], [1, 1, 1], [2, 1, 2], [1, 2, 1]];
+    for ((p, holders, mismatch), want) in results.iter().zip(want) {
+        assert_eq!(holders, &want, "{}\n{p}", summary.join("\n"));
+        if !p.starts_with("[kk]") {
+            assert!(mismatch.is_some(), "{}\n{p}", summary.join("\n"));
+        }
+    }
+}
+
+/// The address-list rule is no way in: a stranger on the LAN listing
+/// another address for VRID 51 (no password, keepalived's default) at
+/// priority 1, a second cluster's master on the same VRID at 200, and
+/// the same sent by unicast from a host that is no peer, with the source
+/// check on. With ours or keepalived on either director, one of them
+/// holds 192.0.2.100 all along, as with keepalived on both.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn a_stranger_listing_other_addresses_moves_no_vip() {
+    let v4 = "192.0.2.100/24";
+    let results: Vec<String> = std::thread::scope(|sc| {
+        let hs: Vec<_> = pairings()
+            .into_iter()
+            .enumerate()
+            .map(|(i, pair)| {
+                sc.spawn(move || {
+                    let mut out = Vec::new();
+                    // (multicast, priority)
+                    for (c, (mcast, prio)) in [(true, 1u8), (true, 200), (false, 254)]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let extra = |n: u8| if mcast { String::new() } else { unicast(n) };
+                        let mut lab = Lab::up(&format!("kvx{i}{c}"));
+                        lab.start(1, pair[0], &conf(150, &extra(1), v4, ""));
+                        sleep(Duration::from_millis(500));
+                        lab.start(2, pair[1], &conf(100, &extra(2), v4, ""));
+                        let up = lab.wait_for(6.0, |seen| {
+                            seen.iter().any(|s| {
+                                s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100"
+                            })
+                        });
+                        assert!(up, "d1 never MASTER");
+                        sleep(Duration::from_millis(1500));
+                        let other = ["192.0.2.150"];
+                        let strangers = if mcast {
+                            vec![lab.stranger("224.0.0.18", prio, &other)]
+                        } else {
+                            vec![
+                                lab.stranger("192.0.2.1", prio, &other),
+                                lab.stranger("192.0.2.2", prio, &other),
+                            ]
+                        };
+                        // Forty samples over ten seconds.
+                        let mut wrong = 0;
+                        for _ in 0..40 {
+                            sleep(Duration::from_millis(250));
+                            let n = (1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count();
+                            wrong += usize::from(n != 1);
+                        }
+                        let sent: u64 = strangers.into_iter().map(|s| s.stop()).sum();
+                        assert!(sent >= 9, "the stranger sent {sent}");
+                        out.push(format!(
+                            "{}:{prio} {wrong}/40",
+                            if mcast { "m" } else { "u" }
+                        ));
+                        lab.stop_all();
+                    }
+                    format!(
+                        "[{}{}] {}",
+                        pair[0].letter(),
+                        pair[1].letter(),
+                        out.join(", ")
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    eprintln!("{}", results.join("\n"));
+    for r in &results {
+        assert!(
+            r.ends_with("m:1 0/40, m:200 0/40, u:254 0/40"),
+            "samples without exactly one holder:\n{}",
+            results.join("\n")
+        );
     }
 }
 

@@ -43,17 +43,6 @@ pub enum Input {
         /// Its interval, µs (v3 adopts it).
         adver_int_us: u64,
     },
-    /// A valid advert but for its address list, which differs from ours:
-    /// a peer configured otherwise (keepalived discards these, and both
-    /// sides then hold the addresses: keepalived #1603). Taken as from a
-    /// master that will not hear us: a BACKUP follows it whatever its
-    /// priority, a MASTER yields to it.
-    ForeignAdvert {
-        /// Its source address.
-        from: IpAddr,
-        /// Its priority.
-        priority: u8,
-    },
     /// A fault source appeared (interface down, script with weight 0...).
     Fault,
     /// The last fault source went.
@@ -238,17 +227,6 @@ impl Instance {
             (State::Master, Input::Advert { from, priority, .. }) => {
                 self.master_rx(now, from, priority, &mut out)
             }
-            (State::Backup, Input::ForeignAdvert { priority, .. }) => {
-                if priority == 0 {
-                    self.deadline = Some(now + self.skew());
-                } else {
-                    self.wantstate = State::Backup;
-                    self.deadline = Some(now + self.down_interval());
-                }
-            }
-            (State::Master, Input::ForeignAdvert { from, priority }) => {
-                self.master_rx_foreign(now, from, priority, &mut out)
-            }
             (State::Backup | State::Master, Input::Fault) => {
                 self.change_state(now, State::Fault, &mut out)
             }
@@ -388,26 +366,6 @@ impl Instance {
             self.master_adver_int_us = self.params.adver_int_us;
             self.change_state(now, State::Backup, out);
         }
-    }
-
-    /// A MASTER hears another master advertising other addresses. Such a
-    /// peer will not yield to us (keepalived drops our adverts, and a
-    /// keepalived MASTER hearing them even stops advertising: each
-    /// packet it drops pushes its advert timer back), so we yield to it:
-    /// one of the two holds the addresses. Two of ours that met as
-    /// MASTERs both yield, and the higher priority (the shorter down
-    /// timer) takes over alone.
-    fn master_rx_foreign(&mut self, now: u64, from: IpAddr, priority: u8, out: &mut Vec<Action>) {
-        if priority == 0 {
-            return;
-        }
-        let ours = self.params.priority;
-        let name = self.params.name.clone();
-        out.push(Action::Log(format!(
-            "({name}) yielding to {from}, a master advertising other addresses (priority {priority}, ours {ours}): no address held on both sides"
-        )));
-        self.master_adver_int_us = self.params.adver_int_us;
-        self.change_state(now, State::Backup, out);
     }
 
     /// A new effective priority (trackers, a reload). A BACKUP's running
@@ -647,29 +605,5 @@ mod tests {
             b.handle(S, Input::Stop).is_empty(),
             "a BACKUP sends nothing"
         );
-    }
-
-    #[test]
-    fn a_master_with_other_addresses_is_followed_or_yielded_to() {
-        let foreign = |last: u8, priority: u8| Input::ForeignAdvert {
-            from: IpAddr::from([192, 0, 2, last]),
-            priority,
-        };
-        // A BACKUP follows it, even at a lower priority: no preemption.
-        let mut b = Instance::new(params("VI_1", 150, 2));
-        b.handle(0, Input::Start);
-        b.handle(S, foreign(1, 100));
-        assert_eq!((b.state, b.deadline), (State::Backup, Some(S + 3_414_062)));
-        // Its release still hands over within the skew.
-        b.handle(2 * S, foreign(1, 0));
-        assert_eq!(b.deadline, Some(2 * S + 414_062));
-        // A MASTER yields to it whatever its priority, without priority 0.
-        let mut m = Instance::new(params("VI_1", 150, 2));
-        m.handle(0, Input::Start);
-        m.handle(3_414_062, Input::Timer);
-        assert_eq!(m.state, State::Master);
-        let a = m.handle(5 * S, foreign(1, 100));
-        assert_eq!(m.state, State::Backup);
-        assert!(a.contains(&Action::RemoveVips) && !a.contains(&Action::SendAdvert(0)));
     }
 }

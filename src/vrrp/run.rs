@@ -751,10 +751,12 @@ impl Runner {
             (Input::Start | Input::StartFault, _) => "start".to_string(),
             (Input::Timer, State::Master) => "no advert from the master".to_string(),
             (Input::Advert { from, priority, .. }, _) => {
-                format!("advert from {from} with priority {priority}")
-            }
-            (Input::ForeignAdvert { from, priority }, _) => {
-                format!("advert from {from} with priority {priority} and other addresses")
+                let other = if n.mismatch.is_some_and(|m| m.0 == *from) {
+                    " and other addresses"
+                } else {
+                    ""
+                };
+                format!("advert from {from} with priority {priority}{other}")
             }
             (Input::Fault, _) => "a tracked object failed".to_string(),
             (Input::FaultCleared, _) => "the fault cleared".to_string(),

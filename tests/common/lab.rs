@@ -910,3 +910,77 @@ pub fn conf(prio: u8, extra: &str, vip: &str, globals: &str) -> String {
          notify @NOTIFY@\n}}\n"
     )
 }
+
+/// A third host on the lab's LAN sending VRRPv2 adverts for VRID 51 once a
+/// second from the client's namespace until dropped: what a stranger or a
+/// second cluster on the same VRID puts on the wire.
+pub struct Stranger {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Lab {
+    /// Starts a [`Stranger`] at 192.0.2.10 (the client) sending to `dst`
+    /// (224.0.0.18 or a director's address) at `priority`, listing `addrs`.
+    pub fn stranger(&self, dst: &str, priority: u8, addrs: &[&str]) -> Stranger {
+        use keepalived::vrrp::packet::{ipv4_header, Advert, AuthType, IPPROTO_VRRP};
+        use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+        let src = Ipv4Addr::new(192, 0, 2, 10);
+        let dst: Ipv4Addr = dst.parse().unwrap();
+        let vrrp = Advert {
+            version: 2,
+            vrid: 51,
+            priority,
+            adver_int_cs: 100,
+            addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
+            auth: AuthType::None,
+            auth_data: [0; 8],
+        }
+        .encode(IpAddr::V4(src), IpAddr::V4(dst));
+        let mut pkt = ipv4_header(src, dst, vrrp.len(), 255, IPPROTO_VRRP).to_vec();
+        pkt.extend_from_slice(&vrrp);
+        let ns = std::fs::File::open(format!("/run/netns/{}", self.ns(3))).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            // This thread only: the socket is made in the client's namespace.
+            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            let s = socket2::Socket::new(
+                socket2::Domain::IPV4,
+                socket2::Type::RAW,
+                Some(socket2::Protocol::from(255)),
+            )
+            .expect("raw socket");
+            s.bind_device(Some(b"eth0")).expect("bind");
+            let to: SocketAddr = (dst, 0).into();
+            let mut sent = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                if s.send_to_with_flags(&pkt, &to.into(), nix::libc::MSG_DONTROUTE)
+                    .is_ok()
+                {
+                    sent += 1;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            sent
+        });
+        Stranger {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Stranger {
+    /// Stops it; the adverts it sent.
+    pub fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map_or(0, |t| t.join().unwrap())
+    }
+}
+
+impl Drop for Stranger {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

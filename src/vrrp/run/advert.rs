@@ -115,22 +115,34 @@ impl Runner {
         };
         n.expect.skip_addr_check =
             n.cfg.skip_check_adv_addr && n.fsm.state == State::Backup && n.master == Some(rx.from);
-        let checked = receive::check(&n.expect, &advert, &meta);
+        let mut checked = receive::check(&n.expect, &advert, &meta);
+        let mut foreign = false;
         if let Err((Refusal::AddressList, line)) = &checked {
-            // keepalived drops an advert whose addresses differ from ours;
-            // when everything else about it holds, it comes from a peer
-            // configured otherwise, that acts on it: see Input::ForeignAdvert.
-            let others = Expect {
-                skip_addr_check: true,
+            // keepalived drops an advert whose addresses differ from ours,
+            // and two directors configured otherwise then both hold them
+            // (keepalived #1603). Ours follows such an advert only from a
+            // sender it already trusts (a configured unicast peer; in
+            // multicast, the master this backup follows) and only when
+            // every other check holds (the list taken as theirs, so the
+            // mode, unicast source and TTL range checks all stay), then
+            // as any advert: priorities compared. Anyone else's is
+            // refused as keepalived refuses it: a host on the LAN or a
+            // second cluster on the same VRID moves nothing.
+            let theirs = Expect {
+                vips: advert.addrs.clone(),
                 ..n.expect.clone()
             };
-            let same_mode = n.cfg.unicast_peers.is_empty() == meta.multicast;
-            if same_mode && receive::check(&others, &advert, &meta).is_ok() {
+            let trusted = if n.cfg.unicast_peers.is_empty() {
+                n.fsm.state == State::Backup && n.master == Some(rx.from)
+            } else {
+                n.unicast_peers().contains(&rx.from)
+            };
+            if trusted && receive::check(&theirs, &advert, &meta).is_ok() {
                 n.stats.addr_list_err += 1;
                 log_refusal(n, now, line.clone(), w);
                 if n.mismatch.map(|m| m.0) != Some(rx.from) {
                     w.log(format!(
-                        "({}) WARNING - {} advertises {} address(es) where we have {}: the directors' configurations differ. Following it as master rather than both holding the addresses (keepalived #1603)",
+                        "({}) WARNING - {} advertises {} address(es) where we have {}: the directors' configurations differ. Its adverts are taken as a peer's (priorities compared) rather than discarded (keepalived #1603)",
                         n.cfg.name,
                         rx.from,
                         advert.addrs.len(),
@@ -138,15 +150,7 @@ impl Runner {
                     ));
                 }
                 n.mismatch = Some((rx.from, advert.addrs.len()));
-                if advert.priority == 0 {
-                    n.stats.pri_zero_rcvd += 1;
-                }
-                let input = Input::ForeignAdvert {
-                    from: rx.from,
-                    priority: advert.priority,
-                };
-                self.feed(k, now, input, w);
-                return;
+                (checked, foreign) = (Ok(()), true);
             }
         }
         let n = &mut self.nodes[k];
@@ -163,7 +167,7 @@ impl Runner {
             return;
         }
         n.stats.advert_rcvd += 1;
-        if n.mismatch.is_some_and(|m| m.0 == rx.from) {
+        if !foreign && n.mismatch.is_some_and(|m| m.0 == rx.from) {
             w.log(format!(
                 "({}) {} advertises our addresses again",
                 n.cfg.name, rx.from

@@ -709,3 +709,129 @@ fn dont_track_primary_keeps_an_instance_out_of_fault_when_its_link_goes() {
         assert_eq!(r[0].nodes[0].fsm.state, want, "{extra:?}");
     }
 }
+
+/// An advert for VRID 51 from `from` to `dst` listing `addrs`, as a third
+/// host on the LAN sends it.
+fn stranger(from: [u8; 4], dst: IpAddr, priority: u8, addrs: &[[u8; 4]]) -> Vec<u8> {
+    use crate::vrrp::packet::{ipv4_header, Advert, AuthType, IPPROTO_VRRP};
+    let src = Ipv4Addr::from(from);
+    let vrrp = Advert {
+        version: 2,
+        vrid: 51,
+        priority,
+        adver_int_cs: 100,
+        addrs: addrs.iter().map(|a| IpAddr::from(*a)).collect(),
+        auth: AuthType::None,
+        auth_data: [0; 8],
+    }
+    .encode(IpAddr::V4(src), dst);
+    let IpAddr::V4(d) = dst else { unreachable!() };
+    let mut p = ipv4_header(src, d, vrrp.len(), 255, IPPROTO_VRRP).to_vec();
+    p.extend_from_slice(&vrrp);
+    p
+}
+
+/// Plays both routers from 5 s to 15 s with `pkt` delivered to both every
+/// second; the number of routers holding the VIP at each delivery.
+fn holders_under(r: &mut [Runner; 2], lan: &mut Lan, pkt: &[u8], dst: IpAddr) -> Vec<usize> {
+    let mut seen = Vec::new();
+    for s in 5..15u64 {
+        let t = s * 1_000_000 + 500_000;
+        play(r, lan, t, None);
+        for (k, x) in r.iter_mut().enumerate() {
+            lan.who = k;
+            x.on_packet(0, t, &received(pkt, dst), lan);
+        }
+        seen.push(lan.addrs.iter().filter(|a| **a).count());
+    }
+    seen
+}
+
+const GROUP: IpAddr = IpAddr::V4(Ipv4Addr::new(224, 0, 0, 18));
+
+#[test]
+fn another_list_from_a_stranger_moves_nothing_at_any_priority() {
+    // A host on the LAN at priority 1 and a second cluster's master at
+    // 200, each listing another address for our VRID.
+    for prio in [1, 200] {
+        let mut net = lan();
+        let mut r = [runner(&mut net, 0, 150, ""), runner(&mut net, 1, 100, "")];
+        start(&mut r, &mut net);
+        let pkt = stranger([192, 0, 2, 9], GROUP, prio, &[[192, 0, 2, 150]]);
+        let seen = holders_under(&mut r, &mut net, &pkt, GROUP);
+        assert_eq!(seen, vec![1; 10], "priority {prio}: {:?}", net.log);
+        assert_eq!(r[0].nodes[0].fsm.state, State::Master);
+        assert_eq!(r[0].nodes[0].stats.addr_list_err, 10);
+        assert!(r[0].nodes[0].mismatch.is_none());
+    }
+}
+
+#[test]
+fn another_list_from_a_unicast_non_peer_moves_nothing() {
+    for check in ["", " check_unicast_src"] {
+        let uni = |me: u8, peer: u8| {
+            format!(
+                " unicast_src_ip 192.0.2.{me}\n unicast_peer {{\n  192.0.2.{peer}\n }}\n{check}"
+            )
+        };
+        let mut net = lan();
+        let mut r = [
+            runner(&mut net, 0, 150, &uni(1, 2)),
+            runner(&mut net, 1, 100, &uni(2, 1)),
+        ];
+        start(&mut r, &mut net);
+        // To each director's own address: both get it (the LAN delivers
+        // to whichever is asked).
+        let dst = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+        let pkt = stranger([192, 0, 2, 9], dst, 254, &[[192, 0, 2, 150]]);
+        let seen = holders_under(&mut r, &mut net, &pkt, dst);
+        assert_eq!(seen, vec![1; 10], "{check:?}: {:?}", net.log);
+        assert_eq!(r[0].nodes[0].fsm.state, State::Master);
+    }
+}
+
+/// Reloads router `k` with priority `prio` and a second VIP.
+fn reload_with_two(r: &mut [Runner; 2], lan: &mut Lan, k: usize, prio: u8, extra: &str, at: u64) {
+    let l = crate::config::load_str(&format!(
+        "vrrp_instance VI_1 {{\n interface lo\n virtual_router_id 51\n priority {prio}\n \
+         advert_int 1\n{extra}\n virtual_ipaddress {{\n  192.0.2.100/24\n  192.0.2.101/24\n }}\n}}\n"
+    ));
+    assert_eq!(l.config.vrrp.instances.len(), 1, "{:?}", l.diagnostics);
+    lan.who = k;
+    r[k].reload(&l.config.vrrp, at, lan);
+}
+
+#[test]
+fn a_peer_reloaded_with_another_list_is_followed_as_any_peer() {
+    let uni = |me: u8, peer: u8| {
+        format!(" unicast_src_ip 192.0.2.{me}\n unicast_peer {{\n  192.0.2.{peer}\n }}\n check_unicast_src")
+    };
+    // Multicast: the backup keeps following the master it follows.
+    let mut net = lan();
+    let mut r = [runner(&mut net, 0, 150, ""), runner(&mut net, 1, 100, "")];
+    start(&mut r, &mut net);
+    play(&mut r, &mut net, 5_000_000, None);
+    reload_with_two(&mut r, &mut net, 0, 150, "", 5_000_000);
+    play(&mut r, &mut net, 15_000_000, None);
+    assert_eq!(net.addrs, [true, false], "{:?}", net.log);
+    assert!(r[1].nodes[0].mismatch.is_some());
+    // Unicast, the backup reloaded above the master: it takes over, and
+    // the master, hearing a configured peer win, yields.
+    let mut net = lan();
+    let mut r = [
+        runner(&mut net, 0, 150, &uni(1, 2)),
+        runner(&mut net, 1, 100, &uni(2, 1)),
+    ];
+    start(&mut r, &mut net);
+    play(&mut r, &mut net, 5_000_000, None);
+    assert_eq!(net.addrs, [true, false]);
+    reload_with_two(&mut r, &mut net, 1, 200, &uni(2, 1), 5_000_000);
+    play(&mut r, &mut net, 15_000_000, None);
+    assert_eq!(net.addrs, [false, true], "{:?}", net.log);
+    // Reloaded below the master instead: it stays BACKUP.
+    reload_with_two(&mut r, &mut net, 1, 50, &uni(2, 1), 15_000_000);
+    play(&mut r, &mut net, 16_000_000, None);
+    // (The master now yields to nobody: it is router 1 at 50.)
+    play(&mut r, &mut net, 25_000_000, None);
+    assert_eq!(net.addrs, [true, false], "{:?}", net.log);
+}

@@ -5,13 +5,17 @@
 //!
 //! I/O shell of the checker side, called by the engine once per run. Also
 //! used for notify scripts ([`super::notify`]). A semaphore caps how many
-//! scripts run at once so a storm of checks cannot fork-bomb the director.
+//! scripts run at once so a storm of checks cannot fork-bomb the director;
+//! checks and notify scripts each have a pool of their own, so hung notify
+//! scripts never hold back a check. A pool knows its scripts' process
+//! groups, and ends those still running at stop ([`Scripts::end`]).
 
 use super::conn::Failure;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
+use std::collections::HashSet;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -44,7 +48,21 @@ pub enum ScriptEnd {
 #[derive(Debug, Clone)]
 pub struct Scripts {
     permits: Arc<Semaphore>,
+    running: Arc<Mutex<Running>>,
 }
+
+/// What a pool has under way.
+#[derive(Debug, Default)]
+struct Running {
+    /// Runs started, queued or running, not yet ended.
+    in_flight: usize,
+    /// The process groups of the scripts running now.
+    groups: HashSet<i32>,
+}
+
+/// How long [`Scripts::end`] leaves a script after SIGTERM before its
+/// group gets SIGKILL.
+pub const END_GRACE: Duration = Duration::from_millis(500);
 
 /// Default cap of concurrently running scripts.
 pub const DEFAULT_MAX_SCRIPTS: usize = 64;
@@ -54,11 +72,54 @@ impl Scripts {
     pub fn new(max: usize) -> Scripts {
         Scripts {
             permits: Arc::new(Semaphore::new(max.max(1))),
+            running: Arc::default(),
         }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// At stop: leaves the runs under way `wait` to end by themselves
+    /// (a STOP or shutdown notify just started has its moment), then
+    /// starts no more and ends the process groups of those still running
+    /// (SIGTERM, then SIGKILL after [`END_GRACE`]): a script hung on an
+    /// unreachable mount, and whatever it forked, does not outlive the
+    /// daemon. Returns how many groups it had to end.
+    pub async fn end(&self, wait: Duration) -> usize {
+        let t0 = tokio::time::Instant::now();
+        // A first pause: runs just spawned (the STOP notifies) are counted
+        // once their tasks have started.
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if self.running().in_flight == 0 || t0.elapsed() >= wait {
+                break;
+            }
+        }
+        self.permits.close();
+        let groups: Vec<i32> = self.running().groups.iter().copied().collect();
+        if groups.is_empty() {
+            return 0;
+        }
+        for g in &groups {
+            let _ = killpg(Pid::from_raw(*g), Signal::SIGTERM);
+        }
+        let t1 = tokio::time::Instant::now();
+        while !self.running().groups.is_empty() && t1.elapsed() < END_GRACE {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Every group signalled, its leader gone or not: what it forked
+        // may ignore SIGTERM.
+        for g in &groups {
+            let _ = killpg(Pid::from_raw(*g), Signal::SIGKILL);
+        }
+        groups.len()
     }
 
     /// Runs a script to its end or the timeout.
     pub async fn run(&self, spec: &ScriptSpec, timeout: Duration) -> Result<ScriptEnd, Failure> {
+        self.running().in_flight += 1;
+        let _flight = InFlight(self.running.clone());
         let _permit = self
             .permits
             .acquire()
@@ -98,11 +159,18 @@ impl Scripts {
         // A check cut short by a reload or a stop (its task dropped here)
         // takes the script's whole process group with it, grandchildren
         // included; kill_on_drop alone reaches only the script.
-        let mut group = GroupGuard(pgid);
+        if let Some(g) = pgid {
+            self.running().groups.insert(g.as_raw());
+        }
+        let mut group = GroupGuard {
+            pgid,
+            armed: true,
+            running: self.running.clone(),
+        };
         let end = self
             .wait_for(&mut child, pgid, timeout, via_shell, prog)
             .await;
-        group.0 = None;
+        group.armed = false;
         end
     }
 
@@ -129,29 +197,46 @@ impl Scripts {
                 if let Some(g) = pgid {
                     let _ = killpg(g, Signal::SIGTERM);
                 }
-                if tokio::time::timeout(KILL_GRACE, child.wait())
-                    .await
-                    .is_err()
-                {
-                    if let Some(g) = pgid {
-                        let _ = killpg(g, Signal::SIGKILL);
-                    }
-                    let _ = child.wait().await;
+                let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
+                // The whole group, its leader gone or not: what the
+                // script forked may ignore SIGTERM.
+                if let Some(g) = pgid {
+                    let _ = killpg(g, Signal::SIGKILL);
                 }
+                let _ = child.wait().await;
                 Ok(ScriptEnd::TimedOut)
             }
         }
     }
 }
 
-/// Kills a script's process group when dropped armed.
-struct GroupGuard(Option<Pid>);
+/// Kills a script's process group when dropped armed; the group leaves
+/// its pool's list either way.
+struct GroupGuard {
+    pgid: Option<Pid>,
+    armed: bool,
+    running: Arc<Mutex<Running>>,
+}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(g) = self.0 {
-            let _ = killpg(g, Signal::SIGKILL);
+        if let Some(g) = self.pgid {
+            if self.armed {
+                let _ = killpg(g, Signal::SIGKILL);
+            }
+            let mut r = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            r.groups.remove(&g.as_raw());
         }
+    }
+}
+
+/// One run counted in its pool until it ends, however it ends.
+struct InFlight(Arc<Mutex<Running>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut r = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        r.in_flight = r.in_flight.saturating_sub(1);
     }
 }
 
@@ -238,6 +323,75 @@ mod tests {
             "{:?}",
             t.elapsed()
         );
+    }
+
+    /// Alive: in the process table and not a zombie.
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        })
+    }
+
+    #[tokio::test]
+    async fn end_stops_hung_scripts_and_what_they_forked_and_starts_no_more() {
+        let dir = std::env::temp_dir().join(format!("kr-misc-end-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pids = dir.join("pids");
+        let _ = std::fs::remove_file(&pids);
+        // Each ignores SIGTERM and leaves a child of its own behind.
+        let spec = ScriptSpec {
+            argv: vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                format!(
+                    "trap '' TERM; sleep 1000 & echo $! $$ >> {}; exec sleep 1000",
+                    pids.display()
+                ),
+            ],
+            run_as: None,
+        };
+        let scripts = Scripts::new(3);
+        let mut runs = Vec::new();
+        // Three run, a fourth waits for a slot.
+        for _ in 0..4 {
+            let (s, sp) = (scripts.clone(), spec.clone());
+            runs.push(tokio::spawn(async move {
+                s.run(&sp, Duration::from_secs(86_400)).await
+            }));
+        }
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(&pids).map_or(0, |s| s.lines().count()) < 3 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "scripts never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let started: Vec<i32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        assert!(started.iter().all(|p| alive(*p)));
+        let t = std::time::Instant::now();
+        assert_eq!(scripts.end(Duration::from_millis(100)).await, 3);
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        for r in runs {
+            // The three ended, the fourth never started.
+            let _ = r.await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let left: Vec<i32> = started.iter().copied().filter(|p| alive(*p)).collect();
+        assert!(left.is_empty(), "still running: {left:?}");
+        assert_eq!(
+            std::fs::read_to_string(&pids).unwrap().lines().count(),
+            3,
+            "a run started after the end"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -43,7 +43,12 @@ pub(super) struct Checking {
     /// configuration to the next.
     pub(super) graceful: Graceful,
     pub(super) _ping: Option<PingGroupRange>,
+    /// The notify scripts' pool, ended at stop.
+    pub(super) notify_scripts: Scripts,
 }
+
+/// How long notify scripts under way at stop have to end by themselves.
+pub(super) const NOTIFY_END_WAIT: std::time::Duration = std::time::Duration::from_millis(1100);
 
 impl Checking {
     pub(super) fn start(
@@ -51,7 +56,7 @@ impl Checking {
         opts: &Options,
         tx: &mpsc::UnboundedSender<Event>,
         carry: &Carry,
-        prober: &dyn Fn(Scripts) -> Arc<dyn Prober>,
+        (prober, notify_scripts): (&dyn Fn(Scripts) -> Arc<dyn Prober>, &Scripts),
         jitter: Jitter,
         mut graceful: Graceful,
     ) -> Checking {
@@ -72,8 +77,11 @@ impl Checking {
                     .contains_key(&crate::config::validate::format_vs(vs))
             },
         );
+        // MISC_CHECKs have a pool of their own, apart from the notify
+        // scripts' (kept across reloads): hung notify scripts never hold
+        // a check back.
         let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
-        let mut notifier = Notifier::new(cfg, scripts.clone());
+        let mut notifier = Notifier::new(cfg, notify_scripts.clone());
         if cfg.global_defs.rs_init_notifies {
             notifier.init_notifies(cfg, &health);
         }
@@ -97,6 +105,7 @@ impl Checking {
             sharing: desired::service_sharing(cfg),
             fail_open: vec![false; cfg.virtual_servers.len()],
             graceful,
+            notify_scripts: notify_scripts.clone(),
             _ping: ping,
         };
         c.follow_fail_open(cfg, 0..cfg.virtual_servers.len());
@@ -399,5 +408,13 @@ impl Checking {
         let mut n = self.notifier;
         n.shutdown(cfg, &self.health);
         n.close().await;
+        // The shutdown notifies have their second (their own limit), then
+        // nothing of ours outlives the daemon.
+        let ended = self.notify_scripts.end(NOTIFY_END_WAIT).await;
+        if ended > 0 {
+            log::warn!(
+                "{ended} notify script(s) still running at stop: ended with their process groups"
+            );
+        }
     }
 }

@@ -262,12 +262,13 @@ pub async fn serve<B: Backend>(
     if let Some(file) = &cur.config.global_defs.state_file {
         restore_state(&cur.config, opts, Path::new(file), &mut carry);
     }
+    let notify_scripts = Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS);
     let mut checking = Checking::start(
         &cur.config,
         opts,
         &tx,
         &carry,
-        &*prober,
+        (&*prober, &notify_scripts),
         jitter(),
         Graceful::default(),
     );
@@ -493,7 +494,15 @@ pub async fn serve<B: Backend>(
         if edit.is_none() {
             crate::check::file::init_files(cfg);
         }
-        checking = Checking::start(cfg, opts, &tx, &carry, &*prober, jitter(), graceful);
+        checking = Checking::start(
+            cfg,
+            opts,
+            &tx,
+            &carry,
+            (&*prober, &notify_scripts),
+            jitter(),
+            graceful,
+        );
         checking.quorum_after_reload(&carry, cfg);
         log::debug!(
             "reload: checkers started in {:.3} s",

@@ -40,6 +40,8 @@ mod worker;
 /// How long a notify script may run before it is cut (keepalived never
 /// waits for them; we reap them).
 const NOTIFY_LIMIT: Duration = Duration::from_secs(86_400);
+/// How long notify scripts under way at stop have to end by themselves.
+const NOTIFY_END_WAIT: Duration = Duration::from_millis(1100);
 
 /// What the world holds for one node.
 struct NodeIo {
@@ -74,7 +76,11 @@ struct RealWorld {
     nodes: HashMap<usize, NodeIo>,
     jobs: mpsc::UnboundedSender<Job>,
     events: mpsc::UnboundedSender<Event>,
-    scripts: Scripts,
+    /// `vrrp_script` checks: a pool of their own, so that hung notify
+    /// scripts never hold back the checks that move the VIPs.
+    tracking: Scripts,
+    /// Notify scripts, ended with their process groups at stop.
+    notifies: Scripts,
     cfg: Arc<Config>,
     /// Addresses this daemon removed, and when (see `removed_by_us`).
     removed: HashMap<IpAddr, std::time::Instant>,
@@ -197,7 +203,7 @@ impl RealWorld {
         let mut argv = s.args.clone();
         argv.extend_from_slice(extra);
         let spec = ScriptSpec { argv, run_as };
-        let scripts = self.scripts.clone();
+        let scripts = self.notifies.clone();
         tokio::spawn(async move {
             if let Err(e) = scripts.run(&spec, NOTIFY_LIMIT).await {
                 log::warn!("notify script {}: {e}", spec.argv.join(" "));
@@ -634,7 +640,7 @@ impl World for RealWorld {
             run_as,
         };
         let timeout = Duration::from_micros(timeout.max(1));
-        let scripts = self.scripts.clone();
+        let scripts = self.tracking.clone();
         let events = self.events.clone();
         let name = s.name.clone();
         tokio::spawn(async move {
@@ -866,7 +872,8 @@ pub async fn run(
         nodes: HashMap::new(),
         jobs: jtx.clone(),
         events: etx.clone(),
-        scripts: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
+        tracking: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
+        notifies: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
         cfg: cfg.clone(),
         removed: HashMap::new(),
         alerter: crate::check::smtp_alert::Alerter::new(&cfg),
@@ -972,13 +979,14 @@ pub async fn run(
     for io in world.nodes.values() {
         remove_vmac(io);
     }
-    // STOP notifies have keepalived's second before the process goes.
-    if runner
-        .nodes
-        .iter()
-        .any(|n| n.cfg.notify.stop.is_some() || n.cfg.notify.any.is_some())
-    {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    // STOP notifies (and any still under way) have about keepalived's
+    // second before the process goes; then nothing of ours outlives it
+    // (keepalived leaves hung scripts running: docs/security.md).
+    let ended = world.notifies.end(NOTIFY_END_WAIT).await;
+    if ended > 0 {
+        log::warn!(
+            "{ended} notify script(s) still running at stop: ended with their process groups"
+        );
     }
     ExitCode::SUCCESS
 }

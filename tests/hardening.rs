@@ -582,3 +582,118 @@ fn scripts_run_as_their_user_with_only_their_group() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// SIGTERM to `child`; the seconds it took to exit (panics after 15 s).
+fn stop_within(child: &mut std::process::Child) -> f64 {
+    let t = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    while t.elapsed() < Duration::from_secs(15) {
+        if child.try_wait().unwrap().is_some() {
+            return t.elapsed().as_secs_f64();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("the daemon did not stop within 15 s");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "root"),
+    ignore = "needs root: cargo test --features root"
+)]
+fn a_state_file_planted_or_swapped_is_neither_trusted_nor_blocking() {
+    let d = sticky_dir("state");
+    let state = d.join("state.json");
+    let conf = d.join("keepalived.conf");
+    let [port] = common::free_ports();
+    // An alpha server: down at start by keepalived's rules, up only if a
+    // state file that is trusted says so.
+    let write_conf = |warmup: u32| {
+        std::fs::write(
+            &conf,
+            format!(
+                "global_defs {{\n state_file {}\n state_file_interval 1\n}}\n\
+                 virtual_server 192.0.2.1 80 {{\n delay_loop 1\n lb_algo rr\n lb_kind NAT\n protocol TCP\n \
+                 real_server 127.0.0.1 {port} {{\n  TCP_CHECK {{\n   alpha\n   connect_timeout 1\n   warmup {warmup}\n  }}\n }}\n}}\n",
+                state.display()
+            ),
+        )
+        .unwrap();
+    };
+    let added = format!("-r 127.0.0.1:{port}");
+    // A file of the daemon's own, with the server up in it.
+    write_conf(0);
+    {
+        let _up = common::listen(port);
+        let (mut child, out, err) = common::spawn_dry_run(&conf, &[]);
+        common::until(&err, "Startup complete");
+        common::until(&out, &added);
+        // The next write after the server came up.
+        std::thread::sleep(Duration::from_millis(2500));
+        // A link planted where this process writes its temporary.
+        let victim = d.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        plant(&victim, &d.join(format!(".state.json.{}.tmp", child.id())));
+        assert!(stop_within(&mut child) < 5.0);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+    let m = state.symlink_metadata().unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!((m.uid(), m.mode() & 0o777), (0, 0o600));
+    let saved = std::fs::read(&state).unwrap();
+    // Each start: the lines to "Startup complete", the stop's time.
+    write_conf(60);
+    let start = || {
+        let (mut child, out, err) = common::spawn_dry_run(&conf, &[]);
+        let lines = common::until(&err, "Startup complete");
+        std::thread::sleep(Duration::from_millis(300));
+        let ops: Vec<String> = out.try_iter().collect();
+        let took = stop_within(&mut child);
+        (
+            lines.join("\n"),
+            ops.iter().any(|l| l.contains(&added)),
+            took,
+        )
+    };
+    // Trusted: the server starts up.
+    let (log, up, _) = start();
+    assert!(up, "{log}");
+    // The same bytes, owned by another user: keepalived's rules.
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    let (log, up, _) = start();
+    assert!(!up && log.contains("owned by uid 65534"), "{log}");
+    // Its owner's, but writable by others.
+    std::os::unix::fs::chown(&state, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (log, up, _) = start();
+    assert!(
+        !up && log.contains("writable by its group or others"),
+        "{log}"
+    );
+    // A FIFO: no block at start, a stop that ends.
+    std::fs::remove_file(&state).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(&state)
+        .status()
+        .unwrap()
+        .success());
+    let (log, up, took) = start();
+    assert!(!up && log.contains("not a regular file"), "{log}");
+    assert!(took < 5.0, "stop took {took} s");
+    // A link to an endless device, planted by another user.
+    std::fs::remove_file(&state).unwrap();
+    plant(Path::new("/dev/zero"), &state);
+    let (log, up, took) = start();
+    assert!(!up && log.contains("state file"), "{log}");
+    assert!(took < 5.0, "stop took {took} s");
+    // Each stop above replaced what was there with a file of its own.
+    assert!(state.symlink_metadata().unwrap().file_type().is_file());
+    assert_ne!(std::fs::read(&state).unwrap(), saved);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -74,19 +74,15 @@ pub(super) fn now() -> std::time::Instant {
 /// How often the state file is written unless `state_file_interval` says.
 pub const STATE_FILE_INTERVAL: u64 = 30;
 
+/// How long the stop waits for the state file's last version.
+pub const STATE_FILE_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Writes the state file (extension) whole: a temporary file beside it,
 /// renamed over it, so a reader or a crash never sees half of one.
 pub(super) fn write_state(file: &Path, doc: &crate::check::state::Document) {
-    let tmp = file.with_extension("tmp");
     let r = serde_json::to_vec(doc)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| {
-            if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, file)
-        });
+        .and_then(|bytes| super::state_file::write(file, &bytes));
     if let Err(e) = r {
         log::warn!("state file {}: cannot write: {e}", file.display());
     }
@@ -96,9 +92,9 @@ pub(super) fn write_state(file: &Path, doc: &crate::check::state::Document) {
 /// the kernel's table gave. A missing file is a first start; an unreadable
 /// one is ignored with a warning (keepalived's startup rules then).
 pub(super) fn restore_state(cfg: &Config, opts: &Options, file: &Path, carry: &mut Carry) {
-    let text = match std::fs::read(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let text = match super::state_file::read(file) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
             log::info!(
                 "state file {}: none yet - keepalived's startup rules",
                 file.display()

@@ -37,10 +37,11 @@ use tokio::sync::mpsc;
 
 mod checking;
 mod extensions;
+mod state_file;
 
 use checking::Checking;
-pub use extensions::STATE_FILE_INTERVAL;
 use extensions::{ease, now, restore_state, with_overlay, write_state, Switch};
+pub use extensions::{STATE_FILE_INTERVAL, STATE_FILE_STOP_WAIT};
 
 /// How often the kernel's table is dumped and compared with what was
 /// programmed (keepalived never looks; see `docs/compat.md`).
@@ -581,7 +582,16 @@ pub async fn serve<B: Backend>(
     log::info!("Stopping");
     let cfg = &cur.config;
     if let Some(file) = &cfg.global_defs.state_file {
-        write_state(Path::new(file), &checking.state_document(cfg));
+        // Off the loop and bounded: a file system that hangs cannot hold
+        // the stop.
+        let (file, doc) = (PathBuf::from(file), checking.state_document(cfg));
+        let write = tokio::task::spawn_blocking(move || write_state(&file, &doc));
+        if tokio::time::timeout(STATE_FILE_STOP_WAIT, write)
+            .await
+            .is_err()
+        {
+            log::warn!("state file: not written within {STATE_FILE_STOP_WAIT:?} at stop");
+        }
     }
     checking.stop(cfg).await;
     let r = rec

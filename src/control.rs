@@ -120,8 +120,17 @@ pub struct Request {
 
 /// The status socket for `configured` (the `status_socket` keyword) and
 /// `cli` (`--status-socket`).
-pub fn socket_path(cli: Option<&str>, configured: Option<&str>) -> PathBuf {
-    PathBuf::from(cli.or(configured).unwrap_or(DEFAULT_STATUS_SOCKET))
+pub fn socket_path(
+    cli: Option<&str>,
+    configured: Option<&str>,
+    namespace: Option<&str>,
+) -> PathBuf {
+    match (cli.or(configured), namespace) {
+        (Some(p), _) => PathBuf::from(p),
+        // One daemon per namespace: each its own, beside its pid files.
+        (None, Some(ns)) => PathBuf::from(format!("/run/keepalived/{ns}/status.sock")),
+        (None, None) => PathBuf::from(DEFAULT_STATUS_SOCKET),
+    }
 }
 
 /// Parses a status-socket request line: `status` or `plan PATH`.

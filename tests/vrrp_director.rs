@@ -785,3 +785,106 @@ fn sync_group_smtp_alerts_as_keepalived_sends_them() {
         "ours (left) against keepalived's (right)"
     );
 }
+
+/// `-s NAME` and `net_namespace NAME`, started from the root namespace:
+/// keepalived 2.2.7 and ours go into `/run/netns/NAME` before anything
+/// else (the VIP lands on a link only that namespace has, none in the
+/// root namespace), keep their pid files in `/run/keepalived/NAME/`, log
+/// under `Keepalived_NAME`, and take the VIP away at SIGTERM.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn a_namespace_takes_the_daemon_its_vip_and_its_pid_files() {
+    let cases = [
+        (common::lab::KEEPALIVED, true, "k"),
+        (env!("CARGO_BIN_EXE_keepalived"), true, "o"),
+        (env!("CARGO_BIN_EXE_keepalived"), false, "f"),
+    ];
+    let mut results = Vec::new();
+    for (bin, by_option, tag) in cases {
+        let ns = format!("krns{tag}{}", std::process::id() % 10_000);
+        let link = format!("krl{tag}{}", std::process::id() % 10_000);
+        let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+        common::lab::must(&["ip", "netns", "add", &ns]);
+        common::lab::must(&[
+            "ip", "-n", &ns, "link", "add", &link, "type", "veth", "peer", "name", "krpeer",
+        ]);
+        for l in [link.as_str(), "krpeer", "lo"] {
+            common::lab::must(&["ip", "-n", &ns, "link", "set", l, "up"]);
+        }
+        common::lab::must(&["ip", "-n", &ns, "addr", "add", "192.0.2.5/24", "dev", &link]);
+        let dir = std::env::temp_dir().join(format!("kr-ns-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cf = dir.join("keepalived.conf");
+        let head = if by_option {
+            String::new()
+        } else {
+            format!("net_namespace {ns}\n")
+        };
+        std::fs::write(
+            &cf,
+            format!(
+                "{head}vrrp_instance VI_1 {{\n  state MASTER\n  interface {link}\n  virtual_router_id 51\n  \
+                 priority 150\n  advert_int 1\n  virtual_ipaddress {{\n    192.0.2.100/24\n  }}\n}}\n"
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.join("log")).unwrap();
+        let mut cmd = Command::new(bin);
+        cmd.args(["-n", "-l", "-D", "-P", "-f"]).arg(&cf);
+        if by_option {
+            cmd.args(["-s", &ns]);
+        }
+        let mut child = cmd
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let has_vip = |netns: Option<&str>| {
+            let mut c = Command::new("ip");
+            if let Some(n) = netns {
+                c.args(["-n", n]);
+            }
+            let o = c.args(["-o", "addr", "show"]).output().unwrap();
+            String::from_utf8_lossy(&o.stdout).contains("192.0.2.100/24")
+        };
+        let mut inside = false;
+        for _ in 0..80 {
+            sleep(Duration::from_millis(100));
+            if has_vip(Some(&ns)) {
+                inside = true;
+                break;
+            }
+        }
+        let root = has_vip(None);
+        let pid_dir = std::path::Path::new("/run/keepalived").join(&ns);
+        let pid_of = |f: &str| {
+            std::fs::read_to_string(pid_dir.join(f))
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+        };
+        let main_pid = pid_of("keepalived.pid") == Some(child.id());
+        let vrrp_pid = pid_of("vrrp.pid").is_some();
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        let text = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+        let ident = text.contains(&format!("Changing syslog ident to Keepalived_{ns}"));
+        let after = has_vip(Some(&ns));
+        results.push(format!(
+            "[{tag}] vip in the namespace: {inside}, in the root: {root}, pid files: {main_pid} {vrrp_pid}, ident: {ident}, vip after stop: {after}"
+        ));
+        if !inside {
+            results.push(text);
+        }
+        let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let want = "vip in the namespace: true, in the root: false, pid files: true true, ident: true, vip after stop: false";
+    for r in results.iter().filter(|r| r.starts_with('[')) {
+        assert!(r.ends_with(want), "{}", results.join("\n"));
+    }
+}

@@ -140,16 +140,11 @@ fn status_socket(
     path: &std::path::Path,
     load_opts: &LoadOptions,
 ) -> std::path::PathBuf {
-    let configured = path
-        .exists()
-        .then(|| {
-            config::load(path, load_opts)
-                .config
-                .global_defs
-                .status_socket
-        })
-        .flatten();
-    crate::control::socket_path(opts.status_socket.as_deref(), configured.as_deref())
+    let loaded = path.exists().then(|| config::load(path, load_opts));
+    let cfg = loaded.as_ref().map(|l| &l.config);
+    let configured = cfg.and_then(|c| c.global_defs.status_socket.as_deref());
+    let ns = super::process::namespace(opts, cfg);
+    crate::control::socket_path(opts.status_socket.as_deref(), configured, ns.as_deref())
 }
 
 /// `--control "VERB ARGS"`: a membership edit for the running daemon; its
@@ -242,6 +237,7 @@ pub fn plan(opts: &Options, path: &std::path::Path, loaded: Loaded) -> ExitCode 
     let sock = control::socket_path(
         opts.status_socket.as_deref(),
         loaded.config.global_defs.status_socket.as_deref(),
+        super::process::namespace(opts, Some(&loaded.config)).as_deref(),
     );
     match control::client(&sock, &format!("plan {}", abs.display())) {
         Ok(a) => print_answer(&a),

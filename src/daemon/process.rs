@@ -20,19 +20,37 @@ use std::sync::Mutex;
 /// keepalived's run directory.
 pub const RUN_DIR: &str = "/run";
 
-/// The pid files keepalived would write: the parent's and the checker's
-/// (`-p`, `-c`; under `/run/keepalived/` with `use_pid_dir` or an
-/// `instance`, whose name is appended).
-pub fn pid_paths(opts: &Options, cfg: Option<&Config>) -> (PathBuf, PathBuf) {
+/// The network namespace the daemon runs in: `-s`, else the file's
+/// `net_namespace`.
+pub fn namespace(opts: &Options, cfg: Option<&Config>) -> Option<String> {
+    opts.namespace
+        .clone()
+        .or_else(|| cfg.and_then(|c| c.root.net_namespace.clone()))
+}
+
+/// Where the pid files go: `/run`, or `/run/keepalived/` with
+/// `use_pid_dir` or an `instance`, or `/run/keepalived/NAMESPACE/` in a
+/// namespace (keepalived bind-mounts that directory over
+/// `/run/keepalived/` in a mount namespace of its own: seen from the
+/// host, its files are there).
+fn pid_dir(opts: &Options, cfg: Option<&Config>) -> PathBuf {
     let root = cfg.map(|c| &c.root);
-    let instance = root.and_then(|r| r.instance.clone());
-    let in_dir =
-        root.is_some_and(|r| r.use_pid_dir || r.instance.is_some() || r.net_namespace.is_some());
-    let dir = if in_dir {
+    if let Some(ns) = namespace(opts, cfg) {
+        Path::new(RUN_DIR).join("keepalived").join(ns)
+    } else if root.is_some_and(|r| r.use_pid_dir || r.instance.is_some()) {
         Path::new(RUN_DIR).join("keepalived")
     } else {
         PathBuf::from(RUN_DIR)
-    };
+    }
+}
+
+/// The pid files keepalived would write: the parent's and the checker's
+/// (`-p`, `-c`; under `/run/keepalived/` with `use_pid_dir` or an
+/// `instance`, whose name is appended; see [`pid_dir`]).
+pub fn pid_paths(opts: &Options, cfg: Option<&Config>) -> (PathBuf, PathBuf) {
+    let root = cfg.map(|c| &c.root);
+    let instance = root.and_then(|r| r.instance.clone());
+    let dir = pid_dir(opts, cfg);
     let name = |base: &str| match &instance {
         Some(i) => dir.join(format!("{base}_{i}.pid")),
         None => dir.join(format!("{base}.pid")),
@@ -54,11 +72,7 @@ pub fn vrrp_pid_path(opts: &Options, cfg: &Config) -> PathBuf {
         return PathBuf::from(p);
     }
     let r = &cfg.root;
-    let dir = if r.use_pid_dir || r.instance.is_some() || r.net_namespace.is_some() {
-        Path::new(RUN_DIR).join("keepalived")
-    } else {
-        PathBuf::from(RUN_DIR)
-    };
+    let dir = pid_dir(opts, Some(cfg));
     match &r.instance {
         Some(i) => dir.join(format!("vrrp_{i}.pid")),
         None => dir.join("vrrp.pid"),
@@ -289,20 +303,47 @@ pub fn is_vrrp(target: &str) -> bool {
     target.starts_with("keepalived::vrrp") || target.starts_with("keepalived::daemon::vrrp")
 }
 
-/// The syslog ident for the VRRP side (`make_syslog_ident()`).
-pub fn vrrp_ident(cfg_instance: Option<&str>) -> String {
-    match cfg_instance {
-        Some(i) => format!("Keepalived_vrrp_{i}"),
-        None => "Keepalived_vrrp".into(),
+/// keepalived's `make_syslog_ident()`: `NAME`, then `_NAMESPACE` and
+/// `_INSTANCE` when they are set.
+pub fn make_ident(name: &str, namespace: Option<&str>, instance: Option<&str>) -> String {
+    let mut s = name.to_string();
+    for part in [namespace, instance].into_iter().flatten() {
+        s.push('_');
+        s.push_str(part);
     }
+    s
 }
 
-/// The syslog ident for the checker side (`make_syslog_ident()`).
-pub fn ident(cfg_instance: Option<&str>) -> String {
-    match cfg_instance {
-        Some(i) => format!("Keepalived_healthcheckers_{i}"),
-        None => "Keepalived_healthcheckers".into(),
-    }
+/// The syslog ident for the VRRP side.
+pub fn vrrp_ident(namespace: Option<&str>, cfg_instance: Option<&str>) -> String {
+    make_ident("Keepalived_vrrp", namespace, cfg_instance)
+}
+
+/// The syslog ident for the checker side.
+pub fn ident(namespace: Option<&str>, cfg_instance: Option<&str>) -> String {
+    make_ident("Keepalived_healthcheckers", namespace, cfg_instance)
+}
+
+/// keepalived's `set_namespaces()`: this thread, and every thread and
+/// process it starts from now on, into `/run/netns/NAME`. Called before
+/// any socket, netlink handle or IPVS family is opened and before any
+/// other thread exists.
+pub fn enter_namespace(name: &str) -> Result<(), String> {
+    let path = Path::new("/run/netns").join(name);
+    let f = File::open(&path).map_err(|e| format!("Failed to open {}: {e}", path.display()))?;
+    nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| format!("setns() failed with error {e}"))?;
+    let _ = ENTERED.set(name.to_string());
+    Ok(())
+}
+
+/// The namespace [`enter_namespace`] entered: it cannot change while the
+/// daemon runs.
+static ENTERED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The namespace the daemon runs in, if it entered one.
+pub fn running_namespace() -> Option<&'static str> {
+    ENTERED.get().map(String::as_str)
 }
 
 /// Installs the logger for the daemon: syslog unless `-G`, the console
@@ -409,6 +450,15 @@ pub fn build_logger(
 /// into the background unless `-n`, then logs, then the loop.
 pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
     apply_umask(opts, &loaded.config);
+    // Before anything else: every socket, netlink handle and IPVS family
+    // the daemon opens is the namespace's.
+    if let Some(ns) = namespace(opts, Some(&loaded.config)) {
+        if let Err(e) = enter_namespace(&ns) {
+            eprintln!("{e}");
+            eprintln!("Unable to set network namespace {ns} - exiting");
+            return ExitCode::from(1);
+        }
+    }
     // A dry run takes no pid files unless asked to, so that it can run
     // beside a real keepalived.
     let mut pidfiles = Vec::new();
@@ -453,16 +503,23 @@ pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
         }
     }
     let inst = loaded.config.root.instance.as_deref();
+    let ns = namespace(opts, Some(&loaded.config));
     let vrrp = super::shell::subsystems(opts, &loaded.config).1;
     init_logging_with(
         opts,
-        &ident(inst),
-        vrrp.then(|| vrrp_ident(inst)).as_deref(),
+        &ident(ns.as_deref(), inst),
+        vrrp.then(|| vrrp_ident(ns.as_deref(), inst)).as_deref(),
     );
     log::info!(
         "Starting Keepalived v2.2.7 compatible (keepalived-rs {})",
         env!("CARGO_PKG_VERSION")
     );
+    if ns.is_some() || inst.is_some() {
+        log::info!(
+            "Changing syslog ident to {}",
+            make_ident("Keepalived", ns.as_deref(), inst)
+        );
+    }
     let code = super::run(opts, loaded);
     drop(pidfiles);
     code
@@ -592,7 +649,12 @@ mod ident_tests {
         sink.set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .unwrap();
         let opts = Options::default();
-        let logger = build_logger(&opts, &ident(None), Some(&vrrp_ident(None)), Some(&path));
+        let logger = build_logger(
+            &opts,
+            &ident(None, None),
+            Some(&vrrp_ident(None, None)),
+            Some(&path),
+        );
         let line = |target: &str, msg: &str| {
             logger.log(
                 &log::Record::builder()

@@ -425,6 +425,15 @@ pub async fn dispatch(
                     t0.elapsed().as_secs_f64()
                 );
                 log_diagnostics(&loaded);
+                // keepalived's reload_config(): the namespace stays.
+                if opts.namespace.is_none()
+                    && loaded.config.root.net_namespace.as_deref()
+                        != super::process::running_namespace()
+                {
+                    log::error!(
+                        "Cannot change network namespace at a reload - please restart keepalived"
+                    );
+                }
                 for s in subsystems {
                     s.send(Command::Reload(loaded.clone()));
                 }

@@ -7,6 +7,18 @@ pub fn net_namespace(p: P, w: &[Word]) -> HandlerResult {
     let Some(n) = p.value_or(w, 1, "net_namespace name missing - ignoring") else {
         return Ok(());
     };
+    // keepalived's -t stops here without a word when the namespace is
+    // missing (and its daemon exits): ours says so, and reads on.
+    let at = std::path::Path::new("/run/netns").join(&n);
+    if !at.exists() {
+        p.err(
+            ErrClass::GeneralError,
+            format!(
+                "net_namespace {n}: {} does not exist (ip netns add {n})",
+                at.display()
+            ),
+        );
+    }
     p.cfg.root.net_namespace = Some(n);
     Ok(())
 }
@@ -44,4 +56,35 @@ pub fn child_wait_time(p: P, w: &[Word]) -> HandlerResult {
 pub fn linkbeat_use_polling(p: P, _w: &[Word]) -> HandlerResult {
     p.cfg.root.linkbeat_use_polling = true;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_missing_net_namespace_is_an_error_and_the_rest_is_checked() {
+        let l = crate::config::load_str(
+            "net_namespace kr-no-such-namespace\nvrrp_instance VI_1 {\n bogus_keyword\n}\n",
+        );
+        let msgs: Vec<(usize, &str)> = l
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| (d.line, d.message.as_str()))
+            .collect();
+        assert!(
+            msgs.iter()
+                .any(|(l, m)| *l == 1
+                    && m.contains("/run/netns/kr-no-such-namespace does not exist")),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs.iter()
+                .any(|(l, m)| *l == 3 && m.contains("bogus_keyword")),
+            "{msgs:?}"
+        );
+        assert_eq!(
+            l.config.root.net_namespace.as_deref(),
+            Some("kr-no-such-namespace")
+        );
+    }
 }

@@ -109,6 +109,7 @@ pub async fn listen(cfg: &Config, opts: &Options, tx: mpsc::UnboundedSender<Requ
     let sock_path = control::socket_path(
         opts.status_socket.as_deref(),
         cfg.global_defs.status_socket.as_deref(),
+        crate::daemon::process::namespace(opts, Some(cfg)).as_deref(),
     );
     let status = match control::serve_status(&sock_path, tx.clone()) {
         Ok(s) => Some(s),

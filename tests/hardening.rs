@@ -697,3 +697,64 @@ fn a_state_file_planted_or_swapped_is_neither_trusted_nor_blocking() {
     assert_ne!(std::fs::read(&state).unwrap(), saved);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Descriptors open and `RssAnon` (kB) of `pid`.
+fn fds_and_rss(pid: u32) -> (usize, u64) {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    (fds, rss)
+}
+
+#[test]
+fn reloads_leave_descriptors_and_memory_flat() {
+    let d = fresh_dir("krs-hard-reloads");
+    let conf = d.join("keepalived.conf");
+    // 250 checks (TCP_CHECK's connects go through their own epoll sets),
+    // against ports nobody listens on.
+    let mut text = String::from(
+        "virtual_server 192.0.2.1 80 {\n delay_loop 1\n lb_algo rr\n lb_kind NAT\n protocol TCP\n",
+    );
+    for i in 0..250 {
+        text += &format!(
+            " real_server 127.0.0.1 {} {{\n  TCP_CHECK {{\n   connect_timeout 1\n  }}\n }}\n",
+            40_000 + i
+        );
+    }
+    text += "}\n";
+    std::fs::write(&conf, text).unwrap();
+    let (mut child, _out, err) = common::spawn_dry_run(&conf, &[]);
+    common::until(&err, "Startup complete");
+    let pid = child.id();
+    let hup = |n: usize| {
+        for _ in 0..n {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGHUP,
+            )
+            .unwrap();
+            // Each configuration's checks all run (delay_loop 1) before
+            // the next reload.
+            std::thread::sleep(Duration::from_millis(1100));
+        }
+    };
+    // Warmed up: the allocator's arenas and the runtime's pools made.
+    hup(5);
+    let (fds0, rss0) = fds_and_rss(pid);
+    hup(20);
+    let (fds1, rss1) = fds_and_rss(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(fds1, fds0, "descriptors after 5 reloads, then 20 more");
+    assert!(
+        rss1 < rss0 + 512,
+        "RssAnon {rss0} kB after 5 reloads, {rss1} kB after 20 more"
+    );
+}

@@ -45,7 +45,7 @@ impl Connects {
     pub fn new(beat: Arc<SharedBeat>) -> Connects {
         Connects {
             beat,
-            ..Connects::default()
+            drivers: OnceLock::new(),
         }
     }
 
@@ -147,6 +147,20 @@ struct Slot {
     id: u32,
     started: Instant,
     tx: Option<mpsc::UnboundedSender<Done>>,
+}
+
+/// The drivers' tasks hold their driver while they wait (its epoll set is
+/// what they wait on), so a driver cannot end by being dropped: the
+/// prober that goes (a reload) ends their tasks, and with them the drivers
+/// and their epoll sets.
+impl Drop for Connects {
+    fn drop(&mut self) {
+        for d in self.drivers.get().into_iter().flatten().flatten() {
+            if let Some(t) = d.task.get() {
+                t.abort();
+            }
+        }
+    }
 }
 
 impl Drop for Driver {

@@ -461,6 +461,9 @@ fn gen_checker(r: &mut Rng, out: &mut String, scripts: &[String]) {
 
 fn gen_config(seed: u64, dir: &Path) -> String {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    // The classes added since (issue 42): their own stream, so that the
+    // configs generated before stay as they were.
+    let mut r2 = Rng(seed.wrapping_mul(0xD6E8_FEB8_6659_FD93) | 1);
     let scripts = make_scripts(dir);
     let mut out = String::new();
     if r.chance(40) {
@@ -762,6 +765,36 @@ fn gen_config(seed: u64, dir: &Path) -> String {
                 line.replace("{IF}", &ifname)
             ));
         }
+        if r2.chance(20) {
+            // An instance with no interface: unicast, VMAC, native_ipv6
+            // before or after its addresses.
+            out.push_str("vrrp_instance VI3 {\n    virtual_router_id 53\n");
+            for _ in 0..1 + r2.below(4) {
+                out.push_str(r2.pick(&[
+                    "    use_vmac\n",
+                    "    use_ipvlan\n",
+                    "    native_ipv6\n",
+                    "    unicast_peer {\n        192.0.2.7\n    }\n",
+                    "    unicast_peer {\n        2001:db8::7\n    }\n",
+                    "    virtual_ipaddress {\n        192.0.2.121\n    }\n",
+                    "    virtual_ipaddress {\n        2001:db8::121\n    }\n",
+                ]));
+            }
+            out.push_str("}\n");
+        }
+        if r2.chance(15) {
+            // A garp_group naming interfaces that are not there.
+            out.push_str(&format!(
+                "garp_group {{\n    garp_interval 1\n{}}}\n",
+                r2.pick(&[
+                    "    interfaces {\n        nosuch9\n        {IF}\n        nosuch8\n    }\n",
+                    "    interface nosuch9\n",
+                    "    interfaces {\n        {IF}\n    }\n    interface nosuch7\n",
+                    "    interfaces {\n    }\n",
+                ])
+                .replace("{IF}", &ifname)
+            ));
+        }
         if r.chance(30) {
             // A second instance: maybe the same VRID, maybe a sync group.
             out.push_str(&format!(
@@ -884,6 +917,27 @@ fn gen_config(seed: u64, dir: &Path) -> String {
             "include inc.con\n",
         ]));
     }
+    // (Alone: a second global_defs block is read differently by each of
+    // keepalived's processes.)
+    if r2.chance(8) && !out.contains("global_defs") {
+        out.push_str(r2.pick(&[
+            "global_defs {\n    lvs_sync_daemon eth0 VI\n    lvs_sync_daemon eth1 VI id 3\n}\n",
+            "global_defs {\n    lvs_sync_daemon eth0\n    lvs_sync_daemon eth0 VI2\n}\n",
+        ]));
+    }
+    if r2.chance(10) {
+        out.push_str(r2.pick(&[
+            "virtual_server_group E {\n}\n",
+            "virtual_server_group E {\n    # none\n\n}\n",
+            "virtual_server_group E {\n    192.0.2.60 80\n}\n",
+        ]));
+    }
+    if r2.chance(10) {
+        out.push_str(r2.pick(&[
+            "track_file tf {\n    file /nonexistent/tf\n}\n",
+            "track_file tf {\n}\n",
+        ]));
+    }
     for v in 0..1 + r.below(3) {
         let addr = gen_value(
             &mut r,
@@ -999,6 +1053,17 @@ fn gen_config(seed: u64, dir: &Path) -> String {
             }
             for _ in 0..r.below(3) {
                 gen_checker(&mut r, &mut out, &scripts);
+            }
+            if r2.chance(6) {
+                out.push_str(&format!(
+                    "    FILE_CHECK {{\n{}    }}\n",
+                    r2.pick(&[
+                        "        track_file tf\n",
+                        "        track_file nosuch\n",
+                        "        track_file nosuch\n        weight 2\n",
+                        "",
+                    ])
+                ));
             }
             out.push_str("    }\n");
         }

@@ -149,10 +149,6 @@ pub fn file_close(p: P) {
                 return;
             };
             if !p.cfg.track_files.iter().any(|t| &t.name == name) {
-                p.err(
-                    ErrClass::GeneralError,
-                    format!("track_file {name} not found for FILE_CHECK - ignoring"),
-                );
                 return;
             }
         }

@@ -4,6 +4,12 @@ use super::*;
 
 pub fn file_track_file(p: P, w: &[Word]) -> HandlerResult {
     let s = p.arg(w, 1)?.to_string();
+    // Looked up as it is read (a track_file defined further on is not
+    // found): the check then has none, which its end reports.
+    if !p.cfg.track_files.iter().any(|t| t.name == s) {
+        p.err(ErrClass::GeneralError, format!("track_file {s} not found"));
+        return Ok(());
+    }
     if let Some(Checker::File(f)) = p.checker.as_mut() {
         f.track_file = Some(s);
     }

@@ -80,6 +80,15 @@ fn no_value(p: P, w: &[Word], msg: &str) -> bool {
 }
 
 pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
+    if let Some(first) = &p.cfg.global_defs.lvs_sync_daemon {
+        let msg = format!(
+            "lvs_sync_daemon has already been specified as {} {} - ignoring",
+            first.first().map_or("", String::as_str),
+            first.get(1).map_or("", String::as_str)
+        );
+        p.err(ErrClass::GeneralError, msg);
+        return Ok(());
+    }
     if no_value(p, w, "lvs_sync_daemon requires interface") {
         return Ok(());
     }

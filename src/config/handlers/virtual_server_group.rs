@@ -7,6 +7,8 @@ pub fn vsg(p: P, w: &[Word]) -> HandlerResult {
     let name = p.arg(w, 1)?.to_string();
     let line = p.pos.line;
     let lines = p.read_value_block(&w[..1]);
+    // keepalived judges the group at its closing line (its end handler).
+    let end = p.pos.line;
     let mut entries = Vec::new();
     for (v, l) in lines {
         let pos = crate::config::diag::Pos {
@@ -27,7 +29,7 @@ pub fn vsg(p: P, w: &[Word]) -> HandlerResult {
     let fw = entries
         .iter()
         .any(|e| matches!(e, VsgEntry::Fwmark { family: None, .. }));
-    p.pos.line = line;
+    p.pos.line = end;
     if entries.is_empty() {
         p.err(
             ErrClass::GeneralError,
@@ -40,6 +42,7 @@ pub fn vsg(p: P, w: &[Word]) -> HandlerResult {
         );
         entries.clear();
     }
+    p.pos.line = line;
     p.cfg.virtual_server_groups.push(VirtualServerGroup {
         name,
         entries,

@@ -44,6 +44,21 @@ const NEEDS_VALUE: &[&str] = &[
     "down_timer_adverts",
 ];
 
+/// The first address an instance's block gives before line `before` (a
+/// VIP or a unicast peer, as written): its line and whether it is IPv6.
+fn first_address_family(b: &crate::config::model::Block, before: usize) -> Option<(usize, bool)> {
+    b.children
+        .iter()
+        .filter(|c| c.keyword == "virtual_ipaddress" || c.keyword == "unicast_peer")
+        .flat_map(|c| c.values.iter())
+        .filter(|l| l.line < before)
+        .find_map(|l| {
+            let a = l.words.first()?;
+            let ip = parse_ip(a.split('/').next().unwrap_or(a))?;
+            Some((l.line, ip.is_ipv6()))
+        })
+}
+
 /// Builds the VRRP model; `script_names` are the `vrrp_script`s that keep
 /// their script (the others were reported where they were read).
 pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig {
@@ -131,6 +146,7 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         &mut out.instances,
         &out.scripts,
     );
+    super::track::disable_unrunnable_scripts(cfg, cx, &mut out);
     // keepalived forgets a track_file nothing tracks.
     out.track_files = cfg
         .track_files
@@ -465,8 +481,23 @@ fn instance(
                 i.vmac = Some(first(s).map(str::to_string).unwrap_or_default());
             }
             "vmac_xmit_base" => i.vmac_xmit_base = true,
+            "use_ipvlan" if w.ipvlan => {
+                cx.err(format!("({name}) use_ipvlan already specified"));
+            }
             "use_ipvlan" => w.ipvlan = true,
-            "native_ipv6" => w.native_ipv6 = true,
+            // The instance's family is fixed by the first of: an accepted
+            // native_ipv6, its first address (a VIP or a unicast peer).
+            // keepalived refuses to change it.
+            "native_ipv6" if !w.native_ipv6 => {
+                if first_address_family(b, s.line).is_some_and(|(_, v6)| !v6) {
+                    cx.err(format!(
+                        "({name}) Cannot specify native_ipv6 with IPv4 addresses"
+                    ));
+                } else {
+                    w.native_ipv6 = true;
+                    w.native_ipv6_line = s.line;
+                }
+            }
             "dont_track_primary" => i.dont_track_primary = true,
             "track_src_ip" => i.track_src_ip = true,
             "accept" => w.accept = Some(true),
@@ -614,6 +645,24 @@ fn instance(
                 for l in &c.values {
                     cx.line = l.line;
                     if let Some(p) = unicast_peer(cx, &l.words, &name) {
+                        // The instance's family so far: native_ipv6, else
+                        // its first address (a VIP or a peer).
+                        let first = first_address_family(b, l.line);
+                        let family_v6 = match first {
+                            _ if w.native_ipv6
+                                && first.is_none_or(|(at, _)| w.native_ipv6_line < at) =>
+                            {
+                                Some(true)
+                            }
+                            f => f.map(|(_, v6)| v6),
+                        };
+                        if family_v6.is_some_and(|v6| v6 != p.addr.is_ipv6()) {
+                            cx.err(format!(
+                                "Configuration error: VRRP instance[{name}] and unicast peer address[{}] MUST be of the same family !!! Skipping...",
+                                p.addr
+                            ));
+                            continue;
+                        }
                         i.unicast_peers.push(p);
                     }
                 }

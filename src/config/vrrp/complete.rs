@@ -22,6 +22,8 @@ pub(super) struct Written {
     pub unicast_keyword: bool,
     pub ipvlan: bool,
     pub native_ipv6: bool,
+    /// The line of the accepted `native_ipv6` (0: none).
+    pub native_ipv6_line: usize,
     /// `accept` / `no_accept` as given.
     pub accept: Option<bool>,
     pub lower_delay_set: bool,
@@ -45,6 +47,7 @@ pub(super) fn complete(
         unicast_keyword,
         ipvlan,
         native_ipv6,
+        native_ipv6_line: _,
         accept: accept_given,
         lower_delay_set,
         lower_rep_set,
@@ -70,12 +73,20 @@ pub(super) fn complete(
         return None;
     };
     i.vrid = vrid;
+    // The family is the first address read's: a VIP or a unicast peer,
+    // whichever comes first in the file.
+    let first_vip = i.vips.first().map(|v| (v.line, v.addr.is_ipv6()));
+    let first_peer = i.unicast_peers.first().map(|p| (p.line, p.addr.is_ipv6()));
+    let first = match (first_vip, first_peer) {
+        (Some(v), Some(p)) => Some(if p.0 < v.0 { p.1 } else { v.1 }),
+        (v, p) => v.or(p).map(|x| x.1),
+    };
     i.ipv6 = native_ipv6
-        || i.vips.first().is_some_and(|v| v.addr.is_ipv6())
-        || (i.vips.is_empty() && i.src_ip.is_some_and(|a| a.is_ipv6()))
-        || (i.vips.is_empty()
-            && i.src_ip.is_none()
-            && i.unicast_peers.first().is_some_and(|p| p.addr.is_ipv6()));
+        || if i.vips.is_empty() && i.src_ip.is_some() {
+            i.src_ip.is_some_and(|a| a.is_ipv6())
+        } else {
+            first == Some(true)
+        };
     if i.ipv6 {
         i.version = 3;
     }
@@ -178,7 +189,16 @@ pub(super) fn complete(
             i.advert_int_us = i.advert_int_us / 10_000 * 10_000;
         }
     }
-    if i.vmac.is_some() && (unicast_keyword || !i.unicast_peers.is_empty()) && !i.vmac_xmit_base {
+    let unicast = unicast_keyword || !i.unicast_peers.is_empty();
+    if (i.vmac.is_some() || ipvlan) && unicast && i.interface.is_none() {
+        cx.line = end_line;
+        cx.err(format!(
+            "({name}): Cannot use VMAC/ipvlan with unicast and no interface - clearing use_vmac"
+        ));
+        cx.line = 0;
+        i.vmac = None;
+    }
+    if i.vmac.is_some() && unicast && !i.vmac_xmit_base {
         // Reported at the instance's `}` (its end handler).
         cx.line = end_line;
         cx.err(format!(

@@ -242,6 +242,10 @@ pub struct UnicastPeer {
     pub min_ttl: u8,
     /// `max_ttl` (255 = none).
     pub max_ttl: u8,
+    /// Line of the entry (the first address read fixes the instance's
+    /// family).
+    #[serde(skip)]
+    pub line: usize,
 }
 
 /// The notify scripts of an instance or a sync group.

@@ -256,6 +256,7 @@ pub(super) fn unicast_peer(cx: &mut Ctx, words: &[String], name: &str) -> Option
         addr,
         min_ttl: 0,
         max_ttl: 255,
+        line: cx.line,
     };
     let mut k = 1;
     while k < words.len() {

@@ -489,8 +489,9 @@ pub fn garp_groups(cfg: &Config, cx: &mut Ctx) -> Vec<super::GarpGroup> {
                 cx.line = c.end_line;
                 cx.err("Warning - empty garp_group interfaces block");
             }
+            // keepalived reads the block whole, at its closing line.
             for l in &c.values {
-                cx.line = l.line;
+                cx.line = c.end_line;
                 for w in &l.words {
                     if garp_interface(cx, w) {
                         g.interfaces.push(w.to_string());
@@ -538,5 +539,58 @@ pub fn track_groups(cfg: &Config, cx: &mut Ctx) {
                 "Warning - track group {name} has empty group block"
             ));
         }
+    }
+}
+
+/// keepalived's `check_vrrp_script_security()` (when instances exist): a
+/// `vrrp_script` whose script cannot be found ("since not found/
+/// accessible") or that script security disables ("due to insecure") is
+/// reported and dropped, one its user cannot run dropped silently; every
+/// instance and sync group stops tracking it, so none is held in FAULT
+/// or lowered by a script that never runs.
+pub fn disable_unrunnable_scripts(cfg: &Config, cx: &mut Ctx, out: &mut VrrpConfig) {
+    use crate::config::script_security::{self, RunAs};
+    if out.instances.is_empty() {
+        return;
+    }
+    let mut gone: Vec<String> = Vec::new();
+    for sc in &out.scripts {
+        let Some(argv0) = sc.args.first() else {
+            continue;
+        };
+        // A user that cannot be set is the parse's to report.
+        let Ok(who) = script_security::identity(cfg, sc.user.as_ref()) else {
+            continue;
+        };
+        let v = script_security::check(
+            argv0,
+            who.unwrap_or_else(RunAs::ours),
+            cfg.global_defs.enable_script_security,
+        );
+        if v.runnable {
+            continue;
+        }
+        if !v.found {
+            cx.err_nolines(format!(
+                "Disabling track script {} since not found/accessible",
+                sc.name
+            ));
+        } else if v.insecure {
+            cx.err_nolines(format!(
+                "Disabling track script {} due to insecure",
+                sc.name
+            ));
+        }
+        gone.push(sc.name.clone());
+    }
+    if gone.is_empty() {
+        return;
+    }
+    out.scripts.retain(|s| !gone.contains(&s.name));
+    for i in &mut out.instances {
+        i.track_scripts.retain(|t| !gone.contains(&t.name));
+    }
+    for g in &mut out.sync_groups {
+        g.track_scripts.retain(|t| !gone.contains(&t.name));
     }
 }

@@ -6,8 +6,9 @@
 //! state ([`crate::status`], [`crate::metrics`], a reload preview). A slow
 //! or hostile client holds only its own task, cut after [`CLIENT_TIMEOUT`]
 //! to send its request and [`CLIENT_TIMEOUT`] to take its answer; at most
-//! [`MAX_CLIENTS`] are served at once per listener (more are closed at
-//! once), and an `accept` that fails (EMFILE) is retried after
+//! [`MAX_CLIENTS`] are served at once per listener (a new client takes
+//! the place of the longest idle one, and is closed at once only when all
+//! are being answered), and an `accept` that fails (EMFILE) is retried after
 //! [`ACCEPT_BACKOFF`], never in a loop.
 //!
 //! The socket is made mode 0600 (root only, as the daemon runs as root),
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 
 /// Clients served at once by one listener.
 pub const MAX_CLIENTS: usize = 16;
@@ -48,15 +49,65 @@ impl Accept for tokio::net::TcpListener {
     }
 }
 
+/// The clients a listener serves: each waiting for its request (idle)
+/// or being answered.
+#[derive(Default)]
+struct Slots {
+    next: u64,
+    /// (id, since when, still waiting for its request, its task).
+    clients: Vec<(
+        u64,
+        tokio::time::Instant,
+        bool,
+        Option<tokio::task::AbortHandle>,
+    )>,
+}
+
+fn lock_slots(s: &std::sync::Mutex<Slots>) -> std::sync::MutexGuard<'_, Slots> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A client's place in its listener's [`Slots`], freed when dropped.
+pub struct Ticket {
+    slots: Arc<std::sync::Mutex<Slots>>,
+    id: u64,
+}
+
+impl Ticket {
+    fn with<R>(&self, f: impl FnOnce(&mut Slots) -> R) -> R {
+        f(&mut lock_slots(&self.slots))
+    }
+
+    /// Its request is in: from now on it is being answered, and no new
+    /// client takes its place.
+    pub fn answering(&self) {
+        self.with(|s| {
+            if let Some(c) = s.clients.iter_mut().find(|c| c.0 == self.id) {
+                c.2 = false;
+            }
+        });
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let id = self.id;
+        self.with(|s| s.clients.retain(|c| c.0 != id));
+    }
+}
+
 /// Accepts on `listener` forever, serving each client with `serve` under
-/// the listener's cap.
+/// the listener's cap. A client over the cap takes the place of the one
+/// that has waited longest without sending its request (idle clients
+/// cannot lock the others out); only when every place is being answered
+/// is it closed at once.
 async fn accept_loop<L, F, Fut>(what: &'static str, listener: L, serve: F)
 where
     L: Accept,
-    F: Fn(L::Stream) -> Fut,
+    F: Fn(L::Stream, Ticket) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let permits = Arc::new(Semaphore::new(MAX_CLIENTS));
+    let slots = Arc::new(std::sync::Mutex::new(Slots::default()));
     let mut last_warning: Option<tokio::time::Instant> = None;
     loop {
         let stream = match listener.accept_one().await {
@@ -72,16 +123,47 @@ where
                 continue;
             }
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            // Over the cap: closed at once, the others go on.
-            drop(stream);
-            continue;
+        let id = {
+            let mut s = lock_slots(&slots);
+            if s.clients.len() >= MAX_CLIENTS {
+                let idle = s
+                    .clients
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.2)
+                    .min_by_key(|(_, c)| c.1)
+                    .map(|(k, _)| k);
+                match idle {
+                    Some(k) => {
+                        let (_, _, _, task) = s.clients.remove(k);
+                        if let Some(t) = task {
+                            t.abort();
+                        }
+                    }
+                    None => {
+                        // Every place is being answered: closed at once.
+                        drop(s);
+                        drop(stream);
+                        continue;
+                    }
+                }
+            }
+            s.next += 1;
+            let id = s.next;
+            s.clients
+                .push((id, tokio::time::Instant::now(), true, None));
+            id
         };
-        let fut = serve(stream);
-        tokio::spawn(async move {
-            let _permit = permit;
-            fut.await;
-        });
+        let ticket = Ticket {
+            slots: slots.clone(),
+            id,
+        };
+        let fut = serve(stream, ticket);
+        let task = tokio::spawn(fut);
+        let mut s = lock_slots(&slots);
+        if let Some(c) = s.clients.iter_mut().find(|c| c.0 == id) {
+            c.3 = Some(task.abort_handle());
+        }
     }
 }
 
@@ -198,7 +280,7 @@ pub fn serve_status(path: &Path, tx: mpsc::UnboundedSender<Request>) -> io::Resu
         accept_loop(
             "status socket",
             listener,
-            move |stream: tokio::net::UnixStream| {
+            move |stream: tokio::net::UnixStream, ticket: Ticket| {
                 let tx = tx.clone();
                 async move {
                     let allowed = stream
@@ -216,6 +298,7 @@ pub fn serve_status(path: &Path, tx: mpsc::UnboundedSender<Request>) -> io::Resu
                     let mut line = String::new();
                     let mut r = BufReader::new(r.take(4096));
                     let read = tokio::time::timeout(CLIENT_TIMEOUT, r.read_line(&mut line)).await;
+                    ticket.answering();
                     let answer = match read {
                         Ok(Ok(_)) => match parse_request(&line) {
                             Ok(q) => ask(&tx, q)
@@ -246,7 +329,7 @@ pub async fn serve_metrics(
 ) -> io::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     Ok(tokio::spawn(async move {
-        accept_loop("metrics", listener, move |mut stream: tokio::net::TcpStream| {
+        accept_loop("metrics", listener, move |mut stream: tokio::net::TcpStream, ticket: Ticket| {
             let tx = tx.clone();
             async move {
                 let mut buf = Vec::with_capacity(1024);
@@ -265,6 +348,7 @@ pub async fn serve_metrics(
                 if !matches!(head, Ok(Ok(()))) {
                     return;
                 }
+                ticket.answering();
                 let first = buf.split(|&b| b == b'\n').next().unwrap_or_default();
                 let first = String::from_utf8_lossy(first);
                 let mut parts = first.split_whitespace();

@@ -758,3 +758,46 @@ fn reloads_leave_descriptors_and_memory_flat() {
         "RssAnon {rss0} kB after 5 reloads, {rss1} kB after 20 more"
     );
 }
+
+#[test]
+fn idle_clients_do_not_lock_the_status_socket_out() {
+    let d = fresh_dir("krs-hard-idle");
+    let conf = d.join("keepalived.conf");
+    let sock = d.join("status.sock");
+    std::fs::write(
+        &conf,
+        format!(
+            "global_defs {{\n status_socket {}\n}}\n\
+             virtual_server 192.0.2.1 80 {{\n lb_algo rr\n lb_kind NAT\n protocol TCP\n \
+             real_server 127.0.0.1 9 {{\n weight 1\n }}\n}}\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let (mut child, _out, err) = common::spawn_dry_run(&conf, &[]);
+    common::until(&err, "Startup complete");
+    // Forty clients that connect and say nothing, more than the places.
+    let idle: Vec<_> = (0..40)
+        .map(|_| std::os::unix::net::UnixStream::connect(&sock).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut answered = 0;
+    for _ in 0..20 {
+        let o = Command::new(env!("CARGO_BIN_EXE_keepalived"))
+            .args(["--status", "--json", "--status-socket"])
+            .arg(&sock)
+            .output()
+            .unwrap();
+        if o.status.success() && serde_json::from_slice::<serde_json::Value>(&o.stdout).is_ok() {
+            answered += 1;
+        }
+    }
+    drop(idle);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(
+        answered, 20,
+        "status answered {answered} of 20 times beside idle clients"
+    );
+}

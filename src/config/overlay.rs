@@ -267,6 +267,34 @@ impl Overlay {
                     return Err(format!("virtual server {vs_n} has {name} already"));
                 }
                 let rs = like_first(vs, ip, port, weight);
+                // As the file's real servers are checked: one of the other
+                // family than its virtual server's is refused (tunnelled
+                // ones excepted).
+                let tun = |r: &RealServer| {
+                    matches!(
+                        r.lvs_method.or(vs.lvs_method),
+                        Some(crate::config::model::Forwarding::Tun { .. })
+                    )
+                };
+                if !tun(&rs) {
+                    let family_v6 = match &vs.address {
+                        crate::config::model::VsAddress::Addr { ip, .. } => Some(ip.is_ipv6()),
+                        _ => vs
+                            .ip_family
+                            .map(|f| f == crate::config::model::Family::Inet6)
+                            .or_else(|| {
+                                vs.real_servers
+                                    .iter()
+                                    .find(|r| !tun(r))
+                                    .map(|r| r.ip.is_ipv6())
+                            }),
+                    };
+                    if family_v6.is_some_and(|v6| v6 != ip.is_ipv6()) {
+                        return Err(format!(
+                            "address family of virtual server {vs_n} and real server {ip} don't match"
+                        ));
+                    }
+                }
                 let key = (vs_n.clone(), name.clone());
                 if self.removed.remove(&key) {
                     // Back as the file has it: the removal is undone.
@@ -492,6 +520,26 @@ mod tests {
         ] {
             assert!(Edit::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_added_server_of_the_other_family_is_refused_as_the_file_refuses_it() {
+        let base = load_str(CONF).config;
+        let mut o = Overlay::default();
+        let e = |s: &str| Edit::parse(s).unwrap();
+        let err = o
+            .record(&base, e("add [192.0.2.1]:tcp:80 [2001:db8::5] 8080"))
+            .unwrap_err();
+        assert!(err.contains("don't match"), "{err}");
+        assert!(o.is_empty());
+        assert!(o
+            .record(&base, e("add [192.0.2.1]:tcp:80 192.0.2.5 8080"))
+            .is_ok());
+        // Tunnelled servers may be of either family.
+        let tun = load_str(&CONF.replace("lb_kind NAT", "lb_kind TUN")).config;
+        assert!(Overlay::default()
+            .record(&tun, e("add [192.0.2.1]:tcp:80 [2001:db8::5] 8080"))
+            .is_ok());
     }
 
     #[test]

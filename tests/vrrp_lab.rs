@@ -988,6 +988,95 @@ fn a_stranger_listing_other_addresses_moves_no_vip() {
     }
 }
 
+/// `use_vmac`: both directors stopped at once (SIGTERM to both), the
+/// master still sends its priority-0 advert before it goes; and a
+/// higher-priority director started beside a running master takes over
+/// with its first GARP as soon after its start as keepalived's does.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn vmac_stop_of_both_and_a_restart_s_takeover_as_keepalived() {
+    let v4 = "192.0.2.100/24";
+    let confs = [
+        conf(150, "  use_vmac\n", v4, ""),
+        conf(100, "  use_vmac\n", v4, ""),
+    ];
+    let results: Vec<(String, f64)> = std::thread::scope(|sc| {
+        let hs: Vec<_> = [[Impl::Keepalived; 2], [Impl::Ours; 2]]
+            .into_iter()
+            .enumerate()
+            .map(|(i, pair)| {
+                let confs = &confs;
+                sc.spawn(move || {
+                    let mut lab = Lab::up(&format!("kvz{i}"));
+                    lab.start(1, pair[0], &confs[0]);
+                    sleep(Duration::from_millis(500));
+                    lab.start(2, pair[1], &confs[1]);
+                    let up = lab.wait_for(6.0, |seen| {
+                        seen.iter()
+                            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+                    });
+                    sleep(Duration::from_millis(1500));
+                    let t = lab.now();
+                    lab.stop_all();
+                    sleep(Duration::from_millis(1000));
+                    let zero = lab.seen().iter().any(|s| {
+                        s.t >= t && s.t < t + 0.5 && s.node == 1 && s.kind == "wire" && s.what == "advert 51 0"
+                    });
+                    // d2 alone, MASTER; then d1 comes and takes over.
+                    lab.start(2, pair[1], &confs[1]);
+                    let d2 = lab.wait_for(8.0, |seen| {
+                        seen.iter().any(|s| {
+                            s.t > t + 1.0 && s.node == 2 && s.kind == "addr" && s.what == "+192.0.2.100"
+                        })
+                    });
+                    sleep(Duration::from_millis(1500));
+                    let t0 = lab.now();
+                    lab.start(1, pair[0], &confs[0]);
+                    lab.wait_for(8.0, |seen| {
+                        seen.iter().any(|s| s.t > t0 && s.kind == "wire" && s.what.starts_with("garp"))
+                    });
+                    let garp = lab
+                        .seen()
+                        .iter()
+                        .find(|s| s.t > t0 && s.kind == "wire" && s.what.starts_with("garp"))
+                        .map_or(f64::NAN, |s| s.t - t0);
+                    lab.stop_all();
+                    (
+                        format!(
+                            "[{}{}] d1 master: {up}, priority 0 sent: {zero}, d2 master alone: {d2}",
+                            pair[0].letter(),
+                            pair[1].letter(),
+                        ),
+                        garp,
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let summary: Vec<String> = results
+        .iter()
+        .map(|(r, g)| format!("{r}, first GARP {g:.3} s after the start"))
+        .collect();
+    eprintln!("{}", summary.join("\n"));
+    for (r, _) in &results {
+        assert!(
+            r.ends_with("d1 master: true, priority 0 sent: true, d2 master alone: true"),
+            "{}",
+            summary.join("\n")
+        );
+    }
+    let (k, o) = (results[0].1, results[1].1);
+    assert!(
+        o <= k + 0.3,
+        "ours {o:.3} s, keepalived {k:.3} s\n{}",
+        summary.join("\n")
+    );
+}
+
 /// Live processes (not zombies) whose name is `comm`.
 fn processes_named(comm: &str) -> usize {
     std::fs::read_dir("/proc")

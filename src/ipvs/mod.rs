@@ -161,6 +161,11 @@ pub trait Backend {
     async fn start_daemon(&mut self, d: &SyncDaemon) -> Result<(), IpvsError>;
     /// Stops the sync daemon in `state`.
     async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError>;
+    /// The sync daemons the kernel runs, as (state, sync id): what an
+    /// earlier run left (a crash) is adopted. Without a kernel, none.
+    async fn daemons(&mut self) -> Result<Vec<(u32, u32)>, IpvsError> {
+        Ok(Vec::new())
+    }
     /// The active connections of each destination of service `svc` (the
     /// kernel's `ActiveConn`): what a drain (extension) waits on. Without
     /// a kernel there are none.

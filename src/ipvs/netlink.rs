@@ -702,6 +702,27 @@ impl Backend for IpvsHandle {
         self.del_daemon(state, syncid).await
     }
 
+    async fn daemons(&mut self) -> Result<Vec<(u32, u32)>, IpvsError> {
+        Ok(IpvsHandle::daemons(self)
+            .await?
+            .into_iter()
+            .filter_map(|attrs| {
+                let state = attrs.iter().find_map(|a| match a {
+                    DaemonAttr::State(s) => Some(*s),
+                    _ => None,
+                })?;
+                let id = attrs
+                    .iter()
+                    .find_map(|a| match a {
+                        DaemonAttr::SyncId(i) => Some(*i),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                Some((state, id))
+            })
+            .collect())
+    }
+
     async fn active_conns(&mut self, svc: &ServiceKey) -> Result<Vec<(DestKey, u32)>, IpvsError> {
         self.conns(svc).await
     }

@@ -611,6 +611,23 @@ fn compare(want: &Summary, got: &Summary, slack: f64) -> Vec<String> {
     diffs
 }
 
+/// Runs `f` for each of `items` (with its index, for a lab prefix of its
+/// own) on a thread of its own, side by side; their results in order.
+fn side_by_side<P: Send, T: Send>(
+    items: impl IntoIterator<Item = P>,
+    f: impl Fn(usize, P) -> T + Sync,
+) -> Vec<T> {
+    let f = &f;
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| sc.spawn(move || f(i, p)))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 fn pairings() -> Vec<[Impl; 2]> {
     use Impl::{Keepalived as K, Ours as O};
     vec![[K, K], [O, O], [O, K], [K, O]]
@@ -749,64 +766,54 @@ fn vmac_failover_keeps_the_client_s_neighbour_entry() {
         conf(150, "  use_vmac\n", v4, ""),
         conf(100, "  use_vmac\n", v4, ""),
     ];
-    let results: Vec<String> = std::thread::scope(|sc| {
-        let hs: Vec<_> = pairings()
-            .into_iter()
-            .enumerate()
-            .map(|(i, pair)| {
-                let confs = &confs;
-                sc.spawn(move || {
-                    let mut lab = Lab::up(&format!("kvm{i}"));
-                    for k in ["all", "eth0"] {
-                        let st = Command::new("ip")
-                            .args(["netns", "exec", &lab.ns(3), "sysctl", "-qw"])
-                            .arg(format!("net.ipv4.conf.{k}.arp_accept=1"))
-                            .status()
-                            .unwrap();
-                        assert!(st.success());
-                    }
-                    lab.start(1, pair[0], &confs[0]);
-                    sleep(Duration::from_millis(500));
-                    lab.start(2, pair[1], &confs[1]);
-                    let mut out = Vec::new();
-                    let up = lab.wait_for(6.0, |seen| {
-                        seen.iter()
-                            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
-                    });
-                    out.push(format!("d1 master: {up}"));
-                    sleep(Duration::from_millis(500));
-                    out.push(format!(
-                        "before: {:?}",
-                        lab.client_neigh("192.0.2.100", false)
-                    ));
-                    lab.signal(1, "TERM");
-                    let moved = lab.wait_for(5.0, |seen| {
-                        seen.iter()
-                            .any(|s| s.node == 2 && s.kind == "addr" && s.what == "+192.0.2.100")
-                    });
-                    out.push(format!("d2 master: {moved}"));
-                    sleep(Duration::from_millis(500));
-                    out.push(format!(
-                        "after: {:?}",
-                        lab.client_neigh("192.0.2.100", false)
-                    ));
-                    let o = Command::new("ip")
-                        .args(["-n", &lab.ns(2), "-o", "addr", "show", "dev", "vrrp.51"])
-                        .output()
-                        .unwrap();
-                    let on_vmac = String::from_utf8_lossy(&o.stdout).contains("192.0.2.100/24");
-                    out.push(format!("on d2's vrrp.51: {on_vmac}"));
-                    lab.stop_all();
-                    format!(
-                        "[{}{}] {}",
-                        pair[0].letter(),
-                        pair[1].letter(),
-                        out.join(", ")
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    let results: Vec<String> = side_by_side(pairings(), |i, pair| {
+        let mut lab = Lab::up(&format!("kvm{i}"));
+        for k in ["all", "eth0"] {
+            let st = Command::new("ip")
+                .args(["netns", "exec", &lab.ns(3), "sysctl", "-qw"])
+                .arg(format!("net.ipv4.conf.{k}.arp_accept=1"))
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        lab.start(1, pair[0], &confs[0]);
+        sleep(Duration::from_millis(500));
+        lab.start(2, pair[1], &confs[1]);
+        let mut out = Vec::new();
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+        });
+        out.push(format!("d1 master: {up}"));
+        sleep(Duration::from_millis(500));
+        out.push(format!(
+            "before: {:?}",
+            lab.client_neigh("192.0.2.100", false)
+        ));
+        lab.signal(1, "TERM");
+        let moved = lab.wait_for(5.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 2 && s.kind == "addr" && s.what == "+192.0.2.100")
+        });
+        out.push(format!("d2 master: {moved}"));
+        sleep(Duration::from_millis(500));
+        out.push(format!(
+            "after: {:?}",
+            lab.client_neigh("192.0.2.100", false)
+        ));
+        let o = Command::new("ip")
+            .args(["-n", &lab.ns(2), "-o", "addr", "show", "dev", "vrrp.51"])
+            .output()
+            .unwrap();
+        let on_vmac = String::from_utf8_lossy(&o.stdout).contains("192.0.2.100/24");
+        out.push(format!("on d2's vrrp.51: {on_vmac}"));
+        lab.stop_all();
+        format!(
+            "[{}{}] {}",
+            pair[0].letter(),
+            pair[1].letter(),
+            out.join(", ")
+        )
     });
     let want = "d1 master: true, before: Some(\"00:00:5e:00:01:33\"), d2 master: true, \
                 after: Some(\"00:00:5e:00:01:33\"), on d2's vrrp.51: true";
@@ -842,53 +849,42 @@ fn a_reloaded_list_is_followed_from_a_peer_by_priority() {
     let v4 = "192.0.2.100/24";
     // (who is reloaded, its new priority).
     let cases = [(1usize, 150u8), (2, 200), (2, 50)];
-    let results: Vec<(String, Vec<usize>, Option<String>)> = std::thread::scope(|sc| {
-        let hs: Vec<_> = pairings()
-            .into_iter()
-            .enumerate()
-            .map(|(i, pair)| {
-                sc.spawn(move || {
-                    let mut holders = Vec::new();
-                    let mut logs = String::new();
-                    let mut mismatch = None;
-                    for (c, (who, prio)) in cases.into_iter().enumerate() {
-                        let mut lab = Lab::up(&format!("kvs{i}{c}"));
-                        lab.start(1, pair[0], &conf(150, &unicast(1), v4, ""));
-                        sleep(Duration::from_millis(500));
-                        lab.start(2, pair[1], &conf(100, &unicast(2), v4, ""));
-                        let up = lab.wait_for(6.0, |seen| {
-                            seen.iter().any(|s| {
-                                s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100"
-                            })
-                        });
-                        assert!(up, "d1 never MASTER");
-                        sleep(Duration::from_millis(1500));
-                        lab.rewrite(who, &conf(prio, &unicast(who as u8), two, ""));
-                        lab.signal(who, "HUP");
-                        // keepalived's backup takes over after its down
-                        // timer (3.6 s); then a few adverts either way.
-                        sleep(Duration::from_secs(8));
-                        holders.push((1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count());
-                        if mismatch.is_none() {
-                            mismatch =
-                                (1..=2).filter(|n| pair[n - 1] == Impl::Ours).find_map(|n| {
-                                    lab.status(n)["vrrp"][0]["address_mismatch"]
-                                        .as_str()
-                                        .map(|m| format!("d{n}: {m}"))
-                                });
-                        }
-                        logs += &format!("{}\n{}", lab.log(1, pair[0]), lab.log(2, pair[1]));
-                        lab.stop_all();
-                    }
-                    (
-                        format!("[{}{}] {logs}", pair[0].letter(), pair[1].letter()),
-                        holders,
-                        mismatch,
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    let results: Vec<(String, Vec<usize>, Option<String>)> = side_by_side(pairings(), |i, pair| {
+        let mut holders = Vec::new();
+        let mut logs = String::new();
+        let mut mismatch = None;
+        for (c, (who, prio)) in cases.into_iter().enumerate() {
+            let mut lab = Lab::up(&format!("kvs{i}{c}"));
+            lab.start(1, pair[0], &conf(150, &unicast(1), v4, ""));
+            sleep(Duration::from_millis(500));
+            lab.start(2, pair[1], &conf(100, &unicast(2), v4, ""));
+            let up = lab.wait_for(6.0, |seen| {
+                seen.iter()
+                    .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+            });
+            assert!(up, "d1 never MASTER");
+            sleep(Duration::from_millis(1500));
+            lab.rewrite(who, &conf(prio, &unicast(who as u8), two, ""));
+            lab.signal(who, "HUP");
+            // keepalived's backup takes over after its down
+            // timer (3.6 s); then a few adverts either way.
+            sleep(Duration::from_secs(8));
+            holders.push((1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count());
+            if mismatch.is_none() {
+                mismatch = (1..=2).filter(|n| pair[n - 1] == Impl::Ours).find_map(|n| {
+                    lab.status(n)["vrrp"][0]["address_mismatch"]
+                        .as_str()
+                        .map(|m| format!("d{n}: {m}"))
+                });
+            }
+            logs += &format!("{}\n{}", lab.log(1, pair[0]), lab.log(2, pair[1]));
+            lab.stop_all();
+        }
+        (
+            format!("[{}{}] {logs}", pair[0].letter(), pair[1].letter()),
+            holders,
+            mismatch,
+        )
     });
     let summary: Vec<String> = results
         .iter()
@@ -919,64 +915,54 @@ fn a_reloaded_list_is_followed_from_a_peer_by_priority() {
 )]
 fn a_stranger_listing_other_addresses_moves_no_vip() {
     let v4 = "192.0.2.100/24";
-    let results: Vec<String> = std::thread::scope(|sc| {
-        let hs: Vec<_> = pairings()
+    let results: Vec<String> = side_by_side(pairings(), |i, pair| {
+        let mut out = Vec::new();
+        // (multicast, priority)
+        for (c, (mcast, prio)) in [(true, 1u8), (true, 200), (false, 254)]
             .into_iter()
             .enumerate()
-            .map(|(i, pair)| {
-                sc.spawn(move || {
-                    let mut out = Vec::new();
-                    // (multicast, priority)
-                    for (c, (mcast, prio)) in [(true, 1u8), (true, 200), (false, 254)]
-                        .into_iter()
-                        .enumerate()
-                    {
-                        let extra = |n: u8| if mcast { String::new() } else { unicast(n) };
-                        let mut lab = Lab::up(&format!("kvx{i}{c}"));
-                        lab.start(1, pair[0], &conf(150, &extra(1), v4, ""));
-                        sleep(Duration::from_millis(500));
-                        lab.start(2, pair[1], &conf(100, &extra(2), v4, ""));
-                        let up = lab.wait_for(6.0, |seen| {
-                            seen.iter().any(|s| {
-                                s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100"
-                            })
-                        });
-                        assert!(up, "d1 never MASTER");
-                        sleep(Duration::from_millis(1500));
-                        let other = ["192.0.2.150"];
-                        let strangers = if mcast {
-                            vec![lab.stranger("224.0.0.18", prio, &other)]
-                        } else {
-                            vec![
-                                lab.stranger("192.0.2.1", prio, &other),
-                                lab.stranger("192.0.2.2", prio, &other),
-                            ]
-                        };
-                        // Forty samples over ten seconds.
-                        let mut wrong = 0;
-                        for _ in 0..40 {
-                            sleep(Duration::from_millis(250));
-                            let n = (1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count();
-                            wrong += usize::from(n != 1);
-                        }
-                        let sent: u64 = strangers.into_iter().map(|s| s.stop()).sum();
-                        assert!(sent >= 9, "the stranger sent {sent}");
-                        out.push(format!(
-                            "{}:{prio} {wrong}/40",
-                            if mcast { "m" } else { "u" }
-                        ));
-                        lab.stop_all();
-                    }
-                    format!(
-                        "[{}{}] {}",
-                        pair[0].letter(),
-                        pair[1].letter(),
-                        out.join(", ")
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+        {
+            let extra = |n: u8| if mcast { String::new() } else { unicast(n) };
+            let mut lab = Lab::up(&format!("kvx{i}{c}"));
+            lab.start(1, pair[0], &conf(150, &extra(1), v4, ""));
+            sleep(Duration::from_millis(500));
+            lab.start(2, pair[1], &conf(100, &extra(2), v4, ""));
+            let up = lab.wait_for(6.0, |seen| {
+                seen.iter()
+                    .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+            });
+            assert!(up, "d1 never MASTER");
+            sleep(Duration::from_millis(1500));
+            let other = ["192.0.2.150"];
+            let strangers = if mcast {
+                vec![lab.stranger("224.0.0.18", prio, &other)]
+            } else {
+                vec![
+                    lab.stranger("192.0.2.1", prio, &other),
+                    lab.stranger("192.0.2.2", prio, &other),
+                ]
+            };
+            // Forty samples over ten seconds.
+            let mut wrong = 0;
+            for _ in 0..40 {
+                sleep(Duration::from_millis(250));
+                let n = (1..=2).filter(|n| lab.has_addr(*n, "192.0.2.100")).count();
+                wrong += usize::from(n != 1);
+            }
+            let sent: u64 = strangers.into_iter().map(|s| s.stop()).sum();
+            assert!(sent >= 9, "the stranger sent {sent}");
+            out.push(format!(
+                "{}:{prio} {wrong}/40",
+                if mcast { "m" } else { "u" }
+            ));
+            lab.stop_all();
+        }
+        format!(
+            "[{}{}] {}",
+            pair[0].letter(),
+            pair[1].letter(),
+            out.join(", ")
+        )
     });
     eprintln!("{}", results.join("\n"));
     for r in &results {
@@ -1003,60 +989,56 @@ fn vmac_stop_of_both_and_a_restart_s_takeover_as_keepalived() {
         conf(150, "  use_vmac\n", v4, ""),
         conf(100, "  use_vmac\n", v4, ""),
     ];
-    let results: Vec<(String, f64)> = std::thread::scope(|sc| {
-        let hs: Vec<_> = [[Impl::Keepalived; 2], [Impl::Ours; 2]]
-            .into_iter()
-            .enumerate()
-            .map(|(i, pair)| {
-                let confs = &confs;
-                sc.spawn(move || {
-                    let mut lab = Lab::up(&format!("kvz{i}"));
-                    lab.start(1, pair[0], &confs[0]);
-                    sleep(Duration::from_millis(500));
-                    lab.start(2, pair[1], &confs[1]);
-                    let up = lab.wait_for(6.0, |seen| {
-                        seen.iter()
-                            .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
-                    });
-                    sleep(Duration::from_millis(1500));
-                    let t = lab.now();
-                    lab.stop_all();
-                    sleep(Duration::from_millis(1000));
-                    let zero = lab.seen().iter().any(|s| {
-                        s.t >= t && s.t < t + 0.5 && s.node == 1 && s.kind == "wire" && s.what == "advert 51 0"
-                    });
-                    // d2 alone, MASTER; then d1 comes and takes over.
-                    lab.start(2, pair[1], &confs[1]);
-                    let d2 = lab.wait_for(8.0, |seen| {
-                        seen.iter().any(|s| {
-                            s.t > t + 1.0 && s.node == 2 && s.kind == "addr" && s.what == "+192.0.2.100"
-                        })
-                    });
-                    sleep(Duration::from_millis(1500));
-                    let t0 = lab.now();
-                    lab.start(1, pair[0], &confs[0]);
-                    lab.wait_for(8.0, |seen| {
-                        seen.iter().any(|s| s.t > t0 && s.kind == "wire" && s.what.starts_with("garp"))
-                    });
-                    let garp = lab
-                        .seen()
-                        .iter()
-                        .find(|s| s.t > t0 && s.kind == "wire" && s.what.starts_with("garp"))
-                        .map_or(f64::NAN, |s| s.t - t0);
-                    lab.stop_all();
-                    (
-                        format!(
-                            "[{}{}] d1 master: {up}, priority 0 sent: {zero}, d2 master alone: {d2}",
-                            pair[0].letter(),
-                            pair[1].letter(),
-                        ),
-                        garp,
-                    )
+    let results: Vec<(String, f64)> =
+        side_by_side([[Impl::Keepalived; 2], [Impl::Ours; 2]], |i, pair| {
+            let mut lab = Lab::up(&format!("kvz{i}"));
+            lab.start(1, pair[0], &confs[0]);
+            sleep(Duration::from_millis(500));
+            lab.start(2, pair[1], &confs[1]);
+            let up = lab.wait_for(6.0, |seen| {
+                seen.iter()
+                    .any(|s| s.node == 1 && s.kind == "addr" && s.what == "+192.0.2.100")
+            });
+            sleep(Duration::from_millis(1500));
+            let t = lab.now();
+            lab.stop_all();
+            sleep(Duration::from_millis(1000));
+            let zero = lab.seen().iter().any(|s| {
+                s.t >= t
+                    && s.t < t + 0.5
+                    && s.node == 1
+                    && s.kind == "wire"
+                    && s.what == "advert 51 0"
+            });
+            // d2 alone, MASTER; then d1 comes and takes over.
+            lab.start(2, pair[1], &confs[1]);
+            let d2 = lab.wait_for(8.0, |seen| {
+                seen.iter().any(|s| {
+                    s.t > t + 1.0 && s.node == 2 && s.kind == "addr" && s.what == "+192.0.2.100"
                 })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+            });
+            sleep(Duration::from_millis(1500));
+            let t0 = lab.now();
+            lab.start(1, pair[0], &confs[0]);
+            lab.wait_for(8.0, |seen| {
+                seen.iter()
+                    .any(|s| s.t > t0 && s.kind == "wire" && s.what.starts_with("garp"))
+            });
+            let garp = lab
+                .seen()
+                .iter()
+                .find(|s| s.t > t0 && s.kind == "wire" && s.what.starts_with("garp"))
+                .map_or(f64::NAN, |s| s.t - t0);
+            lab.stop_all();
+            (
+                format!(
+                    "[{}{}] d1 master: {up}, priority 0 sent: {zero}, d2 master alone: {d2}",
+                    pair[0].letter(),
+                    pair[1].letter(),
+                ),
+                garp,
+            )
+        });
     let summary: Vec<String> = results
         .iter()
         .map(|(r, g)| format!("{r}, first GARP {g:.3} s after the start"))
@@ -1101,77 +1083,69 @@ fn processes_named(comm: &str) -> usize {
     ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
 )]
 fn hung_notify_scripts_hold_back_no_tracking_and_end_with_ours() {
-    let results: Vec<(Impl, String, usize)> = std::thread::scope(|sc| {
-        let hs: Vec<_> = [Impl::Keepalived, Impl::Ours]
-            .into_iter()
-            .enumerate()
-            .map(|(i, imp)| {
-                sc.spawn(move || {
-                    let mut lab = Lab::up(&format!("kvh{i}"));
-                    let comm = format!("krhang{i}");
-                    let bin = lab.path(&comm);
-                    std::fs::copy("/bin/sleep", &bin).unwrap();
-                    let hang = lab.path("hang.sh");
-                    let b = bin.display();
-                    std::fs::write(&hang, format!("#!/bin/sh\n{b} 1000 &\nexec {b} 1000\n"))
-                        .unwrap();
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755))
-                        .unwrap();
-                    let flag = lab.path("flag");
-                    std::fs::write(&flag, "").unwrap();
-                    let mut conf = format!(
-                        "global_defs {{\n  router_id lab\n}}\n\
-                         vrrp_script chk {{\n  script \"/usr/bin/test -f {}\"\n  interval 1\n  weight 0\n}}\n\
-                         vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 1\n  \
-                         priority 150\n  advert_int 1\n  track_script {{\n    chk\n  }}\n  \
-                         virtual_ipaddress {{\n    192.0.2.100/24\n  }}\n  notify {}\n}}\n",
-                        flag.display(),
-                        hang.display()
-                    );
-                    for k in 2..=70 {
-                        conf += &format!(
-                            "vrrp_instance VI_{k} {{\n  interface eth0\n  virtual_router_id {k}\n  \
-                             priority 100\n  advert_int 1\n  virtual_ipaddress {{\n    198.51.100.{k}/32\n  }}\n  \
-                             notify {}\n}}\n",
-                            hang.display()
-                        );
+    let results: Vec<(Impl, String, usize)> = side_by_side(
+        [Impl::Keepalived, Impl::Ours],
+        |i, imp| {
+            let mut lab = Lab::up(&format!("kvh{i}"));
+            let comm = format!("krhang{i}");
+            let bin = lab.path(&comm);
+            std::fs::copy("/bin/sleep", &bin).unwrap();
+            let hang = lab.path("hang.sh");
+            let b = bin.display();
+            std::fs::write(&hang, format!("#!/bin/sh\n{b} 1000 &\nexec {b} 1000\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let flag = lab.path("flag");
+            std::fs::write(&flag, "").unwrap();
+            let mut conf = format!(
+                "global_defs {{\n  router_id lab\n}}\n\
+             vrrp_script chk {{\n  script \"/usr/bin/test -f {}\"\n  interval 1\n  weight 0\n}}\n\
+             vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 1\n  \
+             priority 150\n  advert_int 1\n  track_script {{\n    chk\n  }}\n  \
+             virtual_ipaddress {{\n    192.0.2.100/24\n  }}\n  notify {}\n}}\n",
+                flag.display(),
+                hang.display()
+            );
+            for k in 2..=70 {
+                conf += &format!(
+                "vrrp_instance VI_{k} {{\n  interface eth0\n  virtual_router_id {k}\n  \
+                 priority 100\n  advert_int 1\n  virtual_ipaddress {{\n    198.51.100.{k}/32\n  }}\n  \
+                 notify {}\n}}\n",
+                hang.display()
+            );
+            }
+            lab.start(1, imp, &conf);
+            let vip = |lab: &Lab, want: bool, secs: f64| {
+                let t0 = Instant::now();
+                while t0.elapsed().as_secs_f64() < secs {
+                    if lab.has_addr(1, "192.0.2.100") == want {
+                        return true;
                     }
-                    lab.start(1, imp, &conf);
-                    let vip = |lab: &Lab, want: bool, secs: f64| {
-                        let t0 = Instant::now();
-                        while t0.elapsed().as_secs_f64() < secs {
-                            if lab.has_addr(1, "192.0.2.100") == want {
-                                return true;
-                            }
-                            sleep(Duration::from_millis(100));
-                        }
-                        false
-                    };
-                    let mut out = vec![format!("master: {}", vip(&lab, true, 8.0))];
-                    // Every instance MASTER by now: its notify hangs too.
-                    sleep(Duration::from_secs(2));
-                    out.push(format!("hung: {}", processes_named(&comm) >= 128));
-                    for _ in 0..2 {
-                        std::fs::remove_file(&flag).unwrap();
-                        out.push(format!("fault: {}", vip(&lab, false, 6.0)));
-                        std::fs::write(&flag, "").unwrap();
-                        out.push(format!("back: {}", vip(&lab, true, 8.0)));
-                    }
-                    lab.signal(1, "TERM");
-                    lab.reap();
-                    sleep(Duration::from_secs(1));
-                    let left = processes_named(&comm);
-                    if left > 0 && imp == Impl::Ours {
-                        eprintln!("{}", lab.log(1, imp));
-                    }
-                    let _ = Command::new("pkill").args(["-KILL", "-x", &comm]).status();
-                    (imp, format!("[{}] {}", imp.letter(), out.join(", ")), left)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+                    sleep(Duration::from_millis(100));
+                }
+                false
+            };
+            let mut out = vec![format!("master: {}", vip(&lab, true, 8.0))];
+            // Every instance MASTER by now: its notify hangs too.
+            sleep(Duration::from_secs(2));
+            out.push(format!("hung: {}", processes_named(&comm) >= 128));
+            for _ in 0..2 {
+                std::fs::remove_file(&flag).unwrap();
+                out.push(format!("fault: {}", vip(&lab, false, 6.0)));
+                std::fs::write(&flag, "").unwrap();
+                out.push(format!("back: {}", vip(&lab, true, 8.0)));
+            }
+            lab.signal(1, "TERM");
+            lab.reap();
+            sleep(Duration::from_secs(1));
+            let left = processes_named(&comm);
+            if left > 0 && imp == Impl::Ours {
+                eprintln!("{}", lab.log(1, imp));
+            }
+            let _ = Command::new("pkill").args(["-KILL", "-x", &comm]).status();
+            (imp, format!("[{}] {}", imp.letter(), out.join(", ")), left)
+        },
+    );
     let summary: Vec<String> = results
         .iter()
         .map(|(_, s, left)| format!("{s}, left after the stop: {left}"))
@@ -1203,70 +1177,65 @@ fn hung_notify_scripts_hold_back_no_tracking_and_end_with_ours() {
     ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
 )]
 fn a_track_process_weight_moves_the_master() {
-    let results: Vec<String> = std::thread::scope(|sc| {
-        let hs: Vec<_> = [Impl::Ours, Impl::Keepalived]
-            .into_iter()
-            .enumerate()
-            .map(|(i, peer)| {
-                sc.spawn(move || {
-                    let mut lab = Lab::up(&format!("kvtp{i}"));
-                    let exe = lab.path(&format!("krtpsleep{i}"));
-                    std::fs::copy("/bin/sleep", &exe).unwrap();
-                    // Another test thread forking between our copy's close
-                    // and its exec holds a copy of the written file's
-                    // descriptor until it execs: the kernel then refuses to
-                    // run the file (ETXTBSY) for that moment.
-                    let spawn = || {
-                        let t0 = Instant::now();
-                        loop {
-                            match Command::new(&exe).arg("1000").spawn() {
-                                Err(e)
-                                    if e.raw_os_error() == Some(26)
-                                        && t0.elapsed() < Duration::from_secs(5) =>
-                                {
-                                    sleep(Duration::from_millis(20))
-                                }
-                                r => break r.unwrap(),
-                            }
-                        }
-                    };
-                    let mut p = spawn();
-                    let d1 =
-                        format!(
-                        "vrrp_track_process tp {{\n  process krtpsleep{i}\n  weight -60\n}}\n{}",
-                        conf(150, "  track_process {\n    tp\n  }\n", "192.0.2.100/24", "")
-                    );
-                    lab.start(1, Impl::Ours, &d1);
-                    sleep(Duration::from_millis(500));
-                    lab.start(2, peer, &conf(100, "", "192.0.2.100/24", ""));
-                    let holds = |lab: &Lab, n: usize, secs: f64| {
-                        lab.wait_for(secs, |seen| {
-                            seen.iter()
-                                .rev()
-                                .find(|s| s.kind == "addr" && s.what == "+192.0.2.100")
-                                .is_some_and(|s| s.node == n)
-                        })
-                    };
-                    let mut out = vec![format!("d1 first: {}", holds(&lab, 1, 6.0))];
-                    let _ = p.kill();
-                    let _ = p.wait();
-                    out.push(format!("d2 after the exit: {}", holds(&lab, 2, 6.0)));
-                    let mut p = spawn();
-                    out.push(format!("d1 after the return: {}", holds(&lab, 1, 6.0)));
-                    let _ = p.kill();
-                    let _ = p.wait();
-                    let log = lab.log(1, Impl::Ours);
-                    out.push(format!(
-                        "quorum lines: {}",
-                        log.matches("Quorum lost for tracked process tp").count()
-                            + log.matches("Quorum gained for tracked process tp").count()
-                    ));
-                    lab.stop_all();
-                    format!("[o{}] {}", peer.letter(), out.join(", "))
-                })
+    let results: Vec<String> = side_by_side([Impl::Ours, Impl::Keepalived], |i, peer| {
+        let mut lab = Lab::up(&format!("kvtp{i}"));
+        let exe = lab.path(&format!("krtpsleep{i}"));
+        std::fs::copy("/bin/sleep", &exe).unwrap();
+        // Another test thread forking between our copy's close
+        // and its exec holds a copy of the written file's
+        // descriptor until it execs: the kernel then refuses to
+        // run the file (ETXTBSY) for that moment.
+        let spawn = || {
+            let t0 = Instant::now();
+            loop {
+                match Command::new(&exe).arg("1000").spawn() {
+                    Err(e)
+                        if e.raw_os_error() == Some(26)
+                            && t0.elapsed() < Duration::from_secs(5) =>
+                    {
+                        sleep(Duration::from_millis(20))
+                    }
+                    r => break r.unwrap(),
+                }
+            }
+        };
+        let mut p = spawn();
+        let d1 = format!(
+            "vrrp_track_process tp {{\n  process krtpsleep{i}\n  weight -60\n}}\n{}",
+            conf(
+                150,
+                "  track_process {\n    tp\n  }\n",
+                "192.0.2.100/24",
+                ""
+            )
+        );
+        lab.start(1, Impl::Ours, &d1);
+        sleep(Duration::from_millis(500));
+        lab.start(2, peer, &conf(100, "", "192.0.2.100/24", ""));
+        let holds = |lab: &Lab, n: usize, secs: f64| {
+            lab.wait_for(secs, |seen| {
+                seen.iter()
+                    .rev()
+                    .find(|s| s.kind == "addr" && s.what == "+192.0.2.100")
+                    .is_some_and(|s| s.node == n)
             })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+        };
+        let mut out = vec![format!("d1 first: {}", holds(&lab, 1, 6.0))];
+        let _ = p.kill();
+        let _ = p.wait();
+        out.push(format!("d2 after the exit: {}", holds(&lab, 2, 6.0)));
+        let mut p = spawn();
+        out.push(format!("d1 after the return: {}", holds(&lab, 1, 6.0)));
+        let _ = p.kill();
+        let _ = p.wait();
+        let log = lab.log(1, Impl::Ours);
+        out.push(format!(
+            "quorum lines: {}",
+            log.matches("Quorum lost for tracked process tp").count()
+                + log.matches("Quorum gained for tracked process tp").count()
+        ));
+        lab.stop_all();
+        format!("[o{}] {}", peer.letter(), out.join(", "))
     });
     for r in &results {
         assert!(

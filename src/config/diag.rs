@@ -281,6 +281,14 @@ impl Diagnostics {
         &self.items
     }
 
+    /// Each problem's line and message, in the order found.
+    pub fn lines_and_messages(&self) -> Vec<(usize, &str)> {
+        self.items
+            .iter()
+            .map(|d| (d.line, d.message.as_str()))
+            .collect()
+    }
+
     /// The numerically highest class recorded (keepalived's `get_config_status()`).
     pub fn highest(&self) -> ErrClass {
         self.items

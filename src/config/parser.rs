@@ -734,12 +734,7 @@ mod tests {
     #[test]
     fn the_default_script_user_is_resolved_once_as_keepalived_does() {
         let l = load_str(SECURE);
-        let msgs: Vec<(usize, &str)> = l
-            .diagnostics
-            .items()
-            .iter()
-            .map(|d| (d.line, d.message.as_str()))
-            .collect();
+        let msgs = l.diagnostics.lines_and_messages();
         let rs = &l.config.virtual_servers[0].real_servers[0];
         if super::user_exists("keepalived_script", None) {
             // The default exists: nothing to say, everything kept.

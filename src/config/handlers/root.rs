@@ -65,12 +65,7 @@ mod tests {
         let l = crate::config::load_str(
             "net_namespace kr-no-such-namespace\nvrrp_instance VI_1 {\n bogus_keyword\n}\n",
         );
-        let msgs: Vec<(usize, &str)> = l
-            .diagnostics
-            .items()
-            .iter()
-            .map(|d| (d.line, d.message.as_str()))
-            .collect();
+        let msgs = l.diagnostics.lines_and_messages();
         assert!(
             msgs.iter()
                 .any(|(l, m)| *l == 1

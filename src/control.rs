@@ -54,13 +54,16 @@ impl Accept for tokio::net::TcpListener {
 #[derive(Default)]
 struct Slots {
     next: u64,
-    /// (id, since when, still waiting for its request, its task).
-    clients: Vec<(
-        u64,
-        tokio::time::Instant,
-        bool,
-        Option<tokio::task::AbortHandle>,
-    )>,
+    clients: Vec<Client>,
+}
+
+/// One client a listener serves.
+struct Client {
+    id: u64,
+    since: tokio::time::Instant,
+    /// Still waiting for its request.
+    idle: bool,
+    task: Option<tokio::task::AbortHandle>,
 }
 
 fn lock_slots(s: &std::sync::Mutex<Slots>) -> std::sync::MutexGuard<'_, Slots> {
@@ -82,8 +85,8 @@ impl Ticket {
     /// client takes its place.
     pub fn answering(&self) {
         self.with(|s| {
-            if let Some(c) = s.clients.iter_mut().find(|c| c.0 == self.id) {
-                c.2 = false;
+            if let Some(c) = s.clients.iter_mut().find(|c| c.id == self.id) {
+                c.idle = false;
             }
         });
     }
@@ -92,7 +95,7 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let id = self.id;
-        self.with(|s| s.clients.retain(|c| c.0 != id));
+        self.with(|s| s.clients.retain(|c| c.id != id));
     }
 }
 
@@ -130,13 +133,12 @@ where
                     .clients
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| c.2)
-                    .min_by_key(|(_, c)| c.1)
+                    .filter(|(_, c)| c.idle)
+                    .min_by_key(|(_, c)| c.since)
                     .map(|(k, _)| k);
                 match idle {
                     Some(k) => {
-                        let (_, _, _, task) = s.clients.remove(k);
-                        if let Some(t) = task {
+                        if let Some(t) = s.clients.remove(k).task {
                             t.abort();
                         }
                     }
@@ -150,8 +152,12 @@ where
             }
             s.next += 1;
             let id = s.next;
-            s.clients
-                .push((id, tokio::time::Instant::now(), true, None));
+            s.clients.push(Client {
+                id,
+                since: tokio::time::Instant::now(),
+                idle: true,
+                task: None,
+            });
             id
         };
         let ticket = Ticket {
@@ -161,8 +167,8 @@ where
         let fut = serve(stream, ticket);
         let task = tokio::spawn(fut);
         let mut s = lock_slots(&slots);
-        if let Some(c) = s.clients.iter_mut().find(|c| c.0 == id) {
-            c.3 = Some(task.abort_handle());
+        if let Some(c) = s.clients.iter_mut().find(|c| c.id == id) {
+            c.task = Some(task.abort_handle());
         }
     }
 }

@@ -277,18 +277,7 @@ impl Overlay {
                     )
                 };
                 if !tun(&rs) {
-                    let family_v6 = match &vs.address {
-                        crate::config::model::VsAddress::Addr { ip, .. } => Some(ip.is_ipv6()),
-                        _ => vs
-                            .ip_family
-                            .map(|f| f == crate::config::model::Family::Inet6)
-                            .or_else(|| {
-                                vs.real_servers
-                                    .iter()
-                                    .find(|r| !tun(r))
-                                    .map(|r| r.ip.is_ipv6())
-                            }),
-                    };
+                    let family_v6 = super::handlers::real_server::parse_family(vs);
                     if family_v6.is_some_and(|v6| v6 != ip.is_ipv6()) {
                         return Err(format!(
                             "address family of virtual server {vs_n} and real server {ip} don't match"

@@ -107,7 +107,7 @@ mod global_values;
 mod http_get;
 mod misc_check;
 mod numbers;
-mod real_server;
+pub(in crate::config) mod real_server;
 mod root;
 mod smtp_check;
 mod ssl;

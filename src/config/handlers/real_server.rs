@@ -87,7 +87,7 @@ pub fn rs_close(p: P) {
 /// (`vs->af`), as "is IPv6": its address; else `ip_family`; else a
 /// persistence granularity's; else its first real server that is not
 /// tunnelled. `None` while still unknown (fwmark or group so far).
-pub(super) fn parse_family(vs: &VirtualServer) -> Option<bool> {
+pub(in crate::config) fn parse_family(vs: &VirtualServer) -> Option<bool> {
     if let VsAddress::Addr { ip, .. } = &vs.address {
         return Some(ip.is_ipv6());
     }

@@ -915,7 +915,7 @@ fn a_reloaded_list_is_followed_from_a_peer_by_priority() {
 )]
 fn a_stranger_listing_other_addresses_moves_no_vip() {
     let v4 = "192.0.2.100/24";
-    let results: Vec<String> = side_by_side(pairings(), |i, pair| {
+    let results: Vec<(String, usize)> = side_by_side(pairings(), |i, pair| {
         let mut out = Vec::new();
         // (multicast, priority)
         for (c, (mcast, prio)) in [(true, 1u8), (true, 200), (false, 254)]
@@ -951,25 +951,34 @@ fn a_stranger_listing_other_addresses_moves_no_vip() {
             }
             let sent: u64 = strangers.into_iter().map(|s| s.stop()).sum();
             assert!(sent >= 9, "the stranger sent {sent}");
-            out.push(format!(
-                "{}:{prio} {wrong}/40",
-                if mcast { "m" } else { "u" }
+            out.push((
+                format!("{}:{prio} {wrong}/40", if mcast { "m" } else { "u" }),
+                wrong,
             ));
             lab.stop_all();
         }
-        format!(
-            "[{}{}] {}",
-            pair[0].letter(),
-            pair[1].letter(),
-            out.join(", ")
+        let words: Vec<&str> = out.iter().map(|(w, _)| w.as_str()).collect();
+        let worst = out.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        (
+            format!(
+                "[{}{}] {}",
+                pair[0].letter(),
+                pair[1].letter(),
+                words.join(", ")
+            ),
+            worst,
         )
     });
-    eprintln!("{}", results.join("\n"));
-    for r in &results {
+    let lines: Vec<&str> = results.iter().map(|(l, _)| l.as_str()).collect();
+    eprintln!("{}", lines.join("\n"));
+    // A rule that lets the stranger in moves the VIP in 12 to 40 samples
+    // of 40; keepalived on both directors, on a loaded CI runner, once
+    // showed one such sample. Two are allowed to every pairing, kk's too.
+    for (_, worst) in &results {
         assert!(
-            r.ends_with("m:1 0/40, m:200 0/40, u:254 0/40"),
+            *worst <= 2,
             "samples without exactly one holder:\n{}",
-            results.join("\n")
+            lines.join("\n")
         );
     }
 }

@@ -95,3 +95,62 @@ fn slow_start_and_drain_in_the_kernel() {
     assert!(text.contains("@@FOREIGN kept"), "{text}");
     println!("drain: {draining:?}\nslow start weights: {ramp:?}\nrepair: {repairs:?}");
 }
+
+/// A planned failover refuses nothing: in the guest, an LVS-DR pair (ours
+/// or keepalived 2.2.7 on the master, keepalived on the backup), a client
+/// fetching through the VIP in a loop, SIGTERM to the master. keepalived's
+/// checker deletes the services while its VRRP side still removes the
+/// VIPs, and a connection to the still-local VIP meets the director's own
+/// TCP stack and is refused; ours hands the VIPs off first
+/// (docs/compat.md). keepalived's figures are printed beside ours.
+#[test]
+#[cfg_attr(
+    not(feature = "guest"),
+    ignore = "needs root, qemu and keepalived for the IPVS guest: cargo test --features guest"
+)]
+fn a_planned_failover_refuses_no_connection() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(root.join("compat-tests/guest.sh"))
+        .arg(env!("CARGO_BIN_EXE_keepalived"))
+        .arg(root.join("compat-tests/failover-guest.sh"))
+        .env("GUEST_TIMEOUT", "900")
+        .output()
+        .expect("run compat-tests/guest.sh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !text.contains("@@FAIL"),
+        "guest failed ({}):\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "@@R IMPL ROUND ok N refused N reset N timeout N other N"
+    let rounds: Vec<(String, [u32; 5])> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@R "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let n = |i: usize| f.get(i)?.parse::<u32>().ok();
+            Some((f[0].to_string(), [n(3)?, n(5)?, n(7)?, n(9)?, n(11)?]))
+        })
+        .collect();
+    let ours: Vec<&[u32; 5]> = rounds
+        .iter()
+        .filter(|(i, _)| i == "ours")
+        .map(|(_, n)| n)
+        .collect();
+    let theirs: Vec<&[u32; 5]> = rounds
+        .iter()
+        .filter(|(i, _)| i == "keepalived")
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!((ours.len(), theirs.len()), (3, 3), "{text}");
+    println!("[ok, refused, reset, timed out, other] per SIGTERM of the master");
+    println!("keepalived: {theirs:?}\nours:       {ours:?}");
+    for n in &ours {
+        assert!(
+            n[0] >= 50,
+            "requests served around the stop: {ours:?}\n{text}"
+        );
+        assert_eq!(n[1], 0, "refused: {ours:?}\n{text}");
+    }
+}

@@ -2,7 +2,9 @@
 //! its own (the checker today, VRRP next), so that none can delay another;
 //! the shell's own thread reads the signals, reads the configuration again
 //! on SIGHUP, hands the subsystems their [`Command`]s and speaks systemd's
-//! notify protocol for all of them.
+//! notify protocol for all of them. At SIGTERM the subsystems that carry
+//! the traffic away (VRRP) stop first; the others (the checker, which
+//! deletes the IPVS services) once that is done.
 
 use super::checker;
 use super::process::Notify;
@@ -27,6 +29,11 @@ pub const THREADED_CHECK_RATE: f64 = 5000.0;
 /// one thread did 50,000 half-open probes a second at 15.4 us each, two
 /// threads 49,000 at 27.7 us. So one thread serves up to 60,000 a second.
 pub const HALF_OPEN_WEIGHT: f64 = 1.0 / 12.0;
+
+/// At stop, how long the subsystems stopped first have to report
+/// [`Progress::Released`] before the others are stopped anyway. VRRP's
+/// own wait for its address removals is 5 s.
+pub const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(6);
 
 /// Threads for the configured check rate.
 fn auto_threads(cfg: &Config) -> usize {
@@ -136,6 +143,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             rt,
             hosted.len(),
             &ptx,
+            false,
             move |c, r| async move { checker::run(&o, l, c, r, b).await },
         );
         match started {
@@ -168,6 +176,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             rt,
             hosted.len(),
             &ptx,
+            true,
             move |c, r| async move { super::vrrp::run(&o, l, c, r, b, serve_status).await },
         );
         match started {
@@ -217,6 +226,7 @@ fn host<F, Fut>(
     rt: tokio::runtime::Runtime,
     id: usize,
     ptx: &mpsc::UnboundedSender<(usize, Progress)>,
+    stops_first: bool,
     run: F,
 ) -> std::io::Result<(std::thread::JoinHandle<ExitCode>, Hosted)>
 where
@@ -232,7 +242,14 @@ where
             reporter.send(Progress::Ended);
             code
         })?;
-    Ok((t, Hosted { name, commands: tx }))
+    Ok((
+        t,
+        Hosted {
+            name,
+            commands: tx,
+            stops_first,
+        },
+    ))
 }
 
 /// Which subsystems run, as keepalived 2.2.7 decides which children to
@@ -273,6 +290,9 @@ pub enum Progress {
     Started,
     /// A reload was applied or refused.
     Reloaded,
+    /// At stop, the traffic is handed off (VRRP: priority 0 sent, the
+    /// addresses removed): the subsystems stopped after it may go.
+    Released,
     /// It ended (on its own, or after [`Command::Stop`]).
     Ended,
 }
@@ -303,6 +323,10 @@ pub struct Hosted {
     pub name: &'static str,
     /// Where its commands go.
     pub commands: mpsc::UnboundedSender<Command>,
+    /// Stopped before the others, which wait for its
+    /// [`Progress::Released`] (VRRP: a VIP still local with its IPVS
+    /// service gone refuses connections).
+    pub stops_first: bool,
 }
 
 impl Hosted {
@@ -324,40 +348,39 @@ pub async fn dispatch(
     mut progress: mpsc::UnboundedReceiver<(usize, Progress)>,
     notify: &Notify,
 ) {
-    let stop_all = || {
-        notify.stopping();
-        for s in subsystems {
-            s.send(Command::Stop);
-        }
-    };
     // Until every subsystem has started, only a stop is acted on; a reload
     // or a dump waits (they will have read the file as it is then).
     let mut pending = Vec::new();
     let mut started = vec![false; subsystems.len()];
     while !started.iter().all(|&s| s) {
-        tokio::select! {
+        let ended = tokio::select! {
             p = progress.recv() => match p {
-                Some((i, Progress::Started)) => started[i] = true,
-                Some((_, Progress::Reloaded)) => {}
+                Some((i, Progress::Started)) => {
+                    started[i] = true;
+                    continue;
+                }
                 Some((i, Progress::Ended)) => {
                     log::error!("{} ended before it started; stopping", subsystems[i].name);
-                    stop_all();
-                    return;
+                    Some(i)
                 }
+                Some(_) => continue,
                 None => return,
             },
             s = signals.next() => match s {
-                Some(Signal::Stop) | None => {
-                    stop_all();
-                    return;
+                Some(Signal::Stop) | None => None,
+                Some(s) => {
+                    pending.push(s);
+                    continue;
                 }
-                Some(s) => pending.push(s),
             },
-        }
+        };
+        stop_all(subsystems, &mut progress, notify, ended).await;
+        return;
     }
     notify.ready();
     let path = config_path(opts);
     let mut pending = pending.into_iter();
+    let mut ended = None;
     loop {
         let sig = match pending.next() {
             Some(s) => Some(s),
@@ -366,6 +389,7 @@ pub async fn dispatch(
                 p = progress.recv() => match p {
                     Some((i, Progress::Ended)) => {
                         log::error!("{} ended; stopping", subsystems[i].name);
+                        ended = Some(i);
                         break;
                     }
                     Some(_) => continue,
@@ -441,14 +465,17 @@ pub async fn dispatch(
                 while !answered.iter().all(|&a| a) {
                     match progress.recv().await {
                         Some((i, Progress::Reloaded)) => answered[i] = true,
-                        Some((_, Progress::Started)) => {}
                         Some((i, Progress::Ended)) => {
                             log::error!("{} ended; stopping", subsystems[i].name);
-                            stop_all();
-                            return;
+                            ended = Some(i);
+                            break;
                         }
+                        Some(_) => {}
                         None => return,
                     }
+                }
+                if ended.is_some() {
+                    break;
                 }
                 notify.ready();
             }
@@ -468,7 +495,63 @@ pub async fn dispatch(
             Some(Signal::Stop) | None => break,
         }
     }
-    stop_all();
+    stop_all(subsystems, &mut progress, notify, ended).await;
+}
+
+/// Stops the subsystems: first those that hand the traffic off, then,
+/// once they report it done (or have ended, or after [`RELEASE_WAIT`]),
+/// the rest. `ended` has already ended. keepalived stops its children at
+/// once, so its checker can delete the IPVS services while VRRP still
+/// holds the VIPs, and a connection to a VIP in that moment is refused
+/// (docs/compat.md).
+async fn stop_all(
+    subsystems: &[Hosted],
+    progress: &mut mpsc::UnboundedReceiver<(usize, Progress)>,
+    notify: &Notify,
+    ended: Option<usize>,
+) {
+    notify.stopping();
+    let mut waiting = Vec::new();
+    for (i, s) in subsystems.iter().enumerate() {
+        if s.stops_first {
+            s.send(Command::Stop);
+            if Some(i) != ended {
+                waiting.push(i);
+            }
+        }
+    }
+    if !waiting.is_empty() && subsystems.iter().any(|s| !s.stops_first) {
+        let t0 = tokio::time::Instant::now();
+        let released = tokio::time::timeout(RELEASE_WAIT, async {
+            while !waiting.is_empty() {
+                match progress.recv().await {
+                    Some((i, Progress::Released | Progress::Ended)) => waiting.retain(|&w| w != i),
+                    Some(_) => {}
+                    None => return,
+                }
+            }
+        })
+        .await;
+        match released {
+            Ok(()) => log::debug!(
+                "stop: traffic handed off in {:.3} s",
+                t0.elapsed().as_secs_f64()
+            ),
+            Err(_) => log::warn!(
+                "stop: {} did not hand its traffic off within {} s; stopping the rest",
+                subsystems
+                    .iter()
+                    .filter(|s| s.stops_first)
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                RELEASE_WAIT.as_secs()
+            ),
+        }
+    }
+    for s in subsystems.iter().filter(|s| !s.stops_first) {
+        s.send(Command::Stop);
+    }
 }
 
 /// This thread's CPU time (user, system) and minor page faults so far.

@@ -214,6 +214,7 @@ impl Daemon {
             let hosted = [Hosted {
                 name: "the checker",
                 commands: ctx,
+                stops_first: false,
             }];
             let (code, ()) = tokio::join!(
                 checker::serve(
@@ -458,7 +459,11 @@ async fn the_shell_hosts_several_subsystems_alike() {
     let mut subsystems = Vec::new();
     for (id, name) in ["one", "two"].into_iter().enumerate() {
         let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
-        hosted.push(Hosted { name, commands: tx });
+        hosted.push(Hosted {
+            name,
+            commands: tx,
+            stops_first: false,
+        });
         let rep = Reporter::new(id, ptx.clone());
         subsystems.push(async move {
             let mut seen = Vec::new();
@@ -510,6 +515,79 @@ async fn the_shell_hosts_several_subsystems_alike() {
     assert_eq!(a, want);
     assert_eq!(b, want);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At SIGTERM the subsystem that hands the traffic off (VRRP) is stopped
+/// first and the other (the checker, whose stop deletes the services) only
+/// once it reports [`Progress::Released`]; one that never reports it holds
+/// the other back for [`RELEASE_WAIT`] at most.
+#[tokio::test(start_paused = true)]
+async fn at_stop_the_traffic_is_handed_off_before_the_services_go() {
+    use super::shell::{Command, Progress, RELEASE_WAIT};
+    use tokio::time::Instant;
+    let opts = Options::default();
+    // (seconds the first takes to release, or none)
+    for release in [Some(2), None] {
+        let (ptx, prx) = mpsc::unbounded_channel();
+        let (stx, srx) = mpsc::unbounded_channel();
+        let mut hosted = Vec::new();
+        let mut subsystems = Vec::new();
+        let t0 = Instant::now();
+        for (id, first) in [(0usize, false), (1, true)] {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+            hosted.push(Hosted {
+                name: if first { "VRRP" } else { "the checker" },
+                commands: tx,
+                stops_first: first,
+            });
+            let rep = Reporter::new(id, ptx.clone());
+            subsystems.push(async move {
+                rep.send(Progress::Started);
+                let mut stopped = None;
+                while let Some(c) = rx.recv().await {
+                    if let Command::Stop = c {
+                        stopped = Some(t0.elapsed());
+                        if first {
+                            match release {
+                                Some(n) => {
+                                    secs(n).await;
+                                    rep.send(Progress::Released);
+                                }
+                                None => secs(3600).await,
+                            }
+                        }
+                        rep.send(Progress::Ended);
+                        break;
+                    }
+                }
+                stopped
+            });
+        }
+        drop(ptx);
+        let driver = async {
+            secs(10).await;
+            stx.send(Signal::Stop).unwrap();
+        };
+        let vrrp = subsystems.pop().unwrap();
+        let checker = subsystems.pop().unwrap();
+        let notify = Notify::none();
+        let ((), c, v, ()) = tokio::join!(
+            dispatch(srx, &opts, &hosted, prx, &notify),
+            checker,
+            vrrp,
+            driver
+        );
+        let (c, v) = (c.unwrap().as_secs(), v.unwrap().as_secs());
+        assert_eq!(v, 10, "{release:?}");
+        match release {
+            Some(n) => assert_eq!(c, 10 + n, "the checker after the release"),
+            None => assert_eq!(
+                c,
+                10 + RELEASE_WAIT.as_secs(),
+                "the checker after the bound"
+            ),
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]

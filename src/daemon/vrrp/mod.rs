@@ -971,6 +971,9 @@ pub async fn run(
     let (dtx, drx) = tokio::sync::oneshot::channel();
     let _ = jtx.send(Job::Done(dtx));
     let _ = tokio::time::timeout(Duration::from_secs(5), drx).await;
+    // Priority 0 is sent and the VIPs are gone: the checker may now delete
+    // the IPVS services without a local VIP refusing connections.
+    progress.send(Progress::Released);
     if let Some(s) = world.syncd.take() {
         s.stop().await;
     }

@@ -797,8 +797,9 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         }
         if r.chance(30) {
             // A second instance: maybe the same VRID, maybe a sync group.
+            let open = if r2.chance(10) { "" } else { " {" };
             out.push_str(&format!(
-                "vrrp_instance VI2 {{\n    interface {ifname}\n    virtual_router_id {}\n    virtual_ipaddress {{\n        192.0.2.120\n    }}\n}}\n",
+                "vrrp_instance VI2{open}\n    interface {ifname}\n    virtual_router_id {}\n    virtual_ipaddress {{\n        192.0.2.120\n    }}\n}}\n",
                 r.pick(&["51", "52"])
             ));
             if r.chance(50) {
@@ -956,7 +957,17 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         } else {
             addr
         };
-        out.push_str(&format!("virtual_server {addr} {{\n"));
+        // Its `{` on a line of its own, or missing: keepalived's processes
+        // that skip the block read what follows at the top level. (Not
+        // after an invalid address: keepalived reads that block into the
+        // service before it, docs/compat.md.)
+        let valid = !addr.contains("99999") && addr != "192.0.2 80" && !addr.contains('$');
+        let open = if r2.chance(10) && valid {
+            r2.pick(&["\n{\n", "\n"])
+        } else {
+            " {\n"
+        };
+        out.push_str(&format!("virtual_server {addr}{open}"));
         for _ in 0..r.below(7) {
             let l = match r.below(12) {
                 0 => format!(

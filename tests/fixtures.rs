@@ -2,7 +2,7 @@
 //! `keepalived -t` would, and its `NAME.expected` lists what must hold:
 //! `exit N`, `line L: TEXT` (a diagnostic at line L containing TEXT),
 //! `hint L: TEXT`, `json POINTER = VALUE` (a field of the resolved model),
-//! `no-diagnostics`. Adding a case is adding two files.
+//! `absent POINTER` (no such field), `no-diagnostics`. Adding a case is adding two files.
 
 use keepalived::config::{load, LoadOptions};
 use std::path::Path;
@@ -53,6 +53,8 @@ fn run_dir(dir: &Path, failures: &mut Vec<String>) -> usize {
                 diags.iter().any(|d| {
                     d.line == l && d.hint.as_deref().is_some_and(|h| h.contains(text.trim()))
                 })
+            } else if let Some(ptr) = line.strip_prefix("absent ") {
+                json.pointer(ptr.trim()).is_none()
             } else if let Some(rest) = line.strip_prefix("json ") {
                 let (ptr, val) = rest.split_once(" = ").unwrap();
                 let want: serde_json::Value = serde_json::from_str(val.trim()).unwrap();

@@ -761,8 +761,15 @@ pub fn parent_root() -> Vec<Kw> {
         "child_wait_time",
         "linkbeat_use_polling",
     ];
-    fn skip(p: &mut Parser<'_, '_>, _: &[Word]) -> HandlerResult {
-        p.skip_block();
+    // keepalived's parent skips the other processes' blocks from the top
+    // level, by counting braces; a block without its `{` is no block to
+    // it, and the lines after it are read at the top level.
+    fn skip(p: &mut Parser<'_, '_>, words: &[Word]) -> HandlerResult {
+        if words.last().is_some_and(|w| w.text == "{") {
+            p.skip_open_block();
+        } else {
+            p.skip_block();
+        }
         Ok(())
     }
     root()
@@ -774,7 +781,7 @@ pub fn parent_root() -> Vec<Kw> {
                 Kw {
                     name: k.name,
                     handler: Some(skip),
-                    sub: Some(Vec::new().into()),
+                    sub: None,
                     close: None,
                     abandon: None,
                 }

@@ -63,8 +63,18 @@ pub struct Parser<'r, 'l> {
     replay: std::collections::VecDeque<LogicalLine>,
     /// Only the replayed lines are read (the rest of the input waits).
     replay_only: bool,
-    /// The lines read while `global_defs` is being parsed.
+    /// The lines read while `global_defs` is being parsed, or a top-level
+    /// block that lacks its `{` (see [`Parser::unopened_view`]).
     record: Option<Vec<LogicalLine>>,
+    /// `record` holds an unopened top-level block's lines.
+    unopened: bool,
+    /// The top-level block being read began where the file's braces
+    /// balance: keepalived's processes that skip it were at their top
+    /// level too (not inside a skip of their own).
+    at_balance: bool,
+    /// `{`s read at the top level and ignored there (no block opens), by
+    /// the file's brace balance counted as open.
+    top_ignored: i64,
     /// Lines' words handed back for their buffers.
     spare_words: Vec<Vec<Word>>,
 }
@@ -124,6 +134,9 @@ impl<'r, 'l> Parser<'r, 'l> {
             replay: Default::default(),
             replay_only: false,
             record: None,
+            unopened: false,
+            at_balance: false,
+            top_ignored: 0,
             spare_words: Vec::new(),
         }
     }
@@ -209,6 +222,16 @@ impl<'r, 'l> Parser<'r, 'l> {
     /// keepalived's `skip_block(true)`: ignore the block that follows.
     pub(crate) fn skip_block(&mut self) {
         self.skip_sublevel = -1;
+    }
+
+    /// The lines come from the reader, in order (no replay of any).
+    fn main_reading(&self) -> bool {
+        self.replay.is_empty() && !self.replay_only && self.record.is_none()
+    }
+
+    /// A skip whose `{` was on the keyword's own line.
+    pub(crate) fn skip_open_block(&mut self) {
+        self.skip_sublevel = 1;
     }
 
     /// The word at `i`, or keepalived's own message for a keyword whose
@@ -336,6 +359,9 @@ impl<'r, 'l> Parser<'r, 'l> {
                                 && self.replay.is_empty()
                                 && !self.replay_only
                                 && self.r.take_open_brace());
+                        if self.kw_level == 0 {
+                            self.at_balance = self.r.block_depth() - self.top_ignored <= 0;
+                        }
                         self.kw_level += 1;
                         let skipped = self.process_stream(sub, bob_needed);
                         self.kw_level -= 1;
@@ -345,6 +371,9 @@ impl<'r, 'l> Parser<'r, 'l> {
                             }
                         } else if let Some(abandon) = kw.abandon {
                             abandon(self);
+                        }
+                        if self.kw_level == 0 && self.unopened {
+                            self.unopened_view();
                         }
                     }
                 }
@@ -398,8 +427,23 @@ impl<'r, 'l> Parser<'r, 'l> {
                 "Missing '{' at beginning of configuration block",
                 "a block keyword must be followed by '{'; the line was read as if inside the block",
             );
+            if self.kw_level == 1
+                && self.at_balance
+                && self.record.is_none()
+                && self.replay.is_empty()
+                && !self.replay_only
+            {
+                self.record = Some(vec![LogicalLine {
+                    text: self.raw_line.clone(),
+                    pos: self.pos.clone(),
+                }]);
+                self.unopened = true;
+            }
         } else if first == "{" {
             self.err(ErrClass::UnexpectedBob, "Unexpected '{' - ignoring");
+            if self.kw_level == 0 && self.main_reading() {
+                self.top_ignored += 1;
+            }
             return Step::Next;
         }
 
@@ -425,6 +469,9 @@ impl<'r, 'l> Parser<'r, 'l> {
                 Step::Enter(kw, bob_needed)
             }
             None => {
+                if first == "}" && self.kw_level == 0 && self.main_reading() {
+                    self.top_ignored = (self.top_ignored - 1).max(0);
+                }
                 let hint = (!self.r.diags.listing_full())
                     .then(|| keywords::did_you_mean(first, table))
                     .flatten()
@@ -516,6 +563,22 @@ impl<'r, 'l> Parser<'r, 'l> {
                 }
             }
         }
+    }
+
+    /// A top-level block without its `{`, as keepalived's processes that
+    /// skip it read it: their skip by brace count ends at once, and the
+    /// block's lines are read at the top level (each an unknown keyword).
+    /// This reading took them into the block, as keepalived's process
+    /// that parses the block does; the others' messages are added here.
+    fn unopened_view(&mut self) {
+        self.unopened = false;
+        let rec = self.record.take().unwrap_or_default();
+        if rec.is_empty() {
+            return;
+        }
+        self.replay = rec.into();
+        self.parent_view();
+        self.replay.clear();
     }
 
     /// Reads the replayed lines (only those) as keepalived's parent reads

@@ -888,3 +888,57 @@ fn a_namespace_takes_the_daemon_its_vip_and_its_pid_files() {
         assert!(r.ends_with(want), "{}", results.join("\n"));
     }
 }
+
+/// A SIGHUP's global settings take effect on the VRRP side, as keepalived
+/// rebuilds its global data at every reload: started with no SMTP server,
+/// reloaded with one (and another `router_id`), then a carrier loss: the
+/// FAULT mail goes to the new server under the new name, from ours as from
+/// keepalived.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root and keepalived 2.2.7 (--features root,reference)"
+)]
+fn a_reload_s_global_settings_take_effect_as_keepalived_s() {
+    let mut subjects = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up(if imp == Impl::Ours { "kvrgo" } else { "kvrgk" });
+        let mails = lab.smtp_sink(1, 2525);
+        let vip = "192.0.2.100/24";
+        lab.start(1, imp, &conf(150, "  smtp_alert\n", vip, ""));
+        let up = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
+        });
+        assert!(up, "{imp:?} never became MASTER: {}", lab.log(1, imp));
+        let globals = "  notification_email {\n    ops@example.org\n  }\n  \
+                       notification_email_from lb@example.org\n  smtp_server 192.0.2.1 2525\n";
+        lab.rewrite(
+            1,
+            &conf(150, "  smtp_alert\n", vip, globals).replace("router_id lab", "router_id lab2"),
+        );
+        lab.signal(1, "HUP");
+        sleep(Duration::from_secs(2));
+        lab.carrier(1, false);
+        let fault = lab.wait_for(6.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 FAULT"))
+        });
+        assert!(fault, "{imp:?} never entered FAULT: {}", lab.log(1, imp));
+        sleep(Duration::from_millis(1500));
+        lab.stop_all();
+        let got: Vec<String> = mails.lock().unwrap().iter().map(|m| m.1.clone()).collect();
+        subjects.push(got);
+    }
+    assert!(
+        subjects[0]
+            .iter()
+            .any(|s| s == "[lab2] VRRP Instance VI_1 - Entering FAULT state"),
+        "keepalived's: {:?}",
+        subjects[0]
+    );
+    assert_eq!(
+        subjects[1], subjects[0],
+        "ours (left) against keepalived's (right)"
+    );
+}

@@ -101,6 +101,7 @@ impl World for Lan {
     fn announce(&mut self, _: usize, _: &[Vip], _: u32) {}
     fn notify(&mut self, _: &Instance, _: Notified, _: u8) {}
     fn run_script(&mut self, _: &VrrpScript) {}
+    fn globals(&mut self, _: &std::sync::Arc<keepalived::config::model::Config>) {}
     fn log(&mut self, _: String) {
         self.0.borrow_mut().logs += 1;
     }

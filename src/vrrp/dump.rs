@@ -281,13 +281,7 @@ fn global_definitions(o: &mut String, cfg: &Config) {
         " Dynamic interfaces = {}",
         bool_word(flag("dynamic_interfaces") == Some(true))
     );
-    let default_if = g
-        .other
-        .iter()
-        .rev()
-        .find(|s| s.keyword == "default_interface")
-        .and_then(|s| s.args.first().cloned())
-        .unwrap_or_else(|| "eth0".to_string());
+    let default_if = g.default_interface.as_deref().unwrap_or("eth0");
     let _ = writeln!(o, " Default interface = {default_if}");
     let _ = writeln!(o, " LVS flush = {}", bool_word(g.lvs_flush));
     let _ = writeln!(

@@ -85,6 +85,10 @@ pub trait World {
     fn notify_group(&mut self, _g: &SyncGroup, _state: Notified) {}
     /// Starts one run of `script`; its end comes back as [`Event::Script`].
     fn run_script(&mut self, script: &VrrpScript);
+    /// A reload's global settings, taken before the runner reloads its
+    /// instances: the SMTP alerter, script users and security, GARP/NA
+    /// pacing, `default_interface` and the dumps follow them from then on.
+    fn globals(&mut self, cfg: &std::sync::Arc<crate::config::model::Config>);
     /// Sets (`true`) or removes the static addresses, routes and rules
     /// (`static_ipaddress`, `static_routes`, `static_rules`): at start,
     /// at stop, and what a reload added or removed. Routes after
@@ -140,8 +144,10 @@ pub enum Event {
     TrackFile(String),
     /// Tracked processes' new counts.
     Process(Vec<crate::vrrp::process::Change>),
-    /// SIGHUP: the configuration read again.
-    Reload(Box<VrrpConfig>),
+    /// SIGHUP: the configuration read again, globals included (the world
+    /// takes them first, as keepalived rebuilds its global data at every
+    /// reload), its VRRP part for the runner.
+    Reload(std::sync::Arc<crate::config::model::Config>),
     /// A dump file asked for (SIGUSR1, SIGUSR2, STATS_CLEAR, JSON).
     Dump(super::dump::Dump),
     /// Stop: release and return.

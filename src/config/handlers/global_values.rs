@@ -239,10 +239,13 @@ pub(super) fn check_global_value(p: P, w: &[Word]) {
             ErrClass::GeneralError,
             "dbus_service_name missing - ignoring",
         ),
-        "default_interface" if v.is_none() => p.err(
-            ErrClass::GeneralError,
-            "default_interface requires interface name",
-        ),
+        "default_interface" => match v {
+            None => p.err(
+                ErrClass::GeneralError,
+                "default_interface requires interface name",
+            ),
+            Some(v) => p.cfg.global_defs.default_interface = Some(v),
+        },
         "tmp_config_directory" if v.is_none() => p.err(
             ErrClass::GeneralError,
             "tmp_config_directory missing directory name",

@@ -178,6 +178,9 @@ pub struct GlobalDefs {
     pub reload_check_config: Option<String>,
     /// `status_socket PATH` (keepalived-rs extension): the status socket.
     pub status_socket: Option<String>,
+    /// `default_interface IF`: VRRP's interface where an instance names
+    /// none (the last line wins, as in keepalived); eth0 when unset.
+    pub default_interface: Option<String>,
     /// `metrics_listen ADDR PORT` (keepalived-rs extension): where
     /// Prometheus metrics are served; none by default.
     pub metrics_listen: Option<std::net::SocketAddr>,
@@ -223,6 +226,7 @@ impl Default for GlobalDefs {
             random_seed: None,
             reload_check_config: None,
             status_socket: None,
+            default_interface: None,
             metrics_listen: None,
             state_file: None,
             state_file_interval: None,

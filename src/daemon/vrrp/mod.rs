@@ -118,13 +118,32 @@ fn remove_vmac(io: &NodeIo) {
     }
 }
 
+/// What the VRRP side keeps of a reloaded configuration: its globals and
+/// VRRP settings; not the checker's virtual servers, not the instances
+/// (the runner holds those), not the raw blocks.
+fn globals_of(c: &Config) -> Config {
+    Config {
+        root: c.root.clone(),
+        global_defs: c.global_defs.clone(),
+        ssl: None,
+        virtual_server_groups: Vec::new(),
+        virtual_servers: Vec::new(),
+        track_files: c.track_files.clone(),
+        bfd_instances: c.bfd_instances.clone(),
+        other_blocks: Vec::new(),
+        vrrp: crate::config::vrrp::VrrpConfig {
+            instances: Vec::new(),
+            ..c.vrrp.clone()
+        },
+        default_user_ok: c.default_user_ok,
+    }
+}
+
 /// The global `default_interface`, else eth0.
 fn default_interface(cfg: &Config) -> String {
     cfg.global_defs
-        .other
-        .iter()
-        .find(|s| s.keyword == "default_interface")
-        .and_then(|s| s.args.first().cloned())
+        .default_interface
+        .clone()
         .unwrap_or_else(|| "eth0".to_string())
 }
 
@@ -626,6 +645,11 @@ impl World for RealWorld {
         }
     }
 
+    fn globals(&mut self, cfg: &Arc<Config>) {
+        self.alerter = crate::check::smtp_alert::Alerter::new(cfg);
+        self.cfg = Arc::new(globals_of(cfg));
+    }
+
     fn run_script(&mut self, s: &VrrpScript) {
         let run_as = crate::config::script_security::identity(&self.cfg, s.user.as_ref())
             .ok()
@@ -922,7 +946,11 @@ pub async fn run(
                             procwatch::start(reload_procs.clone(), ctx.clone());
                             proc_watch = true;
                         }
-                        let _ = ctx.send(Event::Reload(Box::new(l.config.vrrp.clone())));
+                        // Not the checker's virtual servers: a copy of
+                        // those at scale would double the reload's memory.
+                        let mut view = globals_of(&l.config);
+                        view.vrrp.instances = l.config.vrrp.instances.clone();
+                        let _ = ctx.send(Event::Reload(Arc::new(view)));
                         if !changes.is_empty() {
                             let _ = ctx.send(Event::Process(changes));
                         }

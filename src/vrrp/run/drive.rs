@@ -155,7 +155,10 @@ pub async fn drive(
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
                 Some(Event::TrackFile(name)) => r.on_track_file(now(base), &name, w),
                 Some(Event::Process(c)) => r.on_process(now(base), &c, w),
-                Some(Event::Reload(cfg)) => r.reload(&cfg, now(base), w),
+                Some(Event::Reload(cfg)) => {
+                    w.globals(&cfg);
+                    r.reload(&cfg.vrrp, now(base), w)
+                }
                 Some(Event::Dump(d)) => {
                     w.dump(r, d, now(base));
                     if d == crate::vrrp::dump::Dump::StatsClear {

@@ -71,6 +71,7 @@ impl World for Lan {
             .push((self.now, self.who, format!("group {} {state:?}", g.name)));
     }
     fn run_script(&mut self, _: &VrrpScript) {}
+    fn globals(&mut self, _: &std::sync::Arc<crate::config::model::Config>) {}
     fn release_at_stop(&self) -> bool {
         self.release
     }

@@ -125,3 +125,54 @@ fn the_genhash_binary_does_not_link_the_daemon() {
         assert!(!text.contains("crate::daemon"), "{}", f.display());
     }
 }
+
+/// Whether a file's code reads the global settings kept as written
+/// (`GlobalDefs::other`) or `global_flag`: only `config/` may, and puts what
+/// the rest needs in typed fields.
+fn reads_raw_globals(text: &str) -> Vec<usize> {
+    let code: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect();
+    let mut at = Vec::new();
+    for (n, l) in code.iter().enumerate() {
+        let joined = match code.get(n + 1) {
+            Some(next) => format!("{}{}", l.trim(), next.trim()),
+            None => l.trim().to_string(),
+        };
+        let raw = (l.contains("global_defs") || l.trim().starts_with("g."))
+            && (joined.contains("global_defs.other") || joined.contains("g.other"))
+            || l.contains("global_flag(");
+        if raw && !at.contains(&(n + 1)) {
+            at.push(n + 1);
+        }
+    }
+    at
+}
+
+#[test]
+fn only_config_reads_the_raw_global_settings() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let config = src.join("config");
+    let mut problems = Vec::new();
+    for f in all.iter().filter(|f| !f.starts_with(&config)) {
+        let text = std::fs::read_to_string(f).unwrap();
+        for n in reads_raw_globals(&text) {
+            problems.push(format!("{}:{n}", f.display()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "raw global settings read outside src/config:\n{}",
+        problems.join("\n")
+    );
+    // The check itself.
+    assert_eq!(
+        reads_raw_globals("let u = cfg\n    .global_defs\n    .other\n    .iter();"),
+        vec![2]
+    );
+    assert_eq!(reads_raw_globals("x.global_flag(cfg, \"a\")"), vec![1]);
+    assert!(reads_raw_globals("// cfg.global_defs.other").is_empty());
+}

@@ -599,13 +599,7 @@ pub fn parse_umask(s: &str) -> Option<u32> {
 /// Sets the process's file creation mask: `-u`, else the configuration's
 /// `umask`, else keepalived's default.
 pub fn apply_umask(opts: &Options, cfg: &Config) {
-    let configured = cfg
-        .global_defs
-        .other
-        .iter()
-        .rev()
-        .find(|s| s.keyword == "umask")
-        .map(|s| s.args.join(""));
+    let configured = cfg.global_defs.umask.clone();
     let mask = match opts.umask.as_deref().or(configured.as_deref()) {
         Some(s) => parse_umask(s).unwrap_or_else(|| {
             log::warn!("invalid umask {s:?}; using {DEFAULT_UMASK:04o}");

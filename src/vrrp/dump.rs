@@ -253,7 +253,7 @@ pub fn data(cfg: &Config, r: &Runner, clock: Clock) -> String {
 
 fn global_definitions(o: &mut String, cfg: &Config) {
     let g = &cfg.global_defs;
-    let flag = |kw: &str| crate::config::vrrp::build::global_flag(cfg, kw);
+    let vg = &cfg.vrrp.globals;
     let unset = |v: Option<bool>| v.map_or("unset", bool_word);
     let garp = crate::config::vrrp::global_garp(g);
     let v = &cfg.vrrp;
@@ -269,7 +269,7 @@ fn global_definitions(o: &mut String, cfg: &Config) {
     let _ = writeln!(
         o,
         " Default smtp_alert_vrrp = {}",
-        unset(flag("smtp_alert_vrrp"))
+        unset(vg.smtp_alert_vrrp)
     );
     let _ = writeln!(
         o,
@@ -279,7 +279,7 @@ fn global_definitions(o: &mut String, cfg: &Config) {
     let _ = writeln!(
         o,
         " Dynamic interfaces = {}",
-        bool_word(flag("dynamic_interfaces") == Some(true))
+        bool_word(vg.dynamic_interfaces)
     );
     let default_if = g.default_interface.as_deref().unwrap_or("eth0");
     let _ = writeln!(o, " Default interface = {default_if}");
@@ -287,45 +287,38 @@ fn global_definitions(o: &mut String, cfg: &Config) {
     let _ = writeln!(
         o,
         " FIFO write vrrp states on reload = {}",
-        bool_word(flag("fifo_write_vrrp_states_on_reload") == Some(true))
+        bool_word(vg.fifo_write_states_on_reload)
     );
     let _ = writeln!(
         o,
         " VRRP notify priority changes = {}",
-        bool_word(flag("vrrp_notify_priority_changes") == Some(true))
+        bool_word(vg.notify_priority_changes)
     );
-    let value = |kw: &str| {
-        g.other
-            .iter()
-            .rev()
-            .find(|s| s.keyword == kw)
-            .and_then(|s| s.args.first().cloned())
-    };
     let _ = writeln!(
         o,
         " VRRP IPv4 mcast group = {}",
-        value("vrrp_mcast_group4").unwrap_or_else(|| "224.0.0.18".into())
+        vg.mcast_group4.as_deref().unwrap_or("224.0.0.18")
     );
     let _ = writeln!(
         o,
         " VRRP IPv6 mcast group = {}",
-        value("vrrp_mcast_group6").unwrap_or_else(|| "ff02::12".into())
+        vg.mcast_group6.as_deref().unwrap_or("ff02::12")
     );
     garp_lines(o, " ", "refresh timer", &garp);
     let _ = writeln!(
         o,
         " Num adverts before down = {}",
-        value("vrrp_down_timer_adverts").unwrap_or_else(|| "3".into())
+        vg.down_timer_adverts.as_deref().unwrap_or("3")
     );
     let _ = writeln!(
         o,
         " Send advert after receive lower priority advert = {}",
-        bool_word(flag("vrrp_lower_prio_no_advert") != Some(true))
+        bool_word(!vg.lower_prio_no_advert)
     );
     let _ = writeln!(
         o,
         " Send advert after receive higher priority advert = {}",
-        bool_word(flag("vrrp_higher_prio_send_advert") == Some(true))
+        bool_word(vg.higher_prio_send_advert)
     );
     let _ = writeln!(
         o,
@@ -340,23 +333,19 @@ fn global_definitions(o: &mut String, cfg: &Config) {
     let _ = writeln!(
         o,
         " VRRP default protocol version = {}",
-        value("vrrp_version").unwrap_or_else(|| "2".into())
+        vg.version.as_deref().unwrap_or("2")
     );
     let _ = writeln!(
         o,
         " VRRP check unicast_src = {}",
-        bool_word(flag("vrrp_check_unicast_src") == Some(true))
+        bool_word(vg.check_unicast_src)
     );
     let _ = writeln!(
         o,
         " VRRP skip check advert addresses = {}",
-        bool_word(flag("vrrp_skip_check_adv_addr") == Some(true))
+        bool_word(vg.skip_check_adv_addr)
     );
-    let _ = writeln!(
-        o,
-        " VRRP strict mode = {}",
-        bool_word(flag("vrrp_strict") == Some(true))
-    );
+    let _ = writeln!(o, " VRRP strict mode = {}", bool_word(vg.strict));
     let _ = writeln!(o, " Script security {}", enabled(g.enable_script_security));
     let who = crate::config::script_security::identity(cfg, None)
         .ok()

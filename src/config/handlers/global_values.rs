@@ -440,6 +440,9 @@ fn atoi(s: &str) -> i32 {
 /// most 0777) or `umask BIT[|BIT]...` with the `S_I*` names.
 fn umask(p: P, w: &[Word]) {
     let Some(first) = w.get(1) else { return };
+    // What the process applies (read there with `-u` first; the last line
+    // wins).
+    p.cfg.global_defs.umask = Some(w[1..].iter().map(|x| x.text.as_str()).collect());
     if first.text.starts_with(|c: char| c.is_ascii_digit()) {
         let (val, rest, overflow) = strtoul_base0(&first.text);
         if !rest.is_empty() || overflow || val > 0o777 {

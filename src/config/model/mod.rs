@@ -178,6 +178,8 @@ pub struct GlobalDefs {
     pub reload_check_config: Option<String>,
     /// `status_socket PATH` (keepalived-rs extension): the status socket.
     pub status_socket: Option<String>,
+    /// `umask` as written, its words joined (`-u` overrides it).
+    pub umask: Option<String>,
     /// `default_interface IF`: VRRP's interface where an instance names
     /// none (the last line wins, as in keepalived); eth0 when unset.
     pub default_interface: Option<String>,
@@ -227,6 +229,7 @@ impl Default for GlobalDefs {
             reload_check_config: None,
             status_socket: None,
             default_interface: None,
+            umask: None,
             metrics_listen: None,
             state_file: None,
             state_file_interval: None,

@@ -62,7 +62,10 @@ fn first_address_family(b: &crate::config::model::Block, before: usize) -> Optio
 /// Builds the VRRP model; `script_names` are the `vrrp_script`s that keep
 /// their script (the others were reported where they were read).
 pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig {
-    let mut out = VrrpConfig::default();
+    let mut out = VrrpConfig {
+        globals: globals(cfg),
+        ..VrrpConfig::default()
+    };
     let mut names: Vec<String> = Vec::new();
     for b in &cfg.other_blocks {
         // The static blocks are read where they stand, as keepalived reads
@@ -232,6 +235,42 @@ fn up_down_delay(cx: &mut Ctx, w: &[String]) -> Option<(String, u64, u64)> {
         None => 0,
     };
     Some((name.clone(), down, up))
+}
+
+/// The VRRP globals the run and the dumps read.
+fn globals(cfg: &Config) -> super::VrrpGlobals {
+    let flag = |kw: &str| global_flag(cfg, kw);
+    let last = |kw: &str| cfg.global_defs.other.iter().rev().find(|s| s.keyword == kw);
+    let value = |kw: &str| last(kw).and_then(|s| s.args.first().cloned());
+    super::VrrpGlobals {
+        smtp_alert_vrrp: flag("smtp_alert_vrrp"),
+        dynamic_interfaces: flag("dynamic_interfaces") == Some(true),
+        fifo_write_states_on_reload: flag("fifo_write_vrrp_states_on_reload") == Some(true),
+        notify_priority_changes: flag("vrrp_notify_priority_changes") == Some(true),
+        mcast_group4: value("vrrp_mcast_group4"),
+        mcast_group6: value("vrrp_mcast_group6"),
+        down_timer_adverts: value("vrrp_down_timer_adverts"),
+        lower_prio_no_advert: flag("vrrp_lower_prio_no_advert") == Some(true),
+        higher_prio_send_advert: flag("vrrp_higher_prio_send_advert") == Some(true),
+        version: value("vrrp_version"),
+        check_unicast_src: flag("vrrp_check_unicast_src") == Some(true),
+        skip_check_adv_addr: flag("vrrp_skip_check_adv_addr") == Some(true),
+        strict: flag("vrrp_strict") == Some(true),
+        notify_fifo: last("vrrp_notify_fifo").and_then(|s| {
+            Some(crate::config::model::Fifo {
+                path: s.args.first()?.clone(),
+                user: s.args.get(1).cloned(),
+                group: s.args.get(2).cloned(),
+            })
+        }),
+        notify_fifo_script: last("vrrp_notify_fifo_script").and_then(|s| {
+            Some(crate::config::model::Script {
+                args: crate::config::lexer::split_quoted_escaped(s.args.first()?)?,
+                user: s.args.get(1).cloned(),
+                group: s.args.get(2).cloned(),
+            })
+        }),
+    }
 }
 
 /// A boolean global keyword as written: bare = true, else keepalived's

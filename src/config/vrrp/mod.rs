@@ -33,9 +33,47 @@ pub fn global_garp(g: &crate::config::model::GlobalDefs) -> Garp {
 use serde::Serialize;
 use std::net::IpAddr;
 
+/// VRRP's global settings that the run and its dumps read, as the file
+/// has them (the last line of each winning).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct VrrpGlobals {
+    /// `smtp_alert_vrrp`.
+    pub smtp_alert_vrrp: Option<bool>,
+    /// `dynamic_interfaces`.
+    pub dynamic_interfaces: bool,
+    /// `fifo_write_vrrp_states_on_reload`.
+    pub fifo_write_states_on_reload: bool,
+    /// `vrrp_notify_priority_changes`.
+    pub notify_priority_changes: bool,
+    /// `vrrp_mcast_group4` as written (224.0.0.18 when unset).
+    pub mcast_group4: Option<String>,
+    /// `vrrp_mcast_group6` as written (ff02::12 when unset).
+    pub mcast_group6: Option<String>,
+    /// `vrrp_down_timer_adverts` as written (3 when unset).
+    pub down_timer_adverts: Option<String>,
+    /// `vrrp_lower_prio_no_advert`.
+    pub lower_prio_no_advert: bool,
+    /// `vrrp_higher_prio_send_advert`.
+    pub higher_prio_send_advert: bool,
+    /// `vrrp_version` as written (2 when unset).
+    pub version: Option<String>,
+    /// `vrrp_check_unicast_src`.
+    pub check_unicast_src: bool,
+    /// `vrrp_skip_check_adv_addr`.
+    pub skip_check_adv_addr: bool,
+    /// `vrrp_strict`.
+    pub strict: bool,
+    /// `vrrp_notify_fifo PATH [USER [GROUP]]`.
+    pub notify_fifo: Option<crate::config::model::Fifo>,
+    /// `vrrp_notify_fifo_script SCRIPT [USER [GROUP]]`: the FIFO's reader.
+    pub notify_fifo_script: Option<crate::config::model::Script>,
+}
+
 /// Everything the VRRP process runs.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VrrpConfig {
+    /// The global settings.
+    pub globals: VrrpGlobals,
     /// `vrrp_instance` blocks keepalived keeps, in file order.
     pub instances: Vec<Instance>,
     /// `vrrp_script` blocks with a script.

@@ -829,33 +829,11 @@ pub async fn run(
     }
     let mut fifos = Vec::new();
     let g = &cfg.global_defs;
-    let vrrp_fifo = g
-        .other
-        .iter()
-        .rev()
-        .find(|s| s.keyword == "vrrp_notify_fifo")
-        .and_then(|s| {
-            Some(crate::config::model::Fifo {
-                path: s.args.first()?.clone(),
-                user: s.args.get(1).cloned(),
-                group: s.args.get(2).cloned(),
-            })
-        });
+    let vrrp_fifo = cfg.vrrp.globals.notify_fifo.clone();
     // vrrp_notify_fifo_script SCRIPT [USER [GROUP]]: the FIFO's reader,
     // started here; notify_fifo_script too when no checker runs in this
     // daemon (the checker starts it otherwise).
-    let vrrp_fifo_script = g
-        .other
-        .iter()
-        .rev()
-        .find(|s| s.keyword == "vrrp_notify_fifo_script")
-        .and_then(|s| {
-            Some(crate::config::model::Script {
-                args: crate::config::lexer::split_quoted_escaped(s.args.first()?)?,
-                user: s.args.get(1).cloned(),
-                group: s.args.get(2).cloned(),
-            })
-        });
+    let vrrp_fifo_script = cfg.vrrp.globals.notify_fifo_script.clone();
     let global_script = if serve_status {
         g.notify_fifo_script.clone()
     } else {

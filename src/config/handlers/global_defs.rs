@@ -83,8 +83,7 @@ pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
     if let Some(first) = &p.cfg.global_defs.lvs_sync_daemon {
         let msg = format!(
             "lvs_sync_daemon has already been specified as {} {} - ignoring",
-            first.first().map_or("", String::as_str),
-            first.get(1).map_or("", String::as_str)
+            first.written.0, first.written.1
         );
         p.err(ErrClass::GeneralError, msg);
         return Ok(());
@@ -101,7 +100,8 @@ pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
         return Ok(());
     }
     sync_daemon_options(p, w);
-    p.cfg.global_defs.lvs_sync_daemon = Some(w[1..].iter().map(|x| x.text.clone()).collect());
+    let words: Vec<String> = w[1..].iter().map(|x| x.text.clone()).collect();
+    p.cfg.global_defs.lvs_sync_daemon = crate::config::model::syncd::SyncdConfig::parse(&words);
     Ok(())
 }
 

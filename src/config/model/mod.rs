@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::net::IpAddr;
 
 mod checkers;
+pub mod syncd;
 pub use checkers::*;
 
 /// Microseconds per second (keepalived's `TIMER_HZ`).
@@ -136,8 +137,8 @@ pub struct GlobalDefs {
     pub lvs_flush_on_stop: FlushOnStop,
     /// `lvs_timeouts`.
     pub lvs_timeouts: Option<LvsTimeouts>,
-    /// `lvs_sync_daemon` arguments as written.
-    pub lvs_sync_daemon: Option<Vec<String>>,
+    /// `lvs_sync_daemon`.
+    pub lvs_sync_daemon: Option<syncd::SyncdConfig>,
     /// `script_user USER [GROUP]`.
     pub script_user: Option<(String, Option<String>)>,
     /// `enable_script_security`.

@@ -25,7 +25,6 @@ use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon};
 use crate::lvs::graceful::Graceful;
-use crate::lvs::syncd::SyncdConfig;
 use crate::lvs::{desired, Reconciler};
 use crate::status::{self, Counters, TransitionRecord};
 use std::collections::BTreeSet;
@@ -610,12 +609,7 @@ pub async fn serve<B: Backend>(
 
 /// The sync daemons the checker runs for `lvs_sync_daemon`.
 fn sync_daemons(cfg: &Config) -> Vec<SyncDaemon> {
-    let Some(c) = cfg
-        .global_defs
-        .lvs_sync_daemon
-        .as_deref()
-        .and_then(SyncdConfig::parse)
-    else {
+    let Some(c) = &cfg.global_defs.lvs_sync_daemon else {
         return Vec::new();
     };
     // With an instance the VRRP side drives them (daemon::vrrp::syncd).

@@ -7,9 +7,9 @@
 //! IPVS handle of its own (or the dry run's log) on a task that applies
 //! the changes in order.
 
+use crate::config::model::syncd::SyncdConfig;
 use crate::config::model::Config;
 use crate::ipvs::{Backend, SYNC_BACKUP, SYNC_MASTER};
-use crate::lvs::syncd::SyncdConfig;
 use crate::vrrp::run::Notified;
 use tokio::sync::{mpsc, oneshot};
 
@@ -29,7 +29,7 @@ impl Syncd {
     /// For `cfg`'s `lvs_sync_daemon`, when it names one of its VRRP
     /// instances: starts the backup daemon.
     pub(super) fn start(cfg: &Config, dry_run: bool) -> Option<Syncd> {
-        let c = SyncdConfig::parse(cfg.global_defs.lvs_sync_daemon.as_deref()?)?;
+        let c = cfg.global_defs.lvs_sync_daemon.clone()?;
         let instance = c.vrrp_instance.clone()?;
         let vrid = cfg.vrrp.instances.iter().find(|i| i.name == instance)?.vrid;
         let (tx, rx) = mpsc::unbounded_channel();

@@ -176,3 +176,37 @@ fn only_config_reads_the_raw_global_settings() {
     assert_eq!(reads_raw_globals("x.global_flag(cfg, \"a\")"), vec![1]);
     assert!(reads_raw_globals("// cfg.global_defs.other").is_empty());
 }
+
+/// The daemon's subsystems (`daemon/checker`, `daemon/vrrp`) talk to the
+/// shell through `daemon::subsystem` only, and not to each other; the one
+/// exception left, VRRP borrowing the checker's listeners when no checker
+/// runs, goes with a control plane owned by the shell.
+#[test]
+fn subsystems_import_neither_the_shell_nor_each_other() {
+    const SUBSYSTEMS: &[&str] = &["checker", "vrrp"];
+    const ALLOWED: &[&str] = &["super::checker::listen("];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/daemon");
+    let mut problems = Vec::new();
+    for me in SUBSYSTEMS {
+        let mut fs = Vec::new();
+        files(&src.join(me), &mut fs);
+        assert!(!fs.is_empty(), "no source for daemon/{me}");
+        for f in fs {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let mut names = vec!["super::shell".to_string(), "daemon::shell".to_string()];
+                for other in SUBSYSTEMS.iter().filter(|o| *o != me) {
+                    names.push(format!("super::{other}::"));
+                    names.push(format!("daemon::{other}::"));
+                }
+                if names.iter().any(|x| code.contains(x.as_str()))
+                    && !ALLOWED.iter().any(|a| code.contains(a))
+                {
+                    problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

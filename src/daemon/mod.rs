@@ -4,7 +4,7 @@
 //! reload's rules ([`reload`]), and the one-shot commands ([`commands`]).
 //!
 //! [`shell`] runs each subsystem on a thread and runtime of its own and
-//! turns signals into [`shell::Command`]s for each; [`checker`] is the checker's
+//! turns signals into [`subsystem::Command`]s for each; [`checker`] is the checker's
 //! event loop, handed its backend, probes, queries and commands, so that it
 //! runs on paused time in tests; [`startup`] is the one startup rule a
 //! start, a reload and an offline `--plan` share.
@@ -17,6 +17,7 @@ pub mod reload;
 pub mod shell;
 pub mod signals;
 pub mod startup;
+pub mod subsystem;
 pub mod vrrp;
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 //! waits on the wall clock.
 
 use super::checker::{self, Deps};
-use super::shell::{dispatch, Command, Hosted, Reporter};
+use super::shell::{dispatch, Hosted};
 use super::signals::Signal;
+use super::subsystem::{Command, Reporter};
 use crate::check::conn::Failure;
 use crate::check::engine::{Jitter, Outcome, Planned, ProbeKind, Prober};
 use crate::cli::Options;
@@ -442,7 +443,7 @@ async fn a_refused_reload_keeps_the_running_table() {
 
 #[tokio::test(start_paused = true)]
 async fn the_shell_hosts_several_subsystems_alike() {
-    use super::shell::{Command, Progress};
+    use super::subsystem::{Command, Progress};
     // Two stand-in subsystems: each starts, answers reloads and records
     // what it was told.
     let dir = std::env::temp_dir().join(format!("krs-shell-two-{}", std::process::id()));
@@ -523,7 +524,8 @@ async fn the_shell_hosts_several_subsystems_alike() {
 /// the other back for [`RELEASE_WAIT`] at most.
 #[tokio::test(start_paused = true)]
 async fn at_stop_the_traffic_is_handed_off_before_the_services_go() {
-    use super::shell::{Command, Progress, RELEASE_WAIT};
+    use super::shell::RELEASE_WAIT;
+    use super::subsystem::{Command, Progress};
     use tokio::time::Instant;
     let opts = Options::default();
     // (seconds the first takes to release, or none)

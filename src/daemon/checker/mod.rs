@@ -12,8 +12,8 @@
 
 use super::memory::TrimDue;
 use super::reload::{error_set, reload_refusal};
-use super::shell::{Command, Progress, Reporter};
 use super::startup::{start_carry, timeouts};
+use super::subsystem::{Command, Progress, Reporter};
 use crate::check::engine::{Jitter, NetProber, Prober};
 use crate::check::misc::Scripts;
 use crate::cli::Options;

@@ -8,7 +8,7 @@
 //! shell's [`Command`]s into runner events. It runs on a thread of its own,
 //! so no checker load can delay an advert.
 
-use super::shell::{Command, Progress, Reporter};
+use super::subsystem::{Command, Progress, Reporter};
 use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;

@@ -1,0 +1,62 @@
+//! The contract between the daemon shell and the subsystems it hosts (the
+//! checker, VRRP): what the shell asks of one ([`Command`]), what one tells
+//! the shell ([`Progress`]) and through what ([`Reporter`]). A subsystem
+//! imports this module, never the shell.
+
+use crate::config::Loaded;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// What the shell asks of a subsystem.
+#[derive(Debug)]
+pub enum Command {
+    /// SIGHUP: the shell is reading the configuration again;
+    /// [`Command::Reload`] follows unless the read fails. Background work
+    /// waits meanwhile (the read is most of a reload).
+    Reading,
+    /// SIGHUP: the configuration as the shell read it again. The
+    /// subsystem applies its refusal rule, then answers
+    /// [`Progress::Reloaded`].
+    Reload(Arc<Loaded>),
+    /// SIGUSR1: write the data file.
+    DumpData,
+    /// A signal for the VRRP side alone (SIGUSR2, STATS_CLEAR, the JSON
+    /// signal), by keepalived's name.
+    VrrpSignal(&'static str),
+    /// SIGTERM: stop the checks, clear up the table, return.
+    Stop,
+}
+
+/// What a subsystem tells the shell (for systemd's notify protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The startup table is programmed ("Startup complete").
+    Started,
+    /// A reload was applied or refused.
+    Reloaded,
+    /// At stop, the traffic is handed off (VRRP: priority 0 sent, the
+    /// addresses removed): the subsystems stopped after it may go.
+    Released,
+    /// It ended (on its own, or after [`Command::Stop`]).
+    Ended,
+}
+
+/// How a subsystem reports to the shell: its progress, tagged with which
+/// subsystem it is.
+#[derive(Debug, Clone)]
+pub struct Reporter {
+    id: usize,
+    tx: mpsc::UnboundedSender<(usize, Progress)>,
+}
+
+impl Reporter {
+    /// Subsystem `id`'s reporter on `tx`.
+    pub fn new(id: usize, tx: mpsc::UnboundedSender<(usize, Progress)>) -> Reporter {
+        Reporter { id, tx }
+    }
+
+    /// Reports `p` (the shell may be gone at stop).
+    pub fn send(&self, p: Progress) {
+        let _ = self.tx.send((self.id, p));
+    }
+}

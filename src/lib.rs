@@ -5,6 +5,7 @@
 //!   parser, validation), with diagnostics that name file and line.
 //! - [`health`]: the health model and keepalived's pure rules over it
 //!   (retry families, startup, carry, quorum, dynamic weights).
+//! - [`bfd`]: BFD's control packets (RFC 5880), pure.
 //! - [`check`]: the health checkers and the engine that runs them.
 //! - [`lvs`]: the IPVS table the config and health call for, and the
 //!   reconciler that keeps the kernel equal to it.
@@ -18,6 +19,7 @@
 //! - [`cli`]: keepalived 2.2.7's command line.
 //! - [`genhash`]: the digest tool on the checker's HTTP reader.
 
+pub mod bfd;
 pub mod check;
 pub mod civil;
 pub mod cli;

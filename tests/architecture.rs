@@ -14,6 +14,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("ipvs", &[]),
     ("lvs", &["config", "health", "ipvs"]),
     ("vrrp", &["config"]),
+    ("bfd", &["config"]),
     (
         "status",
         &[
@@ -32,7 +33,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
 
 const MODULES: &[&str] = &[
     "config", "health", "check", "ipvs", "lvs", "status", "metrics", "print", "control", "cli",
-    "daemon", "genhash", "vrrp",
+    "daemon", "genhash", "vrrp", "bfd",
 ];
 
 fn files(p: &Path, out: &mut Vec<PathBuf>) {

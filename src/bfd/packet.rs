@@ -1,6 +1,8 @@
 //! BFD control packets (RFC 5880 §4.1, without the optional authentication
 //! section, which keepalived 2.2.7 neither sends nor accepts): encoding and
-//! decoding, with the reception checks of §6.8.6 that need no session.
+//! decoding, with the reception checks that need no session: RFC 5880
+//! §6.8.6's, and keepalived 2.2.7's stricter ones (the Length field equal
+//! to the datagram's, P and F not both set, no reserved diagnostic).
 //! Pure: bytes in, [`Control`] out and back.
 
 use std::fmt;
@@ -142,9 +144,10 @@ pub enum Invalid {
     /// The Length field below the minimum (24, or 26 with authentication).
     #[error("length field {0} too small")]
     LengthTooSmall(u8),
-    /// The Length field beyond the bytes received.
-    #[error("length field {field} beyond the {got} bytes received")]
-    LengthBeyond {
+    /// The Length field other than the datagram's length (keepalived's
+    /// "Packet size mismatch").
+    #[error("length field {field} but {got} bytes received")]
+    LengthMismatch {
         /// The field.
         field: u8,
         /// What came.
@@ -162,6 +165,12 @@ pub enum Invalid {
     /// Your Discriminator 0 while the sender is neither Down nor AdminDown.
     #[error("your discriminator 0 in state {0}")]
     ZeroYourDisc(State),
+    /// P and F both set.
+    #[error("poll and final both set")]
+    PollAndFinal,
+    /// A reserved diagnostic code (above 8).
+    #[error("diagnostic {0} reserved")]
+    ReservedDiag(u8),
     /// Authentication present: keepalived's BFD has none configured, and
     /// RFC 5880 discards such packets then.
     #[error("authentication present, none configured")]
@@ -203,8 +212,8 @@ impl Control {
         if usize::from(length) < if auth { LEN + 2 } else { LEN } {
             return Err(Invalid::LengthTooSmall(length));
         }
-        if usize::from(length) > b.len() {
-            return Err(Invalid::LengthBeyond {
+        if usize::from(length) != b.len() {
+            return Err(Invalid::LengthMismatch {
                 field: length,
                 got: b.len(),
             });
@@ -235,6 +244,12 @@ impl Control {
         }
         if c.your_disc == 0 && !matches!(c.state, State::Down | State::AdminDown) {
             return Err(Invalid::ZeroYourDisc(c.state));
+        }
+        if c.poll && c.fin {
+            return Err(Invalid::PollAndFinal);
+        }
+        if c.diag.0 > 8 {
+            return Err(Invalid::ReservedDiag(c.diag.0));
         }
         if auth {
             return Err(Invalid::Authenticated);
@@ -422,8 +437,10 @@ mod tests {
         assert_eq!(with(3, 23), Err(Invalid::LengthTooSmall(23)));
         assert_eq!(
             with(3, 25),
-            Err(Invalid::LengthBeyond { field: 25, got: 24 })
+            Err(Invalid::LengthMismatch { field: 25, got: 24 })
         );
+        assert_eq!(with(1, 0xf0), Err(Invalid::PollAndFinal));
+        assert_eq!(with(0, 0x29), Err(Invalid::ReservedDiag(9)));
         assert_eq!(with(2, 0), Err(Invalid::ZeroMultiplier));
         assert_eq!(with(1, 0xc1), Err(Invalid::Multipoint));
         let mut b = good.clone();
@@ -441,9 +458,12 @@ mod tests {
         b[3] = 26;
         b.extend([1, 2]);
         assert_eq!(Control::decode(&b), Err(Invalid::Authenticated));
-        // Trailing bytes past the Length field are ignored.
+        // Bytes past the Length field: keepalived's "Packet size mismatch".
         let mut b = good.clone();
         b.extend([0xff; 8]);
-        assert_eq!(Control::decode(&b), Control::decode(&good));
+        assert_eq!(
+            Control::decode(&b),
+            Err(Invalid::LengthMismatch { field: 24, got: 32 })
+        );
     }
 }

@@ -140,6 +140,18 @@ impl Session {
         self.tx_interval = new;
     }
 
+    /// A reload's timers for this session (keepalived keeps the session's
+    /// state across a reload): a changed `min_rx` or `min_tx` starts a poll
+    /// sequence, a changed multiplier alone does not.
+    pub fn set_params(&mut self, now: u64, p: Params) {
+        let poll = p.min_rx != self.params.min_rx || p.min_tx != self.params.min_tx;
+        self.params = p;
+        if poll && self.state == State::Up {
+            self.poll = true;
+        }
+        self.retime(now);
+    }
+
     /// The packet the session sends now.
     pub fn packet(&self) -> Control {
         Control {
@@ -355,10 +367,20 @@ mod tests {
         }
 
         fn run(&mut self, b_at: u64, pb: Params, until: u64, b_mute: u64) {
-            let mut now = 0;
+            self.steps(0, Some((b_at, pb)), until, b_mute);
+        }
+
+        fn run_from(&mut self, from: u64, until: u64) {
+            self.steps(from, None, until, u64::MAX);
+        }
+
+        fn steps(&mut self, from: u64, b: Option<(u64, Params)>, until: u64, b_mute: u64) {
+            let mut now = from;
             while now <= until {
-                if self.b.is_none() && now >= b_at {
-                    self.b = Some(Session::new(pb, now, &mut self.rng));
+                if let Some((b_at, pb)) = b {
+                    if self.b.is_none() && now >= b_at {
+                        self.b = Some(Session::new(pb, now, &mut self.rng));
+                    }
                 }
                 // Deliveries due.
                 let (due, later): (Vec<_>, Vec<_>) =
@@ -567,6 +589,38 @@ mod tests {
         let mut out = Vec::new();
         a.timers(2_000 + 900_000, &mut rng, &mut out);
         assert_eq!(a.packet().your_disc, 0);
+    }
+
+    #[test]
+    fn a_reload_with_new_timers_polls_with_them() {
+        let mut l = Link::new(P);
+        l.run(500_000, P, 3_000_000, u64::MAX);
+        let slower = Params {
+            min_rx: 200_000,
+            min_tx: 250_000,
+            ..P
+        };
+        let t = 3_001_000;
+        l.b.as_mut().unwrap().set_params(t, slower);
+        let from = l.sent.len();
+        l.run_from(t, 4_000_000);
+        // As in ka-ka-ipv4-poll-final-reload: B Up+P with the new values,
+        // A's Final at once, then B without flags.
+        let b: Vec<(&str, u32, u32)> = l.sent[from..]
+            .iter()
+            .filter(|(_, s, _)| *s == 'B')
+            .map(|(_, _, c)| (flags(c), c.desired_min_tx, c.required_min_rx))
+            .collect();
+        assert_eq!(b[0], ("P", 250_000, 200_000), "{b:?}");
+        assert_eq!(*b.last().unwrap(), ("-", 250_000, 200_000), "{b:?}");
+        let a_final = l.sent[from..]
+            .iter()
+            .filter(|(_, s, c)| *s == 'A' && c.fin)
+            .count();
+        assert_eq!(a_final, 1);
+        // A detects B at 3 x its new Desired Min TX.
+        assert_eq!(l.a.detection_time(), 3 * 250_000);
+        assert_eq!(l.a.state(), State::Up);
     }
 
     #[test]

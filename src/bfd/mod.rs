@@ -5,5 +5,6 @@
 //! runs sessions on sockets, and what VRRP and the checker make of their
 //! states, come next (issue 44).
 
+pub mod dispatch;
 pub mod packet;
 pub mod session;

@@ -27,26 +27,32 @@ fn samples(out: &str) -> Vec<Sample> {
         .collect()
 }
 
-#[test]
-#[cfg_attr(
-    not(feature = "guest"),
-    ignore = "needs root, qemu and keepalived for the IPVS guest: cargo test --features guest"
-)]
-fn slow_start_and_drain_in_the_kernel() {
+/// Runs `payload` in the guest with our binary; what the guest printed.
+fn guest(payload: &str, timeout_s: u32) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(root.join("compat-tests/guest.sh"))
         .arg(env!("CARGO_BIN_EXE_keepalived"))
-        .arg(root.join("compat-tests/graceful-guest.sh"))
-        .env("GUEST_TIMEOUT", "600")
+        .arg(root.join(payload))
+        .env("GUEST_TIMEOUT", timeout_s.to_string())
         .output()
         .expect("run compat-tests/guest.sh");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
         "guest failed ({}):\n{text}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    text
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "guest"),
+    ignore = "needs root, qemu and keepalived for the IPVS guest: cargo test --features guest"
+)]
+fn slow_start_and_drain_in_the_kernel() {
+    let text = guest("compat-tests/graceful-guest.sh", 600);
     let s = samples(&text);
     let of = |phase: &str| -> Vec<&Sample> { s.iter().filter(|x| x.0 == phase).collect() };
     // Held: in at its weight with the connection counted.
@@ -109,20 +115,8 @@ fn slow_start_and_drain_in_the_kernel() {
     ignore = "needs root, qemu and keepalived for the IPVS guest: cargo test --features guest"
 )]
 fn a_planned_failover_refuses_no_connection() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(root.join("compat-tests/guest.sh"))
-        .arg(env!("CARGO_BIN_EXE_keepalived"))
-        .arg(root.join("compat-tests/failover-guest.sh"))
-        .env("GUEST_TIMEOUT", "900")
-        .output()
-        .expect("run compat-tests/guest.sh");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && !text.contains("@@FAIL"),
-        "guest failed ({}):\n{text}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = guest("compat-tests/failover-guest.sh", 900);
+    assert!(!text.contains("@@FAIL"), "{text}");
     // "@@R IMPL ROUND ok N refused N reset N timeout N other N"
     let rounds: Vec<(String, [u32; 5])> = text
         .lines()

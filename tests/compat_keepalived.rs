@@ -924,6 +924,13 @@ fn gen_config(seed: u64, dir: &Path) -> String {
         out.push_str(r2.pick(&[
             "global_defs {\n    lvs_sync_daemon eth0 VI\n    lvs_sync_daemon eth1 VI id 3\n}\n",
             "global_defs {\n    lvs_sync_daemon eth0\n    lvs_sync_daemon eth0 VI2\n}\n",
+            // Options right after the interface: no positional instance.
+            "global_defs {\n    lvs_sync_daemon lo id 5 maxlen 1400\n}\n",
+            "global_defs {\n    lvs_sync_daemon lo port 8848 ttl 2 group 224.0.0.81\n}\n",
+            "global_defs {\n    lvs_sync_daemon lo inst VI id 3\n}\n",
+            "global_defs {\n    lvs_sync_daemon lo VI 5\n}\n",
+            "global_defs {\n    lvs_sync_daemon lo id 5 7\n}\n",
+            "global_defs {\n    lvs_sync_daemon lo inst\n}\n",
         ]));
     }
     if r2.chance(10) {

@@ -185,7 +185,14 @@ fn scenarios() -> Vec<Scenario> {
             vec![
                 start_step(),
                 synced("carrier loss on the master", cable_d1_out, 6.0, 1),
-                step("carrier back", cable_d1_in, 5.5),
+                // d2's delayed GARP burst (garp_master_delay after its
+                // takeover in the step before) falls in this window:
+                // keepalived's oracle once sent it 0.35 s later than its
+                // takeover predicts (ours on time) on a loaded runner.
+                Step {
+                    slack: 0.5,
+                    ..step("carrier back", cable_d1_in, 5.5)
+                },
             ],
         ),
         sc(

@@ -108,13 +108,27 @@ pub fn lvs_sync_daemon(p: P, w: &[Word]) -> HandlerResult {
 /// `lvs_sync_daemon IF [INSTANCE] [id N] [maxlen N] [port N] [ttl N]
 /// [group IP]`, checked as keepalived 2.2.7 checks it (the options have no
 /// effect until the VRRP side drives the sync daemon). A bare number after
-/// the instance is the old form of `id`.
+/// the instance is the old form of `id`; an option right after the
+/// interface (`IF id N`, `IF inst NAME`) means no positional instance.
 fn sync_daemon_options(p: P, w: &[Word]) {
-    let mut i = 3;
+    const OPTIONS: &[&str] = &["inst", "id", "maxlen", "port", "ttl", "group"];
+    // An option right after the interface: no positional instance.
+    let mut i = if w.get(2).is_some_and(|x| OPTIONS.contains(&x.text.as_str())) {
+        2
+    } else {
+        3
+    };
     while i < w.len() {
         let opt = w[i].text.clone();
         let value = w.get(i + 1).map(|x| x.text.clone());
         let range = match opt.as_str() {
+            "inst" => {
+                if p.arg(w, i + 1).is_err() {
+                    break;
+                }
+                i += 2;
+                continue;
+            }
             "id" => Some((0, 255)),
             "maxlen" => Some((1, 65507)),
             "port" => Some((1, 65535)),

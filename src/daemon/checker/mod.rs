@@ -318,6 +318,7 @@ pub async fn serve<B: Backend>(
     log::info!("Startup complete");
     progress.send(Progress::Started);
     let mut syncds = sync_daemons(&cur.config);
+    adopt_sync_daemons(&mut rec, &syncds).await;
     start_sync_daemons(&mut rec, &syncds).await;
     let mut drift = tokio::time::interval(DRIFT_INTERVAL);
     drift.tick().await;
@@ -614,6 +615,40 @@ fn sync_daemons(cfg: &Config) -> Vec<SyncDaemon> {
     };
     // With an instance the VRRP side drives them (daemon::vrrp::syncd).
     c.checker_daemons()
+}
+
+/// Sync daemons an earlier run left in the kernel (a crash), in a state
+/// this configuration runs one in, are stopped before ours start, so that
+/// the file's settings are the ones running (keepalived 2.2.7 ends the
+/// same way: guest scenario `sync-daemon-crash`, restarted with another
+/// sync id).
+async fn adopt_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {
+    if ds.is_empty() {
+        return;
+    }
+    let running = match rec.backend_mut().daemons().await {
+        Ok(r) => r,
+        Err(e) => {
+            log::warn!("lvs_sync_daemon: cannot list the kernel's sync daemons: {e}");
+            return;
+        }
+    };
+    for (state, syncid) in running {
+        if !ds.iter().any(|d| d.state == state) {
+            continue;
+        }
+        let word = if state == crate::ipvs::SYNC_MASTER {
+            "master"
+        } else {
+            "backup"
+        };
+        log::warn!(
+            "lvs_sync_daemon: the kernel runs a {word} sync daemon (syncid {syncid}) left by an earlier run: restarted as configured"
+        );
+        if let Err(e) = rec.backend_mut().stop_daemon(state, syncid).await {
+            log::warn!("{e}");
+        }
+    }
 }
 
 async fn start_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemon]) {

@@ -57,7 +57,6 @@ pub struct Session {
     diag: Diag,
     local_disc: u32,
     remote_disc: u32,
-    remote_state: State,
     remote_min_rx: u32,
     remote_desired_min_tx: u32,
     remote_mult: u8,
@@ -86,7 +85,6 @@ impl Session {
             diag: Diag::NONE,
             local_disc: rng.discriminator(),
             remote_disc: 0,
-            remote_state: State::Down,
             remote_min_rx: 1,
             remote_desired_min_tx: 0,
             remote_mult: 0,
@@ -240,7 +238,6 @@ impl Session {
         }
         let was_up = self.state == State::Up;
         self.remote_disc = c.my_disc;
-        self.remote_state = c.state;
         self.remote_min_rx = c.required_min_rx.max(1);
         self.remote_desired_min_tx = c.desired_min_tx;
         self.remote_mult = c.detect_mult;
@@ -309,7 +306,6 @@ impl Session {
     fn forget_remote(&mut self, now: u64) {
         self.reset_at = None;
         self.remote_disc = 0;
-        self.remote_state = State::Down;
         self.remote_min_rx = 1;
         self.remote_desired_min_tx = 0;
         self.retime(now);

@@ -137,11 +137,7 @@ impl Backend for DryRun {
     }
 
     async fn stop_daemon(&mut self, state: u32, syncid: u32) -> Result<(), IpvsError> {
-        let s = if state == super::SYNC_MASTER {
-            "master"
-        } else {
-            "backup"
-        };
+        let s = super::sync_state_word(state);
         log::info!("dry-run: ipvsadm --stop-daemon {s} --syncid {syncid}");
         Ok(())
     }

@@ -57,14 +57,19 @@ pub struct SyncDaemon {
     pub group: Option<std::net::IpAddr>,
 }
 
+/// ipvsadm's word for a sync daemon's state: `master` or `backup`.
+pub fn sync_state_word(state: u32) -> &'static str {
+    if state == SYNC_MASTER {
+        "master"
+    } else {
+        "backup"
+    }
+}
+
 impl fmt::Display for SyncDaemon {
     /// As the ipvsadm command that starts it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = if self.state == SYNC_MASTER {
-            "master"
-        } else {
-            "backup"
-        };
+        let state = sync_state_word(self.state);
         write!(
             f,
             "--start-daemon {state} --mcast-interface {} --syncid {}",

@@ -637,11 +637,7 @@ async fn adopt_sync_daemons<B: Backend>(rec: &mut Reconciler<B>, ds: &[SyncDaemo
         if !ds.iter().any(|d| d.state == state) {
             continue;
         }
-        let word = if state == crate::ipvs::SYNC_MASTER {
-            "master"
-        } else {
-            "backup"
-        };
+        let word = crate::ipvs::sync_state_word(state);
         log::warn!(
             "lvs_sync_daemon: the kernel runs a {word} sync daemon (syncid {syncid}) left by an earlier run: restarted as configured"
         );

@@ -117,13 +117,7 @@ async fn run<B: Backend>(mut b: B, c: SyncdConfig, vrid: u8, mut rx: mpsc::Unbou
     }
 }
 
-fn word(state: u32) -> &'static str {
-    if state == SYNC_MASTER {
-        "master"
-    } else {
-        "backup"
-    }
-}
+use crate::ipvs::sync_state_word as word;
 
 #[cfg(test)]
 mod tests {

@@ -37,6 +37,11 @@ impl OsRandom {
         OsRandom { state: seed }
     }
 
+    /// A number below `n` (not 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
     fn next(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;

@@ -60,6 +60,9 @@ pub struct Session {
     remote_min_rx: u32,
     remote_desired_min_tx: u32,
     remote_mult: u8,
+    /// The neighbour's state and diagnostic as its last packet said.
+    remote_state: State,
+    remote_diag: Diag,
     /// P on every packet until an F comes back.
     poll: bool,
     /// A packet with F goes out at once.
@@ -88,6 +91,8 @@ impl Session {
             remote_min_rx: 1,
             remote_desired_min_tx: 0,
             remote_mult: 0,
+            remote_state: State::Down,
+            remote_diag: Diag::NONE,
             poll: false,
             final_due: false,
             tx_interval: 0,
@@ -241,6 +246,8 @@ impl Session {
         self.remote_min_rx = c.required_min_rx.max(1);
         self.remote_desired_min_tx = c.desired_min_tx;
         self.remote_mult = c.detect_mult;
+        self.remote_state = c.state;
+        self.remote_diag = c.diag;
         if c.fin {
             self.poll = false;
         }
@@ -308,7 +315,75 @@ impl Session {
         self.remote_disc = 0;
         self.remote_min_rx = 1;
         self.remote_desired_min_tx = 0;
+        self.remote_state = State::Down;
+        self.remote_diag = Diag::NONE;
         self.retime(now);
+    }
+
+    /// Held down locally (keepalived: its send socket cannot be opened):
+    /// nothing is sent, received packets are passed over.
+    pub fn admin_down(&mut self, now: u64, out: &mut Vec<Output>, rng: &mut impl Random) {
+        let to = (State::AdminDown, Diag::ADMIN_DOWN, false);
+        self.enter(now, to, rng, out);
+        self.tx_at = None;
+        self.forget_remote(now);
+    }
+
+    /// Out of [`Session::admin_down`] (its socket open at last): Down, and
+    /// transmitting unless passive.
+    pub fn resume(&mut self, now: u64) {
+        if self.state == State::AdminDown {
+            self.state = State::Down;
+            self.diag = Diag::NONE;
+            if !self.params.passive {
+                self.tx_at = Some(now);
+            }
+            self.retime(now);
+        }
+    }
+
+    /// The session's timers.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The local diagnostic.
+    pub fn diag(&self) -> Diag {
+        self.diag
+    }
+
+    /// The neighbour's state and diagnostic as its last packet said.
+    pub fn remote(&self) -> (State, Diag) {
+        (self.remote_state, self.remote_diag)
+    }
+
+    /// The neighbour's discriminator (0 until learnt, and after a reset).
+    pub fn remote_disc(&self) -> u32 {
+        self.remote_disc
+    }
+
+    /// The neighbour's Desired Min TX, Required Min RX (µs) and Detect Mult.
+    pub fn remote_timers(&self) -> (u32, u32, u8) {
+        (
+            self.remote_desired_min_tx,
+            self.remote_min_rx,
+            self.remote_mult,
+        )
+    }
+
+    /// The transmit interval in force, µs (before jitter).
+    pub fn tx_interval(&self) -> u64 {
+        self.tx_interval
+    }
+
+    /// When the detection timer expires, if it runs.
+    pub fn detect_at(&self) -> Option<u64> {
+        self.detect_at
+    }
+
+    /// A poll sequence is running (P on every packet).
+    pub fn polling(&self) -> bool {
+        self.poll
     }
 }
 

@@ -9,6 +9,7 @@
 //! runs on paused time in tests; [`startup`] is the one startup rule a
 //! start, a reload and an offline `--plan` share.
 
+pub mod bfd;
 pub mod checker;
 pub mod commands;
 pub mod memory;

@@ -79,6 +79,19 @@ pub fn vrrp_pid_path(opts: &Options, cfg: &Config) -> PathBuf {
     }
 }
 
+/// The BFD side's pid file (`-b`, default `/run/bfd.pid`, placed and
+/// named as the others).
+pub fn bfd_pid_path(opts: &Options, cfg: &Config) -> PathBuf {
+    if let Some(p) = &opts.bfd_pid {
+        return PathBuf::from(p);
+    }
+    let dir = pid_dir(opts, Some(cfg));
+    match &cfg.root.instance {
+        Some(i) => dir.join(format!("bfd_{i}.pid")),
+        None => dir.join("bfd.pid"),
+    }
+}
+
 /// Why a pid file could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum PidFileError {
@@ -254,6 +267,8 @@ pub struct Logger {
     syslog: Option<Mutex<Syslog>>,
     /// The VRRP side's lines go under keepalived's `Keepalived_vrrp` ident.
     vrrp_syslog: Option<Mutex<Syslog>>,
+    /// The BFD side's go under `Keepalived_bfd`.
+    bfd_syslog: Option<Mutex<Syslog>>,
     file: Option<Mutex<File>>,
     level: log::LevelFilter,
 }
@@ -275,6 +290,8 @@ impl log::Log for Logger {
         let msg = r.args().to_string();
         let syslog = if is_vrrp(r.target()) {
             self.vrrp_syslog.as_ref().or(self.syslog.as_ref())
+        } else if is_bfd(r.target()) {
+            self.bfd_syslog.as_ref().or(self.syslog.as_ref())
         } else {
             self.syslog.as_ref()
         };
@@ -301,6 +318,11 @@ impl log::Log for Logger {
 /// Whether a log record comes from the VRRP side (its modules).
 pub fn is_vrrp(target: &str) -> bool {
     target.starts_with("keepalived::vrrp") || target.starts_with("keepalived::daemon::vrrp")
+}
+
+/// Whether a log record comes from the BFD side (its modules).
+pub fn is_bfd(target: &str) -> bool {
+    target.starts_with("keepalived::bfd") || target.starts_with("keepalived::daemon::bfd")
 }
 
 /// keepalived's `make_syslog_ident()`: `NAME`, then `_NAMESPACE` and
@@ -350,12 +372,18 @@ pub fn running_namespace() -> Option<&'static str> {
 /// with `-l`, a file with `-g` (under /tmp when relative, with `_check`
 /// before the extension, as keepalived's checker names it).
 pub fn init_logging(opts: &Options, ident: &str) {
-    init_logging_with(opts, ident, None)
+    init_logging_with(opts, ident, None, None)
 }
 
-/// [`init_logging`] with the VRRP side's ident for its own lines.
-pub fn init_logging_with(opts: &Options, ident: &str, vrrp_ident: Option<&str>) {
-    let logger = build_logger(opts, ident, vrrp_ident, None);
+/// [`init_logging`] with the VRRP and BFD sides' idents for their own
+/// lines.
+pub fn init_logging_with(
+    opts: &Options,
+    ident: &str,
+    vrrp_ident: Option<&str>,
+    bfd_ident: Option<&str>,
+) {
+    let logger = build_logger(opts, ident, [vrrp_ident, bfd_ident], None);
     let level = logger.level;
     if log::set_boxed_logger(Box::new(logger)).is_ok() {
         log::set_max_level(level);
@@ -367,7 +395,7 @@ pub fn init_logging_with(opts: &Options, ident: &str, vrrp_ident: Option<&str>) 
 pub fn build_logger(
     opts: &Options,
     ident: &str,
-    vrrp_ident: Option<&str>,
+    [vrrp_ident, bfd_ident]: [Option<&str>; 2],
     syslog_at: Option<&Path>,
 ) -> Logger {
     let level = if opts.log_detail > 0 {
@@ -407,6 +435,7 @@ pub fn build_logger(
     };
     let syslog = open_syslog(ident);
     let vrrp_syslog = vrrp_ident.and_then(open_syslog);
+    let bfd_syslog = bfd_ident.and_then(open_syslog);
     let file = opts.log_file.as_ref().and_then(|f| {
         let name = if f.is_empty() {
             "keepalived.log"
@@ -441,6 +470,7 @@ pub fn build_logger(
         console,
         syslog,
         vrrp_syslog,
+        bfd_syslog,
         file,
         level,
     }
@@ -462,16 +492,23 @@ pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
     // A dry run takes no pid files unless asked to, so that it can run
     // beside a real keepalived.
     let mut pidfiles = Vec::new();
-    if !opts.dry_run || opts.pid.is_some() || opts.checkers_pid.is_some() || opts.vrrp_pid.is_some()
+    let wanted = super::shell::subsystems(opts, &loaded.config);
+    if !opts.dry_run
+        || opts.pid.is_some()
+        || opts.checkers_pid.is_some()
+        || opts.vrrp_pid.is_some()
+        || opts.bfd_pid.is_some()
     {
         let (main, checker) = pid_paths(opts, Some(&loaded.config));
-        let (want_checker, want_vrrp) = super::shell::subsystems(opts, &loaded.config);
         let mut paths = vec![main];
-        if want_checker {
+        if wanted.checker {
             paths.push(checker);
         }
-        if want_vrrp {
+        if wanted.vrrp {
             paths.push(vrrp_pid_path(opts, &loaded.config));
+        }
+        if wanted.bfd {
+            paths.push(bfd_pid_path(opts, &loaded.config));
         }
         for p in paths {
             match PidFile::lock(&p) {
@@ -504,11 +541,17 @@ pub fn start(opts: &Options, loaded: Loaded) -> ExitCode {
     }
     let inst = loaded.config.root.instance.as_deref();
     let ns = namespace(opts, Some(&loaded.config));
-    let vrrp = super::shell::subsystems(opts, &loaded.config).1;
     init_logging_with(
         opts,
         &ident(ns.as_deref(), inst),
-        vrrp.then(|| vrrp_ident(ns.as_deref(), inst)).as_deref(),
+        wanted
+            .vrrp
+            .then(|| vrrp_ident(ns.as_deref(), inst))
+            .as_deref(),
+        wanted
+            .bfd
+            .then(|| make_ident("Keepalived_bfd", ns.as_deref(), inst))
+            .as_deref(),
     );
     log::info!(
         "Starting Keepalived v2.2.7 compatible (keepalived-rs {})",
@@ -634,7 +677,7 @@ mod ident_tests {
     /// targets) go out as `Keepalived_vrrp`, the checker's as
     /// `Keepalived_healthcheckers`, as keepalived's two children log.
     #[test]
-    fn vrrp_lines_go_to_syslog_as_keepalived_vrrp() {
+    fn vrrp_and_bfd_lines_go_to_syslog_under_their_idents() {
         let dir = std::env::temp_dir().join(format!("kr-ident-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -646,7 +689,10 @@ mod ident_tests {
         let logger = build_logger(
             &opts,
             &ident(None, None),
-            Some(&vrrp_ident(None, None)),
+            [
+                Some(&vrrp_ident(None, None)),
+                Some(&make_ident("Keepalived_bfd", None, None)),
+            ],
             Some(&path),
         );
         let line = |target: &str, msg: &str| {
@@ -677,6 +723,11 @@ mod ident_tests {
         assert!(
             c.contains(&format!("Keepalived_healthcheckers[{pid}]: Activating")),
             "{c}"
+        );
+        let b = line("keepalived::bfd::scheduler", "(to_b) Entering Up state");
+        assert!(
+            b.contains(&format!("Keepalived_bfd[{pid}]: (to_b) Entering Up state")),
+            "{b}"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -119,13 +119,19 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     };
     let (ptx, prx) = mpsc::unbounded_channel();
     let loaded = Arc::new(loaded);
-    let (want_checker, want_vrrp) = subsystems(opts, &loaded.config);
+    let Wanted {
+        checker: want_checker,
+        vrrp: want_vrrp,
+        bfd: want_bfd,
+    } = subsystems(opts, &loaded.config);
     // init_file: the tracked files are written once, before either side
     // reads them (keepalived writes them while reading the config).
     crate::check::file::init_files(&loaded.config);
     // VRRP's status, read by the checker's status socket (or by VRRP's own
     // when the checker does not run).
     let board: crate::vrrp::status::Board = Default::default();
+    // Where BFD's events go: to the subsystems that consume them.
+    let bfd_listeners = super::subsystem::BfdListeners::default();
     let mut hosted = Vec::new();
     let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
     if want_checker {
@@ -187,6 +193,39 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             }
             Err(e) => {
                 log::error!("cannot start VRRP: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if want_bfd {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                log::error!("cannot start the BFD event loop: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let (o, l) = (opts.clone(), loaded.clone());
+        let listeners = bfd_listeners.clone();
+        let started = host(
+            "BFD",
+            "bfd",
+            rt,
+            hosted.len(),
+            &ptx,
+            false,
+            move |c, r| async move { super::bfd::run(&o, l, c, r, listeners).await },
+        );
+        match started {
+            Ok((t, h)) => {
+                threads.push(t);
+                hosted.push(h);
+            }
+            Err(e) => {
+                log::error!("cannot start BFD: {e}");
                 return ExitCode::from(1);
             }
         }
@@ -253,15 +292,30 @@ where
     ))
 }
 
+/// Which subsystems run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted {
+    /// The checker.
+    pub checker: bool,
+    /// VRRP.
+    pub vrrp: bool,
+    /// BFD.
+    pub bfd: bool,
+}
+
 /// Which subsystems run, as keepalived 2.2.7 decides which children to
-/// start: `-P` only VRRP, `-C` only the checker; otherwise the checker
-/// when there are virtual servers (or nothing else to run) and VRRP when
-/// there are VRRP instances.
-pub fn subsystems(opts: &Options, cfg: &Config) -> (bool, bool) {
+/// start: `-P` no checker, `-C` no VRRP, `-B` no BFD; the checker when
+/// there are virtual servers (or nothing else to run), VRRP when there are
+/// VRRP instances, BFD when there is a `bfd_instance` (measured: `-P` and
+/// `-C` leave it running, and a file with only `bfd_instance` blocks runs
+/// BFD alone).
+pub fn subsystems(opts: &Options, cfg: &Config) -> Wanted {
     let has_vrrp = !cfg.vrrp.instances.is_empty();
-    let checker = !opts.vrrp && (!cfg.virtual_servers.is_empty() || !has_vrrp || opts.check);
+    let bfd = !opts.no_bfd && !cfg.bfd_instances.is_empty();
     let vrrp = !opts.check && has_vrrp;
-    (checker, vrrp)
+    let checker =
+        !opts.vrrp && (!cfg.virtual_servers.is_empty() || (!bfd && (!has_vrrp || opts.check)));
+    Wanted { checker, vrrp, bfd }
 }
 
 /// A subsystem as the shell holds it.

@@ -60,3 +60,23 @@ impl Reporter {
         let _ = self.tx.send((self.id, p));
     }
 }
+
+/// A BFD session's state as VRRP and the checker hear it (keepalived's
+/// `bfd_event_t`: only Up or Down, by instance name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BfdEvent {
+    /// The `bfd_instance`.
+    pub name: String,
+    /// Up (else Down).
+    pub up: bool,
+}
+
+/// Where the BFD subsystem's events go: the subsystems that run and
+/// listen (keepalived's pipes to its VRRP and checker children).
+#[derive(Debug, Clone, Default)]
+pub struct BfdListeners {
+    /// VRRP (`track_bfd`).
+    pub vrrp: Option<mpsc::UnboundedSender<BfdEvent>>,
+    /// The checker (`BFD_CHECK`).
+    pub checker: Option<mpsc::UnboundedSender<BfdEvent>>,
+}

@@ -1,0 +1,265 @@
+//! BFD's sockets as keepalived 2.2.7 opens them (`../shared/reference/bfd.md`
+//! §5.1): one listener on `[::]:3784` for every session, dual-stack, with
+//! the TTL / hop limit and the destination of each datagram; one sender
+//! per session, bound to its `source_ip` and a port in 49152-65535, sending
+//! with the session's TTL / hop limit.
+
+use crate::bfd::random::OsRandom;
+use crate::bfd::scheduler::Spec;
+use nix::sys::socket::{recvmsg, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io::{self, IoSliceMut};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd};
+use tokio::io::unix::AsyncFd;
+
+/// RFC 5881 §4: single-hop control packets go to this port.
+pub const PORT: u16 = 3784;
+
+/// A datagram received: its length, sender, our address it was sent to,
+/// and its TTL / hop limit as the kernel told it.
+pub type Datagram = (usize, SocketAddr, IpAddr, Option<u8>);
+
+/// Where the daemon's datagrams come from (the listener, or a test's
+/// wire).
+pub trait Inbox {
+    /// The next datagram, read into `buf`.
+    fn recv(&mut self, buf: &mut [u8]) -> impl std::future::Future<Output = io::Result<Datagram>>;
+}
+
+/// Where the daemon's datagrams go: each session's sender.
+pub trait Outbox {
+    /// Opens session `id`'s sender for `spec` (replacing any).
+    fn open(&mut self, id: usize, spec: &Spec) -> io::Result<()>;
+    /// Sends `bytes` from session `id`'s sender to `to`.
+    fn send(&mut self, id: usize, to: SocketAddr, bytes: &[u8]) -> io::Result<()>;
+    /// The senders renumbered after a reload: new session `i` keeps old
+    /// sender `from[i]`; the others are closed.
+    fn remap(&mut self, from: &[Option<usize>]);
+    /// The local address and port of session `id`'s sender (for the dump).
+    fn local(&self, id: usize) -> Option<SocketAddr>;
+}
+
+/// The listener on `[::]:3784` (or `0.0.0.0:3784` without IPv6).
+pub struct Listener {
+    fd: AsyncFd<Socket>,
+}
+
+impl Listener {
+    /// Opens it (keepalived's "Unable to open listening socket" when this
+    /// fails).
+    pub fn open() -> io::Result<Listener> {
+        let s = match Self::socket(Domain::IPV6) {
+            Ok(s) => s,
+            Err(_) => Self::socket(Domain::IPV4)?,
+        };
+        // SAFETY: the AsyncFd owns the socket, and so its descriptor, which
+        // stays open and the same until the AsyncFd is dropped.
+        let fd = unsafe { AsyncFd::register_with_interest(s, tokio::io::Interest::READABLE) }
+            .map_err(io::Error::from)?;
+        Ok(Listener { fd })
+    }
+
+    fn socket(domain: Domain) -> io::Result<Socket> {
+        let s = Socket::new(
+            domain,
+            Type::DGRAM.nonblocking().cloexec(),
+            Some(Protocol::UDP),
+        )?;
+        s.set_reuse_address(true)?;
+        let fd = s.as_fd();
+        nix::sys::socket::setsockopt(&fd, sockopt::Ipv4RecvTtl, &true).map_err(io::Error::from)?;
+        nix::sys::socket::setsockopt(&fd, sockopt::Ipv4PacketInfo, &true)
+            .map_err(io::Error::from)?;
+        let addr = if domain == Domain::IPV6 {
+            s.set_only_v6(false)?;
+            nix::sys::socket::setsockopt(&fd, sockopt::Ipv6RecvHopLimit, &true)
+                .map_err(io::Error::from)?;
+            nix::sys::socket::setsockopt(&fd, sockopt::Ipv6RecvPacketInfo, &true)
+                .map_err(io::Error::from)?;
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), PORT)
+        } else {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT)
+        };
+        s.bind(&addr.into())?;
+        Ok(s)
+    }
+}
+
+impl Inbox for Listener {
+    async fn recv(&mut self, buf: &mut [u8]) -> io::Result<Datagram> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|s| read_one(s.get_ref(), buf)) {
+                Ok(Ok(Some(d))) => return Ok(d),
+                // Passed over (no sender address): read on.
+                Ok(Ok(None)) => continue,
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+/// One datagram with its control messages; a v4-mapped sender is turned
+/// back into IPv4, as keepalived does.
+fn read_one(s: &Socket, buf: &mut [u8]) -> io::Result<Option<Datagram>> {
+    let mut cmsg = nix::cmsg_space!(
+        nix::libc::in6_pktinfo,
+        nix::libc::in_pktinfo,
+        nix::libc::c_int,
+        nix::libc::c_int
+    );
+    let mut iov = [IoSliceMut::new(buf)];
+    let m = recvmsg::<SockaddrStorage>(
+        s.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(io::Error::from)?;
+    let len = if m.flags.contains(MsgFlags::MSG_TRUNC) {
+        // Longer than any packet keepalived takes (it reads 32 bytes):
+        // its length check will refuse it.
+        usize::MAX
+    } else {
+        m.bytes
+    };
+    let from = m.address.and_then(|a| {
+        if let Some(v6) = a.as_sockaddr_in6() {
+            let ip = v6.ip();
+            let ip = ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4);
+            Some(SocketAddr::new(ip, v6.port()))
+        } else {
+            a.as_sockaddr_in()
+                .map(|v4| SocketAddr::new(IpAddr::V4(v4.ip()), v4.port()))
+        }
+    });
+    let mut to = None;
+    let mut ttl = None;
+    if let Ok(cms) = m.cmsgs() {
+        for c in cms {
+            match c {
+                ControlMessageOwned::Ipv4PacketInfo(p) => {
+                    to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(p.ipi_addr.s_addr))))
+                }
+                ControlMessageOwned::Ipv6PacketInfo(p) => {
+                    let ip = Ipv6Addr::from(p.ipi6_addr.s6_addr);
+                    to = Some(ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4));
+                }
+                ControlMessageOwned::Ipv4Ttl(t) => ttl = Some(t.clamp(0, 255) as u8),
+                ControlMessageOwned::Ipv6HopLimit(h) => ttl = Some(h.clamp(0, 255) as u8),
+                _ => {}
+            }
+        }
+    }
+    let Some(from) = from else { return Ok(None) };
+    let to = to.unwrap_or(match from {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    });
+    Ok(Some((len, from, to, ttl)))
+}
+
+/// The sessions' senders.
+#[derive(Default)]
+pub struct Senders {
+    socks: Vec<Option<Socket>>,
+    rng: Option<OsRandom>,
+}
+
+/// The source ports keepalived draws from: the kernel's ephemeral range
+/// cut to 49152-65535 (RFC 5881 §4), or all of 49152-65535 when less than
+/// 1024 ports of it remain.
+pub fn source_ports() -> (u16, u16) {
+    let (lo, hi) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| {
+            let mut w = t.split_whitespace().map(|x| x.parse::<u16>().ok());
+            Some((w.next()??, w.next()??))
+        })
+        .unwrap_or((32768, 60999));
+    let (lo, hi) = (lo.max(49152), hi);
+    if hi < lo || hi - lo < 1023 {
+        (49152, 65535)
+    } else {
+        (lo, hi)
+    }
+}
+
+impl Senders {
+    fn sender(spec: &Spec, port: u16) -> io::Result<Socket> {
+        let domain = if spec.neighbor.is_ipv6() {
+            Domain::IPV6
+        } else {
+            Domain::IPV4
+        };
+        let s = Socket::new(
+            domain,
+            Type::DGRAM.nonblocking().cloexec(),
+            Some(Protocol::UDP),
+        )?;
+        if spec.neighbor.is_ipv6() {
+            s.set_unicast_hops_v6(u32::from(spec.ttl))?;
+        } else {
+            s.set_ttl_v4(u32::from(spec.ttl))?;
+        }
+        if let Some(src) = spec.source {
+            s.bind(&SocketAddr::new(src, port).into())?;
+        }
+        Ok(s)
+    }
+}
+
+impl Outbox for Senders {
+    fn open(&mut self, id: usize, spec: &Spec) -> io::Result<()> {
+        if self.socks.len() <= id {
+            self.socks.resize_with(id + 1, || None);
+        }
+        self.socks[id] = None;
+        if spec.source.is_none() {
+            // Unbound: the kernel picks the address and port (keepalived's
+            // man page: `source_ip` is needed for a port in range).
+            self.socks[id] = Some(Self::sender(spec, 0)?);
+            return Ok(());
+        }
+        let (lo, hi) = source_ports();
+        let span = u64::from(hi - lo) + 1;
+        let start = self.rng.get_or_insert_with(OsRandom::new).below(span);
+        let mut last = io::Error::from(io::ErrorKind::AddrInUse);
+        for k in 0..span {
+            let port = lo + ((start + k) % span) as u16;
+            match Self::sender(spec, port) {
+                Ok(s) => {
+                    self.socks[id] = Some(s);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = e,
+                Err(e) => {
+                    log::info!("({}) bind() error ({e})", spec.name);
+                    return Err(e);
+                }
+            }
+        }
+        Err(last)
+    }
+
+    fn send(&mut self, id: usize, to: SocketAddr, bytes: &[u8]) -> io::Result<()> {
+        let Some(Some(s)) = self.socks.get(id) else {
+            return Err(io::Error::from(io::ErrorKind::NotConnected));
+        };
+        s.send_to(bytes, &to.into()).map(|_| ())
+    }
+
+    fn remap(&mut self, from: &[Option<usize>]) {
+        let mut old: Vec<Option<Socket>> = std::mem::take(&mut self.socks);
+        self.socks = from
+            .iter()
+            .map(|f| f.and_then(|i| old.get_mut(i).and_then(Option::take)))
+            .collect();
+    }
+
+    fn local(&self, id: usize) -> Option<SocketAddr> {
+        self.socks.get(id)?.as_ref()?.local_addr().ok()?.as_socket()
+    }
+}

@@ -380,6 +380,10 @@ impl Lab {
             .arg(d.join("vrrp.pid"))
             .arg("-c")
             .arg(d.join("checkers.pid"))
+            // The namespaces share /run: keepalived's BFD child would take
+            // /run/bfd.pid on both directors.
+            .arg("-b")
+            .arg(d.join("bfd.pid"))
             .args(extra)
             // Ours only: the namespaces share /run, so each daemon gets a
             // status socket of its own.

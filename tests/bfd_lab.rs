@@ -125,3 +125,144 @@ fn sessions_come_up_with_keepalived_and_ours_and_detect_a_silent_neighbour() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Director `n`'s VRRP instance (director 1 at 150 tracking its session to
+/// director 2 with `track`, director 2 at 100) and its BFD session.
+fn vrrp_conf(n: usize, track: &str) -> String {
+    let extra = if n == 1 {
+        format!("  track_bfd {{\n    to_peer {track}\n  }}\n")
+    } else {
+        String::new()
+    };
+    let peer = 3 - n;
+    // The session first: keepalived ignores a track_bfd naming a session
+    // further down the file.
+    format!(
+        "bfd_instance to_peer {{\n  neighbor_ip 192.0.2.{peer}\n  source_ip 192.0.2.{n}\n  \
+         min_rx 100\n  min_tx 100\n  multiplier 3\n}}\n"
+    ) + &common::lab::conf(if n == 1 { 150 } else { 100 }, &extra, "192.0.2.100/24", "")
+}
+
+/// Director 1's notify states in order, the repeats dropped, and when
+/// each came (seconds on the lab's clock).
+fn states(lab: &Lab) -> Vec<(f64, String)> {
+    let mut v: Vec<(f64, String)> = Vec::new();
+    for s in lab.seen() {
+        if s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 ") {
+            let st = s.what.split_whitespace().nth(1).unwrap_or("").to_string();
+            if v.last().is_none_or(|l| l.1 != st) {
+                v.push((s.t, st));
+            }
+        }
+    }
+    v
+}
+
+/// `track_bfd` without a weight (keepalived's §3 rules): director 1 is in
+/// FAULT until its session is first Up, then takes the VIP; when director 2
+/// stops, director 1's session goes Down in detection time and it enters
+/// FAULT at once (man5's warning about tracking one's own peer). The same
+/// sequence with keepalived and with ours on director 1 (keepalived on
+/// director 2), FAULT within 0.5 s of the stop.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn an_unweighted_track_bfd_faults_the_instance_as_keepalived_s() {
+    let mut seen = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up("kbfdv");
+        lab.start(2, Impl::Keepalived, &vrrp_conf(2, ""));
+        lab.start(1, imp, &vrrp_conf(1, ""));
+        let master = lab.wait_for(12.0, |_| {
+            states(&lab).last().is_some_and(|s| s.1 == "MASTER")
+        });
+        assert!(
+            master,
+            "{imp:?}: d1 never MASTER: {:?}\n{}",
+            states(&lab),
+            lab.log(1, imp)
+        );
+        let stop = lab.now();
+        lab.signal(2, "TERM");
+        let fault = lab.wait_for(3.0, |_| states(&lab).last().is_some_and(|s| s.1 == "FAULT"));
+        let st = states(&lab);
+        assert!(
+            fault,
+            "{imp:?}: d1 never FAULT after d2's stop: {st:?}\n{}",
+            lab.log(1, imp)
+        );
+        let took = st.last().unwrap().0 - stop;
+        assert!(
+            took < 0.5,
+            "{imp:?}: FAULT {took:.3} s after the stop: {st:?}"
+        );
+        let log = lab.log(1, imp);
+        assert!(
+            log.contains("VRRP_Instance(VI_1) Tracked BFD instance to_peer is DOWN"),
+            "{imp:?}: {log}"
+        );
+        lab.stop_all();
+        seen.push(st.into_iter().map(|s| s.1).collect::<Vec<_>>());
+    }
+    assert_eq!(seen[0], seen[1], "keepalived's sequence, then ours");
+}
+
+/// `track_bfd` with `weight 60 reverse` on director 1 (150): 90 while its
+/// session is Up, so director 2 (100, MASTER first) keeps the VIP while
+/// both run; when director 2 stops, director 1 is back at 150 and takes
+/// over. The same with keepalived and ours on director 1.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn a_weighted_reverse_track_bfd_shifts_the_priority_as_keepalived_s() {
+    let mut seen = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up("kbfdw");
+        lab.start(2, Impl::Keepalived, &vrrp_conf(2, ""));
+        // Director 2 MASTER first: director 1 then joins a running pair
+        // (started together, whose down timer ends first is a race).
+        let d2 = lab.wait_for(8.0, |seen| {
+            seen.iter()
+                .any(|s| s.node == 2 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
+        });
+        assert!(d2, "d2 never MASTER: {}", lab.log(2, Impl::Keepalived));
+        lab.start(1, imp, &vrrp_conf(1, "weight 60 reverse"));
+        let changed = lab.wait_for(10.0, |_| {
+            lab.log(1, imp)
+                .contains("(VI_1) Changing effective priority from 150 to 90")
+        });
+        assert!(changed, "{imp:?}: {}", lab.log(1, imp));
+        // Director 2 keeps the VIP while director 1 is at 90.
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        let st = states(&lab);
+        assert!(
+            st.last().is_some_and(|s| s.1 == "BACKUP"),
+            "{imp:?}: {st:?}\n{}",
+            lab.log(1, imp)
+        );
+        lab.signal(2, "TERM");
+        let master = lab.wait_for(6.0, |_| {
+            states(&lab).last().is_some_and(|s| s.1 == "MASTER")
+        });
+        let log = lab.log(1, imp);
+        assert!(master, "{imp:?}: {:?}\n{log}", states(&lab));
+        assert!(
+            log.contains("(VI_1) Changing effective priority from 90 to 150"),
+            "{imp:?}: {log}"
+        );
+        lab.stop_all();
+        seen.push((
+            states(&lab).into_iter().map(|s| s.1).collect::<Vec<_>>(),
+            lab.log(1, imp),
+        ));
+    }
+    assert_eq!(
+        seen[0].0, seen[1].0,
+        "keepalived's sequence, then ours:\n{}\n{}",
+        seen[0].1, seen[1].1
+    );
+}

@@ -131,7 +131,13 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     // when the checker does not run).
     let board: crate::vrrp::status::Board = Default::default();
     // Where BFD's events go: to the subsystems that consume them.
-    let bfd_listeners = super::subsystem::BfdListeners::default();
+    let mut bfd_listeners = super::subsystem::BfdListeners::default();
+    let mut vrrp_bfd = None;
+    if want_bfd && want_vrrp {
+        let (tx, rx) = mpsc::unbounded_channel();
+        bfd_listeners.vrrp = Some(tx);
+        vrrp_bfd = Some(rx);
+    }
     let mut hosted = Vec::new();
     let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
     if want_checker {
@@ -177,6 +183,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         };
         let (o, l, b) = (opts.clone(), loaded.clone(), board.clone());
         let serve_status = !want_checker;
+        let bfd = vrrp_bfd.take();
         let started = host(
             "VRRP",
             "vrrp",
@@ -184,7 +191,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             hosted.len(),
             &ptx,
             true,
-            move |c, r| async move { super::vrrp::run(&o, l, c, r, b, serve_status).await },
+            move |c, r| async move { super::vrrp::run(&o, l, c, r, b, serve_status, bfd).await },
         );
         match started {
             Ok((t, h)) => {

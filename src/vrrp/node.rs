@@ -86,6 +86,8 @@ pub struct Trackers {
     pub files: Vec<(String, i32, bool)>,
     /// `track_process`: process object name, weight, reverse.
     pub procs: Vec<(String, i32, bool)>,
+    /// `track_bfd`: `bfd_instance` name, weight, reverse.
+    pub bfds: Vec<(String, i32, bool)>,
 }
 
 /// One running instance.
@@ -236,6 +238,7 @@ impl Node {
             scripts: Vec::new(),
             files: Vec::new(),
             procs: Vec::new(),
+            bfds: Vec::new(),
         };
         let params = fsm::Params {
             name: i.name.clone(),

@@ -144,6 +144,8 @@ pub enum Event {
     TrackFile(String),
     /// Tracked processes' new counts.
     Process(Vec<crate::vrrp::process::Change>),
+    /// A BFD session (by `bfd_instance` name) went Up (true) or Down.
+    Bfd(String, bool),
     /// SIGHUP: the configuration read again, globals included (the world
     /// takes them first, as keepalived rebuilds its global data at every
     /// reload), its VRRP part for the runner.
@@ -267,6 +269,9 @@ pub struct Runner {
     pub groups: Vec<sync::Group>,
     /// The tracked process objects.
     pub procs: Vec<procs::Proc>,
+    /// The tracked BFD sessions and whether each is Up (Down until BFD
+    /// says otherwise, as keepalived's VRRP process starts them).
+    pub bfds: Vec<(crate::config::vrrp::VrrpTrackBfd, bool)>,
     /// Delayed announcements queued so far (their order).
     queued: u64,
     next_id: usize,
@@ -339,6 +344,7 @@ impl Runner {
                 .collect(),
             queued: 0,
             procs: procs::tracked_processes(cfg, &[]),
+            bfds: track::tracked_bfds(cfg, &[]),
             next_id: 0,
             dispatch: dispatch::Table::default(),
             receipts: Receipts::default(),
@@ -449,6 +455,18 @@ impl Runner {
                     p.name.clone(),
                     t.weight.unwrap_or(p.weight),
                     t.reverse.unwrap_or(p.reverse),
+                ))
+            })
+            .collect();
+        n.trackers.bfds = i
+            .track_bfds
+            .iter()
+            .filter_map(|t| {
+                let b = &self.bfds.iter().find(|b| b.0.name == t.name)?.0;
+                Some((
+                    b.name.clone(),
+                    t.weight.unwrap_or(b.weight),
+                    t.reverse.unwrap_or(b.reverse),
                 ))
             })
             .collect();
@@ -849,6 +867,13 @@ impl Runner {
     pub fn on_process(&mut self, now: u64, changes: &[super::process::Change], w: &mut impl World) {
         self.process_changed(now, changes, w);
         self.refresh();
+    }
+
+    /// A BFD session went Up or Down.
+    pub fn on_bfd(&mut self, now: u64, name: &str, up: bool, w: &mut impl World) {
+        if self.bfd_changed(now, name, up, w) {
+            self.refresh();
+        }
     }
 }
 

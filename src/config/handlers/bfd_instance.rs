@@ -242,6 +242,15 @@ pub fn bfd_weight(p: P, w: &[Word]) -> HandlerResult {
             format!("weight value {s} not valid (must be in range [-253-253]), ignoring"),
         ),
     }
+    if let Some(opt) = w.get(2) {
+        if opt.text == "reverse" {
+            if let Some(b) = p.bfd.as_mut() {
+                b.weight_reverse = true;
+            }
+        } else {
+            refuse(p, format!("unknown weight option {}", opt.text));
+        }
+    }
     Ok(())
 }
 
@@ -261,6 +270,7 @@ pub fn bfd_event(p: P, w: &[Word]) -> HandlerResult {
 /// other session has, of the source's family; `max_hops` at most the TTL.
 pub fn bfd_instance_close(p: P) {
     let Some(mut b) = p.bfd.take() else { return };
+    b.blocks_before = p.cfg.other_blocks.len();
     if b.valid {
         match (b.neighbor, b.source) {
             (None, _) => {

@@ -593,6 +593,13 @@ pub struct BfdInstance {
     pub max_hops: i16,
     /// `weight` for the VRRP instances tracking it (-253..253).
     pub weight: i32,
+    /// `weight W reverse`.
+    pub weight_reverse: bool,
+    /// How many top-level blocks of `Config::other_blocks` came before it:
+    /// keepalived's VRRP process finds a `track_bfd`'s session only if its
+    /// block came first.
+    #[serde(skip)]
+    pub blocks_before: usize,
     /// `vrrp`: events go to VRRP (with `checker`: only the named ones).
     pub vrrp: bool,
     /// `checker`: events go to the checker.
@@ -619,6 +626,8 @@ impl BfdInstance {
             ttl: None,
             max_hops: 0,
             weight: 0,
+            weight_reverse: false,
+            blocks_before: 0,
             vrrp: false,
             checker: false,
             valid: true,

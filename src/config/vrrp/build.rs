@@ -67,7 +67,7 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         ..VrrpConfig::default()
     };
     let mut names: Vec<String> = Vec::new();
-    for b in &cfg.other_blocks {
+    for (at, b) in cfg.other_blocks.iter().enumerate() {
         // The static blocks are read where they stand, as keepalived reads
         // them (rules without a preference are numbered in file order).
         match b.keyword.as_str() {
@@ -120,7 +120,7 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
             continue;
         }
         names.push(name.clone());
-        if let Some(i) = instance(cfg, cx, b, name, script_names) {
+        if let Some(i) = instance(cfg, cx, (at, b), name, script_names) {
             out.instances.push(i);
         }
     }
@@ -175,6 +175,22 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
             out.instances
                 .iter()
                 .any(|i| i.track_processes.iter().any(|t| t.name == p.name))
+        })
+        .collect();
+    // VRRP's view of the BFD sessions: the first block of each name.
+    out.track_bfds = cfg
+        .bfd_instances
+        .iter()
+        .filter(|b| b.listed)
+        .filter(|b| {
+            out.instances
+                .iter()
+                .any(|i| i.track_bfds.iter().any(|t| t.name == b.name))
+        })
+        .map(|b| super::VrrpTrackBfd {
+            name: b.name.clone(),
+            weight: b.weight,
+            reverse: b.weight_reverse,
         })
         .collect();
     out.garp_groups = super::track::garp_groups(cfg, cx);
@@ -296,7 +312,7 @@ fn first(s: &Setting) -> Option<&str> {
 fn instance(
     cfg: &Config,
     cx: &mut Ctx,
-    b: &Block,
+    (at, b): (usize, &Block),
     name: String,
     script_names: &[String],
 ) -> Option<Instance> {
@@ -677,7 +693,7 @@ fn instance(
                     processes: &mut i.track_processes,
                     bfds: &mut i.track_bfds,
                 };
-                super::parts::track_block(cfg, cx, c, &name, script_names, lists);
+                super::parts::track_block(cfg, cx, (at, c), &name, script_names, lists);
             }
             "unicast_peer" => {
                 w.unicast_keyword = true;

@@ -82,6 +82,8 @@ pub struct VrrpConfig {
     pub track_files: Vec<VrrpTrackFile>,
     /// `vrrp_track_process` blocks some instance tracks.
     pub track_processes: Vec<VrrpTrackProcess>,
+    /// The `bfd_instance` blocks some instance tracks.
+    pub track_bfds: Vec<VrrpTrackBfd>,
     /// `vrrp_sync_group` blocks with at least one member.
     pub sync_groups: Vec<SyncGroup>,
     /// `static_ipaddress`: set at start, removed at stop, whatever the
@@ -127,6 +129,18 @@ pub struct VrrpTrackFile {
     /// `weight` (default 1): 0 = any non-zero value means FAULT.
     pub weight: i32,
     /// `reverse`.
+    pub reverse: bool,
+}
+
+/// A `bfd_instance` as VRRP tracks it (keepalived's `vrrp_tracked_bfd_t`):
+/// its name and the default weight of a `track_bfd` that names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VrrpTrackBfd {
+    /// The `bfd_instance` name.
+    pub name: String,
+    /// Its `weight` (default 0: Down means FAULT).
+    pub weight: i32,
+    /// `weight W reverse`.
     pub reverse: bool,
 }
 

@@ -105,12 +105,12 @@ pub(super) struct TrackLists<'a> {
 }
 
 /// A `track_interface`, `track_script`, `track_file`, `track_process` or
-/// `track_bfd` block of instance (or sync group) `name`, each entry
-/// checked as keepalived checks it.
+/// `track_bfd` block of instance (or sync group) `name` (top-level block
+/// `at` of the file), each entry checked as keepalived checks it.
 pub(super) fn track_block(
     cfg: &Config,
     cx: &mut Ctx,
-    c: &Block,
+    (at, c): (usize, &Block),
     name: &str,
     script_names: &[String],
     lists: TrackLists,
@@ -149,10 +149,14 @@ pub(super) fn track_block(
                 let known = match what {
                     "script" => script_names.contains(obj),
                     "file" => cfg.track_files.iter().any(|f| &f.name == obj),
-                    "bfd" => cfg
-                        .bfd_instances
-                        .iter()
-                        .any(|f| f.listed && &f.name == obj && (f.vrrp || !f.checker)),
+                    // Only a session read before the block (keepalived
+                    // looks it up as it parses: issue #1146).
+                    "bfd" => cfg.bfd_instances.iter().any(|f| {
+                        f.listed
+                            && &f.name == obj
+                            && (f.vrrp || !f.checker)
+                            && f.blocks_before <= at
+                    }),
                     _ => cfg
                         .other_blocks
                         .iter()

@@ -134,10 +134,11 @@ pub fn sync_groups(
     // Every name a block gave, kept or not (keepalived checks them as it
     // parses).
     let mut seen: Vec<String> = Vec::new();
-    for b in cfg
+    for (at, b) in cfg
         .other_blocks
         .iter()
-        .filter(|b| b.keyword == "vrrp_sync_group")
+        .enumerate()
+        .filter(|(_, b)| b.keyword == "vrrp_sync_group")
     {
         let Some(name) = b.args.first().cloned() else {
             continue;
@@ -199,7 +200,7 @@ pub fn sync_groups(
                 processes: &mut g.track_processes,
                 bfds: &mut g.track_bfds,
             };
-            super::parts::track_block(cfg, cx, c, &name, script_names, lists);
+            super::parts::track_block(cfg, cx, (at, c), &name, script_names, lists);
         }
         let mut named = Vec::new();
         let mut listed = false;

@@ -263,3 +263,53 @@ impl Outbox for Senders {
         self.socks.get(id)?.as_ref()?.local_addr().ok()?.as_socket()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfd::session::Params;
+
+    fn spec(source: &str) -> Spec {
+        Spec {
+            name: "to_b".into(),
+            neighbor: "127.0.0.1".parse().unwrap(),
+            source: Some(source.parse().unwrap()),
+            params: Params {
+                min_tx: 100_000,
+                min_rx: 100_000,
+                idle_tx: 1_000_000,
+                mult: 3,
+                passive: false,
+            },
+            ttl: 255,
+            max_hops: 0,
+            vrrp: true,
+            checker: true,
+        }
+    }
+
+    #[test]
+    fn a_sender_is_bound_in_range_and_kept_by_a_reload_that_keeps_its_session() {
+        let mut s = Senders::default();
+        s.open(0, &spec("127.0.0.1")).unwrap();
+        s.open(1, &spec("127.0.0.1")).unwrap();
+        let (lo, hi) = source_ports();
+        let a = s.local(0).unwrap();
+        let b = s.local(1).unwrap();
+        assert_eq!(a.ip(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert!((lo..=hi).contains(&a.port()) && lo >= 49152, "{a}");
+        assert_ne!(a.port(), b.port());
+        // Session 1 is now first, session 0 is gone: 1's socket moves.
+        s.remap(&[Some(1), None]);
+        assert_eq!(s.local(0), Some(b));
+        assert_eq!(s.local(1), None);
+        // Sends go out of it with the session's TTL.
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.send(0, rx.local_addr().unwrap(), b"x").unwrap();
+        let mut buf = [0u8; 4];
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let (n, from) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!((n, from), (1, b));
+    }
+}

@@ -8,7 +8,7 @@
 //! shell's [`Command`]s into runner events. It runs on a thread of its own,
 //! so no checker load can delay an advert.
 
-use super::subsystem::{Command, Progress, Reporter};
+use super::subsystem::{BfdEvent, Command, Progress, Reporter};
 use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;
@@ -764,6 +764,7 @@ pub async fn run(
     progress: Reporter,
     board: crate::vrrp::status::Board,
     serve_status: bool,
+    bfd: Option<mpsc::UnboundedReceiver<BfdEvent>>,
 ) -> ExitCode {
     // The model taken, not copied, when no one else holds it: a second
     // copy kept for the daemon's life was most of the memory at a thousand
@@ -822,6 +823,22 @@ pub async fn run(
                     NetEvent::RuleGone(g) => Event::RuleGone(g),
                 };
                 if tx.send(ev).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    // BFD's events, from the BFD subsystem's thread.
+    if let Some(mut rx) = bfd {
+        let tx = etx.clone();
+        tokio::spawn(async move {
+            while let Some(e) = rx.recv().await {
+                log::debug!(
+                    "Received BFD event: instance {} is in state {}",
+                    e.name,
+                    if e.up { "Up" } else { "Down" }
+                );
+                if tx.send(Event::Bfd(e.name, e.up)).is_err() {
                     return;
                 }
             }

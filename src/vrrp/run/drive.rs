@@ -155,6 +155,7 @@ pub async fn drive(
                 Some(Event::Script(name, o)) => r.on_script(now(base), &name, o, w),
                 Some(Event::TrackFile(name)) => r.on_track_file(now(base), &name, w),
                 Some(Event::Process(c)) => r.on_process(now(base), &c, w),
+                Some(Event::Bfd(name, up)) => r.on_bfd(now(base), &name, up, w),
                 Some(Event::Reload(cfg)) => {
                     w.globals(&cfg);
                     r.reload(&cfg.vrrp, now(base), w)

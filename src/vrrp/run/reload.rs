@@ -38,6 +38,10 @@ impl Runner {
             }
         }
         self.scripts = scripts;
+        // keepalived's clear_diff_bfd(): a session of the same name keeps
+        // its state.
+        let old_bfds = std::mem::take(&mut self.bfds);
+        self.bfds = super::track::tracked_bfds(cfg, &old_bfds);
         let old_procs = std::mem::take(&mut self.procs);
         self.procs = super::procs::tracked_processes(cfg, &old_procs);
         // Tracked files are read again (keepalived's init_track_files()).

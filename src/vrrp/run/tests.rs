@@ -836,3 +836,79 @@ fn a_peer_reloaded_with_another_list_is_followed_as_any_peer() {
     play(&mut r, &mut net, 25_000_000, None);
     assert_eq!(net.addrs, [true, false], "{:?}", net.log);
 }
+
+#[test]
+fn track_bfd_faults_without_a_weight_and_shifts_with_one_as_keepalived_does() {
+    let mut lan = lan();
+    let text = "bfd_instance to_b {\n neighbor_ip 192.0.2.2\n}\n\
+                bfd_instance to_r {\n neighbor_ip 192.0.2.9\n weight 60 reverse\n}\n\
+                vrrp_instance VI_1 {\n interface lo\n virtual_router_id 51\n priority 150\n \
+                advert_int 1\n track_bfd {\n  to_b\n  to_r\n }\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n";
+    let l = crate::config::load_str(text);
+    assert_eq!(l.config.vrrp.track_bfds.len(), 2, "{:?}", l.diagnostics);
+    let mut r = [
+        Runner::new(&l.config.vrrp, &mut lan),
+        runner(&mut lan, 1, 100, ""),
+    ];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 4_000_000, None);
+    // Every tracked session starts Down: the unweighted one faults.
+    assert!(first(&lan, 0, "Fault 150", 0).is_some(), "{:?}", lan.log);
+    assert!(first(&lan, 1, "Master 100", 0).is_some());
+    // to_b Up: out of FAULT. to_r Up: `weight 60 reverse` takes 60 off.
+    lan.who = 0;
+    r[0].on_bfd(4_000_000, "to_b", true, &mut lan);
+    r[0].on_bfd(4_000_000, "to_b", true, &mut lan);
+    r[0].on_bfd(4_000_000, "to_r", true, &mut lan);
+    let log = |s: &str| format!("log {s}");
+    assert!(first(
+        &lan,
+        0,
+        &log("VRRP_Instance(VI_1) Tracked BFD instance to_b is UP"),
+        0
+    )
+    .is_some());
+    assert_eq!(
+        lan.log
+            .iter()
+            .filter(|x| x.2.contains("Tracked BFD instance to_b is UP"))
+            .count(),
+        1,
+        "a repeated event is ignored"
+    );
+    assert!(
+        first(
+            &lan,
+            0,
+            &log("(VI_1) Changing effective priority from 150 to 90"),
+            0
+        )
+        .is_some(),
+        "{:?}",
+        lan.log
+    );
+    play(&mut r, &mut lan, 9_000_000, None);
+    assert!(
+        first(&lan, 1, "Master 100", 4_000_000).is_none(),
+        "100 stays MASTER over 90"
+    );
+    // to_r Down: back to 150, which preempts.
+    lan.who = 0;
+    lan.now = 9_000_000;
+    r[0].on_bfd(9_000_000, "to_r", false, &mut lan);
+    play(&mut r, &mut lan, 14_000_000, None);
+    assert!(
+        first(&lan, 0, "Master 150", 9_000_000).is_some(),
+        "{:?}",
+        lan.log
+    );
+    // to_b Down: FAULT at once.
+    lan.who = 0;
+    lan.now = 14_000_000;
+    r[0].on_bfd(14_000_000, "to_b", false, &mut lan);
+    assert!(
+        first(&lan, 0, "Fault 150", 14_000_000).is_some(),
+        "{:?}",
+        lan.log
+    );
+}

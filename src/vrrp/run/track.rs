@@ -9,7 +9,65 @@ use crate::vrrp::priority::{self, Tracked};
 use crate::vrrp::script::Outcome;
 use std::net::IpAddr;
 
+/// The tracked BFD sessions of `cfg`, Down unless `old` had one of the
+/// same name.
+pub(super) fn tracked_bfds(
+    cfg: &crate::config::vrrp::VrrpConfig,
+    old: &[(crate::config::vrrp::VrrpTrackBfd, bool)],
+) -> Vec<(crate::config::vrrp::VrrpTrackBfd, bool)> {
+    cfg.track_bfds
+        .iter()
+        .map(|b| {
+            let up = old.iter().any(|(o, up)| o.name == b.name && *up);
+            (b.clone(), up)
+        })
+        .collect()
+}
+
+/// A tracked BFD session as [`priority::effective`] reads it. keepalived's
+/// `reverse` on a BFD both negates the weight and inverts the state
+/// (`weight 100 reverse` takes 100 off while the session is Up: measured,
+/// `../shared/reference/bfd.md` §8.6), which is `reverse` of a negated
+/// weight in the scripts' terms.
+fn bfd_tracked(up: bool, weight: i32, reverse: bool) -> Tracked {
+    Tracked::UpDown {
+        up,
+        weight: if reverse { -weight } else { weight },
+        reverse,
+    }
+}
+
 impl Runner {
+    /// A BFD session's event: the instances tracking it reassessed, with
+    /// keepalived's line for each. An event equal to the known state is
+    /// ignored. Returns whether anything changed.
+    pub(super) fn bfd_changed(
+        &mut self,
+        now: u64,
+        name: &str,
+        up: bool,
+        w: &mut impl World,
+    ) -> bool {
+        let Some(b) = self.bfds.iter_mut().find(|(b, _)| b.name == name) else {
+            return false;
+        };
+        if b.1 == up {
+            return false;
+        }
+        b.1 = up;
+        for k in 0..self.nodes.len() {
+            if self.nodes[k].trackers.bfds.iter().any(|t| t.0 == name) {
+                w.log(format!(
+                    "VRRP_Instance({}) Tracked BFD instance {name} is {}",
+                    self.nodes[k].cfg.name,
+                    if up { "UP" } else { "DOWN" }
+                ));
+                self.reassess(k, now, w);
+            }
+        }
+        true
+    }
+
     /// Node `k`'s tracked objects as [`priority::effective`] reads them.
     pub fn effective(&self, k: usize) -> priority::Effective {
         let n = &self.nodes[k];
@@ -50,6 +108,11 @@ impl Runner {
                     weight: *w,
                     reverse: *rev,
                 });
+            }
+        }
+        for (name, w, rev) in &n.trackers.bfds {
+            if let Some((_, up)) = self.bfds.iter().find(|(b, _)| &b.name == name) {
+                t.push(bfd_tracked(*up, *w, *rev));
             }
         }
         for (name, w, rev) in &n.trackers.files {

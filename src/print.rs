@@ -178,7 +178,7 @@ pub fn render(cfg: &Config, live: &Live) -> String {
                 ProbeKind::Http(h) => Some(&h.conn),
                 ProbeKind::Udp(u) => Some(&u.conn),
                 ProbeKind::Dns(d) => Some(&d.conn),
-                ProbeKind::Misc { .. } | ProbeKind::File { .. } => None,
+                ProbeKind::Misc { .. } | ProbeKind::File { .. } | ProbeKind::Bfd { .. } => None,
             };
             if let Some(conn) = conn {
                 let _ = writeln!(o, "   Connection");
@@ -200,6 +200,9 @@ pub fn render(cfg: &Config, live: &Live) -> String {
                 }
                 ProbeKind::File { path, .. } => {
                     let _ = writeln!(o, "   file = {}", path.display());
+                }
+                ProbeKind::Bfd { name } => {
+                    let _ = writeln!(o, "   BFD = {name}");
                 }
                 _ => {}
             }

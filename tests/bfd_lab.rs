@@ -72,8 +72,20 @@ fn sessions_come_up_with_keepalived_and_ours_and_detect_a_silent_neighbour() {
         if !problems.is_empty() {
             continue;
         }
-        // Steady for 2 s: no flap.
+        // A reload of an unchanged file (and a dump) on every director: the
+        // sessions stay Up; then steady for 2 s: no flap.
+        for n in [1, 2] {
+            lab.signal(n, "HUP");
+            lab.signal(n, "USR1");
+        }
         std::thread::sleep(std::time::Duration::from_secs(2));
+        for n in [1, 2] {
+            let dump = lab.dir.join(format!("d{n}/keepalived_bfd.data"));
+            let d = std::fs::read_to_string(&dump).unwrap_or_default();
+            if !d.contains(" BFD Instance = to_peer\n") || !d.contains("   local state = Up\n") {
+                problems.push(format!("{name} d{n}: {}: {d}", dump.display()));
+            }
+        }
         for (n, imp) in [(1, a), (2, b)] {
             let l = lab.log(n, imp);
             if !expiries(&l, "to_peer").is_empty() || l.contains("Entering Down state") {
@@ -265,4 +277,69 @@ fn a_weighted_reverse_track_bfd_shifts_the_priority_as_keepalived_s() {
         "keepalived's sequence, then ours:\n{}\n{}",
         seen[0].1, seen[1].1
     );
+}
+
+/// BFD_CHECK on a real server (ours, dry run: no IPVS on this kernel)
+/// follows a session to keepalived's BFD: Up puts the server in the
+/// table, the neighbour's stop takes it out with keepalived's line, its
+/// return puts it back. VRRP, BFD and the checker run in one process.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn a_bfd_check_follows_a_session_to_keepalived() {
+    let mut lab = Lab::up("kbfdc");
+    lab.start(2, Impl::Keepalived, &conf(2));
+    let vs = "virtual_server 192.0.2.200 80 {\n  lb_algo rr\n  lb_kind DR\n  protocol TCP\n  \
+              real_server 192.0.2.2 80 {\n    BFD_CHECK {\n      name to_peer\n      alpha\n    }\n  }\n}\n";
+    let text = conf(1) + &common::lab::conf(150, "", "192.0.2.100/24", "") + vs;
+    lab.start_with(1, Impl::Ours, &text, &["--dry-run"]);
+    let line = |s: &str| {
+        let s = s.to_string();
+        move |l: &str| l.contains(&s)
+    };
+    let up = "BFD check of [to_peer] RS([192.0.2.2]:tcp:80) is UP";
+    let down = "BFD check of [to_peer] RS([192.0.2.2]:tcp:80) is DOWN";
+    assert!(
+        wait_log(&lab, 1, Impl::Ours, 8.0, line(up)),
+        "{}",
+        lab.log(1, Impl::Ours)
+    );
+    let added = "-a -t 192.0.2.200:80 -r 192.0.2.2:80";
+    assert!(
+        wait_log(&lab, 1, Impl::Ours, 3.0, line(added)),
+        "{}",
+        lab.log(1, Impl::Ours)
+    );
+    let pid = lab.pid_of(1, "keepalived.pid").unwrap();
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect();
+    for t in ["checker", "vrrp", "bfd"] {
+        assert!(threads.iter().any(|x| x == t), "{threads:?}");
+    }
+    lab.signal(2, "TERM");
+    assert!(
+        wait_log(&lab, 1, Impl::Ours, 3.0, line(down)),
+        "{}",
+        lab.log(1, Impl::Ours)
+    );
+    let removed = "-d -t 192.0.2.200:80 -r 192.0.2.2:80";
+    assert!(
+        wait_log(&lab, 1, Impl::Ours, 3.0, line(removed)),
+        "{}",
+        lab.log(1, Impl::Ours)
+    );
+    lab.reap();
+    lab.start(2, Impl::Keepalived, &conf(2));
+    assert!(
+        wait_log(&lab, 1, Impl::Ours, 8.0, |l| l.matches(up).count() == 2),
+        "{}",
+        lab.log(1, Impl::Ours)
+    );
+    lab.stop_all();
 }

@@ -27,6 +27,7 @@ pub use super::prober::{Done, NetProber, Outcome, Prober};
 use super::schedule::{Schedule, Verdict};
 use super::timeline::{Clock, Timeline};
 pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +65,11 @@ impl Engine {
                 schedules.push(None);
                 continue;
             }
+            if let ProbeKind::Bfd { .. } = c.kind {
+                // Followed by [`Engine::follow_bfd`].
+                schedules.push(None);
+                continue;
+            }
             // register_checkers_thread(): 1 s plus a random part of warmup.
             let first = now + Duration::from_secs(1) + jitter.upto(c.timing.warmup);
             board.schedule(i, first, |_| {});
@@ -96,6 +102,27 @@ impl Engine {
         Engine { tasks, board }
     }
 
+    /// The BFD_CHECKs of `plan` follow the sessions' states in `states`
+    /// (the BFD subsystem's, kept by the checker): each change of a
+    /// session moves its checks Up or Down, with keepalived's line.
+    pub fn follow_bfd(
+        &mut self,
+        plan: &Plan,
+        states: tokio::sync::watch::Receiver<BfdStates>,
+        tx: mpsc::UnboundedSender<Event>,
+    ) {
+        let checks: Vec<(usize, Planned, bool)> = plan
+            .checks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.kind, ProbeKind::Bfd { .. }))
+            .map(|(i, c)| (i, c.clone(), plan.start(i).state.is_up))
+            .collect();
+        if !checks.is_empty() {
+            self.tasks.spawn(watch_bfds(checks, states, tx));
+        }
+    }
+
     /// The checks' status.
     pub fn board(&self) -> Arc<Board> {
         self.board.clone()
@@ -117,7 +144,7 @@ impl Engine {
 fn check_rate(plan: &Plan) -> f64 {
     plan.checks
         .iter()
-        .filter(|c| !matches!(c.kind, ProbeKind::File { .. }))
+        .filter(|c| !matches!(c.kind, ProbeKind::File { .. } | ProbeKind::Bfd { .. }))
         .map(|c| 1.0 / c.timing.delay_loop.as_secs_f64().max(1e-3))
         .sum()
 }
@@ -286,6 +313,44 @@ fn send(tx: &mpsc::UnboundedSender<Event>, check: usize, change: Change, reason:
         change,
         reason,
     });
+}
+
+/// The BFD sessions' states as the checker last heard them, by name
+/// (absent: not heard of yet).
+pub type BfdStates = Arc<HashMap<String, bool>>;
+
+/// keepalived's `bfd_check_thread`: a session's event that differs from
+/// the check's state moves it (the first event included: the BFD side
+/// announces every session at its start).
+async fn watch_bfds(
+    checks: Vec<(usize, Planned, bool)>,
+    mut states: tokio::sync::watch::Receiver<BfdStates>,
+    tx: mpsc::UnboundedSender<Event>,
+) {
+    let mut current: Vec<bool> = checks.iter().map(|c| c.2).collect();
+    loop {
+        let now = states.borrow_and_update().clone();
+        for (k, (id, c, _)) in checks.iter().enumerate() {
+            let ProbeKind::Bfd { name } = &c.kind else {
+                continue;
+            };
+            let Some(&up) = now.get(name) else { continue };
+            if up == current[k] {
+                continue;
+            }
+            current[k] = up;
+            log::info!(
+                "BFD check of [{name}] RS({}) is {}",
+                c.name,
+                if up { "UP" } else { "DOWN" }
+            );
+            let change = if up { Change::Up } else { Change::Down };
+            send(&tx, *id, change, format!("BFD {name}"));
+        }
+        if states.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 async fn watch_files(checks: Vec<(usize, Planned, Start)>, tx: mpsc::UnboundedSender<Event>) {

@@ -65,6 +65,12 @@ pub enum ProbeKind {
         /// `reverse`.
         reverse: bool,
     },
+    /// BFD_CHECK: the state of a `bfd_instance` session, as the BFD
+    /// subsystem tells it.
+    Bfd {
+        /// The session.
+        name: String,
+    },
 }
 
 impl ProbeKind {
@@ -80,16 +86,18 @@ impl ProbeKind {
             ProbeKind::Ping(_) => "PING_CHECK",
             ProbeKind::Misc { .. } => "MISC_CHECK",
             ProbeKind::File { .. } => "FILE_CHECK",
+            ProbeKind::Bfd { .. } => "BFD_CHECK",
         }
     }
 
-    /// Its retry family (none for HTTP, which cycles urls, and FILE_CHECK).
+    /// Its retry family (none for HTTP, which cycles urls, FILE_CHECK and
+    /// BFD_CHECK, which follow what they watch).
     pub fn family(&self) -> Option<RetryFamily> {
         match self {
             ProbeKind::Tcp(_) | ProbeKind::Udp(_) | ProbeKind::Ping(_) => Some(RetryFamily::Simple),
             ProbeKind::Dns(_) | ProbeKind::Misc { .. } => Some(RetryFamily::Counted),
             ProbeKind::Smtp(..) => Some(RetryFamily::Smtp),
-            ProbeKind::Http(_) | ProbeKind::File { .. } => None,
+            ProbeKind::Http(_) | ProbeKind::File { .. } | ProbeKind::Bfd { .. } => None,
         }
     }
 }
@@ -562,7 +570,18 @@ fn probe_kind(
                 reverse,
             }
         }
-        Checker::Bfd(_) => return Ok(None),
+        Checker::Bfd(b) => {
+            // A session whose events go to the checker (the config's
+            // checks have refused any other name).
+            let Some(name) = b.name.as_ref().filter(|n| {
+                cfg.bfd_instances
+                    .iter()
+                    .any(|i| i.listed && &i.name == *n && (i.checker || !i.vrrp))
+            }) else {
+                return Ok(None);
+            };
+            ProbeKind::Bfd { name: name.clone() }
+        }
     }))
 }
 

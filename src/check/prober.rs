@@ -136,7 +136,9 @@ impl Prober for NetProber {
                 let end = self.scripts.run(script, *timeout).await?;
                 misc::verdict(end, *dynamic)
             }),
-            ProbeKind::File { .. } => Box::pin(std::future::ready(Ok(None))),
+            ProbeKind::File { .. } | ProbeKind::Bfd { .. } => {
+                Box::pin(std::future::ready(Ok(None)))
+            }
         }
     }
 }

@@ -254,6 +254,7 @@ fn success_line(c: &Planned) -> String {
             script.argv.first().map_or("", String::as_str)
         ),
         ProbeKind::File { .. } => format!("FILE_CHECK on service {} up.", c.name),
+        ProbeKind::Bfd { name } => format!("BFD CHECK {name} succeeded on service {}.", c.name),
     }
 }
 

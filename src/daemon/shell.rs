@@ -138,6 +138,12 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         bfd_listeners.vrrp = Some(tx);
         vrrp_bfd = Some(rx);
     }
+    let mut checker_bfd = None;
+    if want_bfd && want_checker {
+        let (tx, rx) = mpsc::unbounded_channel();
+        bfd_listeners.checker = Some(tx);
+        checker_bfd = Some(rx);
+    }
     let mut hosted = Vec::new();
     let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
     if want_checker {
@@ -157,7 +163,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             hosted.len(),
             &ptx,
             false,
-            move |c, r| async move { checker::run(&o, l, c, r, b).await },
+            move |c, r| async move { checker::run(&o, l, c, r, b, checker_bfd).await },
         );
         match started {
             Ok((t, h)) => {

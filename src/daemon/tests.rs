@@ -159,6 +159,8 @@ struct Daemon {
     signals: mpsc::UnboundedSender<Signal>,
     /// The checker's commands, beside the shell's.
     commands: mpsc::UnboundedSender<Command>,
+    /// Where the BFD subsystem's events would come from.
+    bfd: mpsc::UnboundedSender<super::subsystem::BfdEvent>,
     table: Shared,
     ports: Ports,
     path: PathBuf,
@@ -201,12 +203,14 @@ impl Daemon {
         let (ctx, crx) = mpsc::unbounded_channel();
         let (ptx, prx) = mpsc::unbounded_channel();
         let (_qtx, qrx) = mpsc::unbounded_channel();
+        let (btx, brx) = mpsc::unbounded_channel();
         let p2 = ports.clone();
         let deps = Deps {
             prober: Box::new(move |_| Arc::new(p2.clone()) as Arc<dyn Prober>),
             jitter: Box::new(|| Jitter::with_seed(1)),
             queries: qrx,
             vrrp: None,
+            bfd: Some(brx),
         };
         let backend = table.clone();
         let commands = ctx.clone();
@@ -234,6 +238,7 @@ impl Daemon {
         let d = Daemon {
             signals: stx,
             commands,
+            bfd: btx,
             table,
             ports,
             path,
@@ -664,4 +669,47 @@ async fn an_include_loop_at_start_and_at_reload_ends_and_loads() {
         .items()
         .iter()
         .any(|x| x.message.contains("Too many open files")));
+}
+
+/// BFD_CHECK follows its session as the BFD subsystem tells it: Down
+/// takes the real server out, Up puts it back, a reload keeps what was
+/// last heard (the other real server's TCP_CHECK is untouched).
+#[tokio::test(start_paused = true)]
+async fn a_bfd_check_follows_its_session_s_events() {
+    let text = "bfd_instance to_rs {\n neighbor_ip 192.0.2.2\n}\n\
+                virtual_server 192.0.2.1 80 {\n lb_algo rr\n lb_kind NAT\n protocol TCP\n delay_loop 1\n\
+                 real_server 127.0.0.1 8091 {\n  BFD_CHECK {\n   name to_rs\n  }\n }\n\
+                 real_server 127.0.0.1 8092 {\n  TCP_CHECK {\n   connect_timeout 1\n  }\n }\n}\n";
+    let (d, run) = Daemon::start("bfdcheck", text);
+    let event = |up: bool| {
+        d.bfd
+            .send(super::subsystem::BfdEvent {
+                name: "to_rs".into(),
+                up,
+            })
+            .unwrap()
+    };
+    let test = async {
+        secs(2).await;
+        assert!(has(&d.table.dests(), 8091), "{:?}", d.table.dests());
+        event(false);
+        secs(1).await;
+        assert!(!has(&d.table.dests(), 8091), "{:?}", d.table.dests());
+        assert!(has(&d.table.dests(), 8092), "{:?}", d.table.dests());
+        event(true);
+        secs(1).await;
+        assert!(has(&d.table.dests(), 8091), "{:?}", d.table.dests());
+        // Down, then a reload of the same file: it stays out.
+        event(false);
+        secs(1).await;
+        d.send(Signal::Reload);
+        secs(2).await;
+        assert!(!has(&d.table.dests(), 8091), "{:?}", d.table.dests());
+        event(true);
+        secs(1).await;
+        assert!(has(&d.table.dests(), 8091), "{:?}", d.table.dests());
+        d.send(Signal::Stop);
+    };
+    let (code, ()) = tokio::join!(run, test);
+    assert_eq!(code, ExitCode::SUCCESS);
 }

@@ -54,7 +54,12 @@ impl Checking {
     pub(super) fn start(
         cfg: &Config,
         opts: &Options,
-        tx: &mpsc::UnboundedSender<Event>,
+        // Where the checks' events go, and the BFD sessions' states the
+        // BFD_CHECKs follow.
+        (tx, bfd): (
+            &mpsc::UnboundedSender<Event>,
+            Option<&tokio::sync::watch::Receiver<crate::check::engine::BfdStates>>,
+        ),
         carry: &Carry,
         (prober, notify_scripts): (&dyn Fn(Scripts) -> Arc<dyn Prober>, &Scripts),
         jitter: Jitter,
@@ -87,7 +92,10 @@ impl Checking {
         }
         // Each check may hold a socket at once.
         crate::daemon::process::raise_nofile(plan.checks.len());
-        let engine = Engine::start(&plan, prober(scripts), tx.clone(), jitter);
+        let mut engine = Engine::start(&plan, prober(scripts), tx.clone(), jitter);
+        if let Some(states) = bfd {
+            engine.follow_bfd(&plan, states.clone(), tx.clone());
+        }
         // The board holds each check's state from now on.
         let mut plan = plan;
         plan.release_starts();

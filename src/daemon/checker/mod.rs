@@ -81,6 +81,8 @@ pub struct Deps {
     pub queries: mpsc::UnboundedReceiver<Request>,
     /// The VRRP side's status, when it runs in this daemon too.
     pub vrrp: Option<crate::vrrp::status::Board>,
+    /// The BFD subsystem's events, when it runs in this daemon too.
+    pub bfd: Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
 }
 
 impl Deps {
@@ -91,6 +93,7 @@ impl Deps {
             jitter: Box::new(Jitter::seeded),
             queries,
             vrrp: None,
+            bfd: None,
         }
     }
 }
@@ -147,12 +150,22 @@ pub async fn run(
     commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
     vrrp: Option<crate::vrrp::status::Board>,
+    bfd: Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
 ) -> ExitCode {
     let path = super::reload::config_path(opts);
+    let peers = (vrrp, bfd);
     if opts.dry_run {
         log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
-        return listen_and_serve(DryRun::new(), loaded, opts, &path, commands, progress, vrrp)
-            .await;
+        return listen_and_serve(
+            DryRun::new(),
+            loaded,
+            opts,
+            &path,
+            commands,
+            progress,
+            peers,
+        )
+        .await;
     }
     match IpvsHandle::open().await {
         Ok(h) => {
@@ -161,7 +174,7 @@ pub async fn run(
                 "IPVS: kernel IPVS {a}.{b}.{c}, connection table {}",
                 h.conn_tab_size
             );
-            listen_and_serve(h, loaded, opts, &path, commands, progress, vrrp).await
+            listen_and_serve(h, loaded, opts, &path, commands, progress, peers).await
         }
         Err(e) => {
             log::error!("{e}");
@@ -179,7 +192,10 @@ async fn listen_and_serve<B: Backend>(
     path: &Path,
     commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
-    vrrp: Option<crate::vrrp::status::Board>,
+    (vrrp, bfd): (
+        Option<crate::vrrp::status::Board>,
+        Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
+    ),
 ) -> ExitCode {
     let (qtx, qrx) = mpsc::unbounded_channel();
     let _listeners = listen(&loaded.config, opts, qtx).await;
@@ -190,12 +206,34 @@ async fn listen_and_serve<B: Backend>(
         path,
         Deps {
             vrrp,
+            bfd,
             ..Deps::real(qrx)
         },
         commands,
         progress,
     )
     .await
+}
+
+/// The BFD sessions' states kept from the BFD subsystem's events, for
+/// the BFD_CHECKs of each configuration's engine.
+fn follow_bfd(
+    mut rx: mpsc::UnboundedReceiver<super::subsystem::BfdEvent>,
+) -> tokio::sync::watch::Receiver<crate::check::engine::BfdStates> {
+    let (tx, states) = tokio::sync::watch::channel(crate::check::engine::BfdStates::default());
+    tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            log::debug!(
+                "Received BFD event: instance {} is in state {}",
+                e.name,
+                if e.up { "Up" } else { "Down" }
+            );
+            tx.send_modify(|m| {
+                std::sync::Arc::make_mut(m).insert(e.name, e.up);
+            });
+        }
+    });
+    states
 }
 
 /// Tables larger than this are summarised, not printed, after each change.
@@ -247,7 +285,9 @@ pub async fn serve<B: Backend>(
         jitter,
         mut queries,
         vrrp,
+        bfd,
     } = deps;
+    let bfd = bfd.map(follow_bfd);
     let mut accepted = error_set(&loaded);
     let mut cur = loaded;
     let mut rec = Reconciler::new(backend);
@@ -267,7 +307,7 @@ pub async fn serve<B: Backend>(
     let mut checking = Checking::start(
         &cur.config,
         opts,
-        &tx,
+        (&tx, bfd.as_ref()),
         &carry,
         (&*prober, &notify_scripts),
         jitter(),
@@ -499,7 +539,7 @@ pub async fn serve<B: Backend>(
         checking = Checking::start(
             cfg,
             opts,
-            &tx,
+            (&tx, bfd.as_ref()),
             &carry,
             (&*prober, &notify_scripts),
             jitter(),

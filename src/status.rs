@@ -502,6 +502,7 @@ pub fn table(doc: &Value) -> String {
         }
     }
     crate::vrrp::status::table(&doc["vrrp"], &mut o);
+    crate::bfd::status::table(&doc["bfd"], &mut o);
     let ts = doc["transitions"].as_array().cloned().unwrap_or_default();
     if !ts.is_empty() {
         let _ = writeln!(o, "\nRecent transitions (oldest first):");

@@ -18,7 +18,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     (
         "status",
         &[
-            "config", "health", "check", "lvs", "ipvs", "control", "vrrp",
+            "config", "health", "check", "lvs", "ipvs", "control", "vrrp", "bfd",
         ],
     ),
     (

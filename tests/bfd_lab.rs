@@ -76,6 +76,10 @@ fn sessions_come_up_with_keepalived_and_ours_and_detect_a_silent_neighbour() {
         // sessions stay Up; then steady for 2 s: no flap.
         for n in [1, 2] {
             lab.signal(n, "HUP");
+        }
+        // keepalived passes over a SIGUSR1 that comes during its reload.
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        for n in [1, 2] {
             lab.signal(n, "USR1");
         }
         std::thread::sleep(std::time::Duration::from_secs(2));
@@ -322,6 +326,24 @@ fn a_bfd_check_follows_a_session_to_keepalived() {
     for t in ["checker", "vrrp", "bfd"] {
         assert!(threads.iter().any(|x| x == t), "{threads:?}");
     }
+    // The sessions in --status and the metrics (published at most a
+    // second late for the counters).
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let st = lab.status(1);
+    let s = st["bfd"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["name"] == "to_peer"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(s["state"], "Up", "{st}");
+    assert_eq!(s["remote_state"], "Up", "{st}");
+    assert_eq!(s["detection_time_us"], 300_000, "{st}");
+    assert!(s["packets_in"].as_u64().unwrap_or(0) > 5, "{st}");
+    let m = lab.metrics(1);
+    assert!(
+        m.contains("keepalived_bfd_session_up{session=\"to_peer\"} 1"),
+        "{m}"
+    );
     lab.signal(2, "TERM");
     assert!(
         wait_log(&lab, 1, Impl::Ours, 3.0, line(down)),

@@ -13,3 +13,4 @@ pub mod packet;
 pub mod random;
 pub mod scheduler;
 pub mod session;
+pub mod status;

@@ -122,7 +122,7 @@ pub struct Received {
 }
 
 /// Datagrams passed over before reaching a session, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Discards {
     /// Failed the checks that need no session.
     pub bogus: u64,
@@ -139,6 +139,8 @@ pub struct Scheduler {
     lookup: Lookup,
     /// What was passed over.
     pub discards: Discards,
+    /// State changes so far (a reader republishes when it moves).
+    pub changes: u64,
 }
 
 impl Scheduler {
@@ -389,6 +391,7 @@ impl Scheduler {
                     notify,
                 } => {
                     log_change(&e.spec.name, from, to, diag, e.session.remote().1);
+                    self.changes += 1;
                     e.last_change = Some((now, from, to, diag));
                     let up = to == State::Up;
                     // Events on entering Up, and on leaving it unless the

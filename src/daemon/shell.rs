@@ -130,6 +130,9 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     // VRRP's status, read by the checker's status socket (or by VRRP's own
     // when the checker does not run).
     let board: crate::vrrp::status::Board = Default::default();
+    // BFD's sessions, read by the status socket (the checker's, else
+    // VRRP's).
+    let bfd_board: crate::bfd::status::Board = Default::default();
     // Where BFD's events go: to the subsystems that consume them.
     let mut bfd_listeners = super::subsystem::BfdListeners::default();
     let mut vrrp_bfd = None;
@@ -155,7 +158,11 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             }
         };
         let (o, l) = (opts.clone(), loaded.clone());
-        let b = want_vrrp.then(|| board.clone());
+        let peers = checker::Peers {
+            vrrp: want_vrrp.then(|| board.clone()),
+            bfd: want_bfd.then(|| bfd_board.clone()),
+            bfd_events: checker_bfd.take(),
+        };
         let started = host(
             "the checker",
             "checker",
@@ -163,7 +170,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             hosted.len(),
             &ptx,
             false,
-            move |c, r| async move { checker::run(&o, l, c, r, b, checker_bfd).await },
+            move |c, r| async move { checker::run(&o, l, c, r, peers).await },
         );
         match started {
             Ok((t, h)) => {
@@ -188,8 +195,11 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             }
         };
         let (o, l, b) = (opts.clone(), loaded.clone(), board.clone());
-        let serve_status = !want_checker;
-        let bfd = vrrp_bfd.take();
+        let peers = super::vrrp::Peers {
+            serve_status: !want_checker,
+            bfd: want_bfd.then(|| bfd_board.clone()),
+            bfd_events: vrrp_bfd.take(),
+        };
         let started = host(
             "VRRP",
             "vrrp",
@@ -197,7 +207,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             hosted.len(),
             &ptx,
             true,
-            move |c, r| async move { super::vrrp::run(&o, l, c, r, b, serve_status, bfd).await },
+            move |c, r| async move { super::vrrp::run(&o, l, c, r, b, peers).await },
         );
         match started {
             Ok((t, h)) => {
@@ -222,7 +232,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             }
         };
         let (o, l) = (opts.clone(), loaded.clone());
-        let listeners = bfd_listeners.clone();
+        let listeners = (bfd_listeners.clone(), Some(bfd_board.clone()));
         let started = host(
             "BFD",
             "bfd",

@@ -209,8 +209,10 @@ impl Daemon {
             prober: Box::new(move |_| Arc::new(p2.clone()) as Arc<dyn Prober>),
             jitter: Box::new(|| Jitter::with_seed(1)),
             queries: qrx,
-            vrrp: None,
-            bfd: Some(brx),
+            peers: checker::Peers {
+                bfd_events: Some(brx),
+                ..Default::default()
+            },
         };
         let backend = table.clone();
         let commands = ctx.clone();

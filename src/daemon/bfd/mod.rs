@@ -32,7 +32,7 @@ pub async fn run(
     loaded: Arc<Loaded>,
     commands: mpsc::UnboundedReceiver<Command>,
     reporter: Reporter,
-    listeners: BfdListeners,
+    (listeners, board): (BfdListeners, Option<crate::bfd::status::Board>),
 ) -> ExitCode {
     let inbox = match net::Listener::open() {
         Ok(l) => l,
@@ -49,6 +49,7 @@ pub async fn run(
         listeners,
         send_failed: Vec::new(),
         router_id,
+        board,
     };
     serve(specs, inbox, io, commands, reporter, OsRandom::new()).await
 }
@@ -63,7 +64,13 @@ pub struct Io<O: Outbox> {
     pub send_failed: Vec<bool>,
     /// For the dump.
     pub router_id: Option<String>,
+    /// Where the status socket reads the sessions.
+    pub board: Option<crate::bfd::status::Board>,
 }
+
+/// How often the counters on the status board are brought up to date
+/// (a change of state is published at once).
+pub const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
 /// The loop: due timers first, then received datagrams and commands.
 pub async fn serve<I: Inbox, O: Outbox>(
@@ -80,6 +87,8 @@ pub async fn serve<I: Inbox, O: Outbox>(
     let mut sched = Scheduler::new(specs, now(), &mut rng, &mut out);
     open_all(&mut sched, &mut io, None, now(), &mut rng, &mut out);
     io.act(&mut sched, &mut out, now(), &mut rng);
+    let mut published = None;
+    io.publish(&sched, now(), &mut published);
     reporter.send(Progress::Started);
     let mut buf = [0u8; 64];
     let mut reopen = tokio::time::interval_at(epoch + REOPEN_EVERY, REOPEN_EVERY);
@@ -116,6 +125,7 @@ pub async fn serve<I: Inbox, O: Outbox>(
                     io.outbox.remap(&from);
                     open_all(&mut sched, &mut io, Some(&from), now(), &mut rng, &mut out);
                     log::info!("Reload finished in {} usec", t0.elapsed().as_micros());
+                    published = None;
                     reporter.send(Progress::Reloaded);
                 }
                 Some(Command::DumpData) => io.dump(&sched, now()),
@@ -130,6 +140,7 @@ pub async fn serve<I: Inbox, O: Outbox>(
             }
         }
         io.act(&mut sched, &mut out, now(), &mut rng);
+        io.publish(&sched, now(), &mut published);
     }
     ExitCode::SUCCESS
 }
@@ -212,6 +223,27 @@ impl<O: Outbox> Io<O> {
             if sched.next_deadline().is_some_and(|t| t <= now) {
                 sched.timers(now, rng, out);
             }
+        }
+    }
+
+    /// The board brought up to date when a state changed (or after a
+    /// reload: `last` None), else at most every [`PUBLISH_EVERY`].
+    /// `last` is (changes, when) of the last publication.
+    fn publish(&self, sched: &Scheduler, now: u64, last: &mut Option<(u64, u64)>) {
+        let Some(board) = &self.board else { return };
+        let every = PUBLISH_EVERY.as_micros() as u64;
+        if let Some((changes, at)) = *last {
+            if changes == sched.changes && now < at + every {
+                return;
+            }
+        }
+        *last = Some((sched.changes, now));
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let p = crate::bfd::status::of(sched, now, unix);
+        if let Ok(mut b) = board.lock() {
+            *b = p;
         }
     }
 

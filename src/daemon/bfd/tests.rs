@@ -76,6 +76,7 @@ fn side(text: &str, me: &str, inbox: MemInbox, peer: Wire, seed: u64) -> Side {
         },
         send_failed: Vec::new(),
         router_id: None,
+        board: None,
     };
     let specs = Spec::all(&load_str(text).config.bfd_instances);
     let rng = crate::bfd::random::OsRandom::with_seed(seed);

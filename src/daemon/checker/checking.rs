@@ -233,6 +233,7 @@ impl Checking {
             opts,
             path,
             vrrp,
+            bfd,
             ..
         } = *run;
         let board = self.engine.board();
@@ -250,6 +251,7 @@ impl Checking {
             dry_run: opts.dry_run,
         };
         let instances = vrrp.map(|b| b.lock().map(|l| l.clone()).unwrap_or_default());
+        let sessions = bfd.map(|b| b.lock().map(|l| l.clone()).unwrap_or_default());
         match q {
             Query::Status => {
                 let mut doc = status::document(&view);
@@ -257,11 +259,17 @@ impl Checking {
                     doc["vrrp"] = serde_json::to_value(&i.instances).unwrap_or_default();
                     doc["vrrp_receive"] = serde_json::to_value(i.receive).unwrap_or_default();
                 }
+                if let Some(s) = &sessions {
+                    doc["bfd"] = serde_json::to_value(&s.sessions).unwrap_or_default();
+                    doc["bfd_discards"] = serde_json::to_value(s.discards).unwrap_or_default();
+                }
                 doc.to_string() + "\n"
             }
             Query::Metrics => {
-                let vrrp = instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i));
-                metrics::render_with(&view, &vrrp)
+                let mut more =
+                    instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i));
+                more += &sessions.map_or(String::new(), |s| crate::bfd::status::metrics(&s));
+                metrics::render_with(&view, &more)
             }
             Query::Plan(p) => self.preview_reload(run, rec, p, &board),
             // Made by the event loop, which changes the running model.

@@ -79,10 +79,20 @@ pub struct Deps {
     pub jitter: Box<dyn Fn() -> Jitter + Send>,
     /// Status-socket and metrics queries.
     pub queries: mpsc::UnboundedReceiver<Request>,
-    /// The VRRP side's status, when it runs in this daemon too.
+    /// What the checker reads or hears of the other subsystems.
+    pub peers: Peers,
+}
+
+/// What the checker reads or hears of the subsystems beside it in this
+/// daemon.
+#[derive(Default)]
+pub struct Peers {
+    /// The VRRP side's status, when it runs.
     pub vrrp: Option<crate::vrrp::status::Board>,
-    /// The BFD subsystem's events, when it runs in this daemon too.
-    pub bfd: Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
+    /// The BFD sessions' status, when BFD runs.
+    pub bfd: Option<crate::bfd::status::Board>,
+    /// The BFD subsystem's events (for BFD_CHECK), when it runs.
+    pub bfd_events: Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
 }
 
 impl Deps {
@@ -92,8 +102,7 @@ impl Deps {
             prober: Box::new(|s| Arc::new(NetProber::new(s)) as Arc<dyn Prober>),
             jitter: Box::new(Jitter::seeded),
             queries,
-            vrrp: None,
-            bfd: None,
+            peers: Peers::default(),
         }
     }
 }
@@ -149,11 +158,9 @@ pub async fn run(
     loaded: Arc<Loaded>,
     commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
-    vrrp: Option<crate::vrrp::status::Board>,
-    bfd: Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
+    peers: Peers,
 ) -> ExitCode {
     let path = super::reload::config_path(opts);
-    let peers = (vrrp, bfd);
     if opts.dry_run {
         log::info!("dry run: IPVS changes are computed and logged, the kernel is not touched");
         return listen_and_serve(
@@ -192,10 +199,7 @@ async fn listen_and_serve<B: Backend>(
     path: &Path,
     commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
-    (vrrp, bfd): (
-        Option<crate::vrrp::status::Board>,
-        Option<mpsc::UnboundedReceiver<super::subsystem::BfdEvent>>,
-    ),
+    peers: Peers,
 ) -> ExitCode {
     let (qtx, qrx) = mpsc::unbounded_channel();
     let _listeners = listen(&loaded.config, opts, qtx).await;
@@ -205,8 +209,7 @@ async fn listen_and_serve<B: Backend>(
         opts,
         path,
         Deps {
-            vrrp,
-            bfd,
+            peers,
             ..Deps::real(qrx)
         },
         commands,
@@ -264,6 +267,8 @@ pub(super) struct Running<'a> {
     accepted: &'a BTreeSet<String>,
     /// The VRRP side's status board, if VRRP runs.
     vrrp: Option<&'a crate::vrrp::status::Board>,
+    /// The BFD sessions' board, if BFD runs.
+    bfd: Option<&'a crate::bfd::status::Board>,
     /// The operator's edits, applied to a previewed reload as to a reload.
     overlay: &'a Overlay,
 }
@@ -284,10 +289,14 @@ pub async fn serve<B: Backend>(
         prober,
         jitter,
         mut queries,
-        vrrp,
-        bfd,
+        peers:
+            Peers {
+                vrrp,
+                bfd: bfd_board,
+                bfd_events,
+            },
     } = deps;
-    let bfd = bfd.map(follow_bfd);
+    let bfd = bfd_events.map(follow_bfd);
     let mut accepted = error_set(&loaded);
     let mut cur = loaded;
     let mut rec = Reconciler::new(backend);
@@ -446,6 +455,7 @@ pub async fn serve<B: Backend>(
                         path,
                         accepted: &accepted,
                         vrrp: vrrp.as_ref(),
+                        bfd: bfd_board.as_ref(),
                         overlay: &overlay,
                     };
                     let a = checking.answer(&req.query, &run, &rec, &counters);

@@ -680,9 +680,23 @@ impl World for RealWorld {
 }
 
 /// Answers the status socket from the board alone (no checker runs).
+/// What VRRP reads or hears of the subsystems beside it in this daemon.
+#[derive(Default)]
+pub struct Peers {
+    /// No checker runs: VRRP serves the status socket.
+    pub serve_status: bool,
+    /// The BFD sessions' status, when BFD runs (shown by that socket).
+    pub bfd: Option<crate::bfd::status::Board>,
+    /// The BFD subsystem's events (for `track_bfd`), when it runs.
+    pub bfd_events: Option<mpsc::UnboundedReceiver<BfdEvent>>,
+}
+
 async fn answer_queries(
     mut rx: mpsc::UnboundedReceiver<crate::control::Request>,
-    board: crate::vrrp::status::Board,
+    (board, bfd): (
+        crate::vrrp::status::Board,
+        Option<crate::bfd::status::Board>,
+    ),
     config_file: String,
     reloads: Arc<std::sync::atomic::AtomicU64>,
 ) {
@@ -690,6 +704,10 @@ async fn answer_queries(
     let started = crate::status::unix_now();
     while let Some(req) = rx.recv().await {
         let list = board.lock().map(|l| l.clone()).unwrap_or_default();
+        let sessions = bfd
+            .as_ref()
+            .map(|b| b.lock().map(|l| l.clone()).unwrap_or_default())
+            .unwrap_or_default();
         let a = match req.query {
             Query::Status => {
                 let daemon = crate::status::daemon_section(&crate::status::Daemon {
@@ -706,11 +724,15 @@ async fn answer_queries(
                     "transitions": [],
                     "vrrp": list.instances,
                     "vrrp_receive": list.receive,
+                    "bfd": sessions.sessions,
+                    "bfd_discards": sessions.discards,
                 })
                 .to_string()
                     + "\n"
             }
-            Query::Metrics => crate::vrrp::status::metrics(&list),
+            Query::Metrics => {
+                crate::vrrp::status::metrics(&list) + &crate::bfd::status::metrics(&sessions)
+            }
             Query::Plan(_) | Query::Member(_) => {
                 "error: no checker runs in this daemon\n".to_string()
             }
@@ -763,9 +785,13 @@ pub async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
     progress: Reporter,
     board: crate::vrrp::status::Board,
-    serve_status: bool,
-    bfd: Option<mpsc::UnboundedReceiver<BfdEvent>>,
+    peers: Peers,
 ) -> ExitCode {
+    let Peers {
+        serve_status,
+        bfd: bfd_board,
+        bfd_events: bfd,
+    } = peers;
     // The model taken, not copied, when no one else holds it: a second
     // copy kept for the daemon's life was most of the memory at a thousand
     // instances.
@@ -786,7 +812,12 @@ pub async fn run(
         let (qtx, qrx) = mpsc::unbounded_channel();
         let l = super::checker::listen(&cfg, opts, qtx).await;
         let file = super::reload::config_path(opts).display().to_string();
-        tokio::spawn(answer_queries(qrx, board.clone(), file, reloads.clone()));
+        tokio::spawn(answer_queries(
+            qrx,
+            (board.clone(), bfd_board),
+            file,
+            reloads.clone(),
+        ));
         Some(l)
     } else {
         None

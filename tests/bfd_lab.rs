@@ -365,3 +365,67 @@ fn a_bfd_check_follows_a_session_to_keepalived() {
     );
     lab.stop_all();
 }
+
+/// Director `n`'s config for the takeover: director 1 at 150, director 2
+/// at 100 with `extra` in its instance; BFD 100 ms x 3 between them.
+fn takeover_conf(n: usize, extra: &str) -> String {
+    let extra = if n == 2 { extra } else { "" };
+    let peer = 3 - n;
+    format!(
+        "bfd_instance to_peer {{\n  neighbor_ip 192.0.2.{peer}\n  source_ip 192.0.2.{n}\n  \
+         min_rx 100\n  min_tx 100\n  multiplier 3\n}}\n"
+    ) + &common::lab::conf(if n == 1 { 150 } else { 100 }, extra, "192.0.2.100/24", "")
+}
+
+/// Seconds from SIGKILL of director 1 (MASTER) to director 2's MASTER.
+fn failover(imp: Impl, extra: &str) -> f64 {
+    let mut lab = Lab::up("kbfdt");
+    lab.start(1, imp, &takeover_conf(1, ""));
+    let d1 = lab.wait_for(8.0, |seen| {
+        seen.iter()
+            .any(|s| s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER"))
+    });
+    assert!(d1, "{imp:?}: d1 never MASTER: {}", lab.log(1, imp));
+    lab.start(2, imp, &takeover_conf(2, extra));
+    // Director 2 follows director 1 with the session Up.
+    let up = wait_log(&lab, 2, imp, 8.0, |l| ups(l, "to_peer") == 1);
+    assert!(up, "{imp:?}: {}", lab.log(2, imp));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    lab.after_advert(1);
+    let t0 = lab.now();
+    lab.signal(1, "KILL");
+    let took = lab.wait_for(6.0, |seen| {
+        seen.iter().any(|s| {
+            s.node == 2 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER") && s.t > t0
+        })
+    });
+    let log = lab.log(2, imp);
+    assert!(took, "{imp:?}: d2 never MASTER: {log}");
+    let t = lab
+        .seen()
+        .iter()
+        .find(|s| {
+            s.node == 2 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER") && s.t > t0
+        })
+        .map(|s| s.t - t0)
+        .unwrap();
+    lab.stop_all();
+    t
+}
+
+/// `bfd_takeover` (extension): director 2 takes over when its session to
+/// the master goes Down, in detection time (300 ms here) instead of the
+/// master-down interval keepalived waits for (3.6 s after the last advert,
+/// with or without `track_bfd`: `../shared/reference/bfd.md` §8.6).
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn bfd_takeover_moves_the_vip_in_detection_time() {
+    let plain = failover(Impl::Keepalived, "");
+    let ours = failover(Impl::Ours, "  bfd_takeover to_peer\n");
+    eprintln!("failover after SIGKILL of the master: keepalived {plain:.3} s, ours with bfd_takeover {ours:.3} s");
+    assert!(plain > 2.5, "keepalived {plain:.3} s");
+    assert!(ours < 0.8, "ours {ours:.3} s (keepalived {plain:.3} s)");
+}

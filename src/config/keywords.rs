@@ -223,6 +223,8 @@ pub const VRRP_INSTANCE: &[&str] = &[
     "vrf",
     "promote_secondaries",
     "garp_extra_if",
+    // keepalived-rs extension (grammar/keywords.md).
+    "bfd_takeover",
 ];
 
 /// `vrrp_instance` value blocks.

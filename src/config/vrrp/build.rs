@@ -183,9 +183,10 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         .iter()
         .filter(|b| b.listed)
         .filter(|b| {
-            out.instances
-                .iter()
-                .any(|i| i.track_bfds.iter().any(|t| t.name == b.name))
+            out.instances.iter().any(|i| {
+                i.track_bfds.iter().any(|t| t.name == b.name)
+                    || i.bfd_takeover.as_ref().is_some_and(|t| t.0 == b.name)
+            })
         })
         .map(|b| super::VrrpTrackBfd {
             name: b.name.clone(),
@@ -348,6 +349,7 @@ fn instance(
         accept: true,
         strict: global_bool("vrrp_strict"),
         dont_track_primary: false,
+        bfd_takeover: None,
         track_src_ip: false,
         src_ip: None,
         mcast_dst: None,
@@ -554,6 +556,22 @@ fn instance(
                 }
             }
             "dont_track_primary" => i.dont_track_primary = true,
+            "bfd_takeover" => {
+                let Some(v) = first(s) else {
+                    cx.err(format!("({name}) bfd_takeover needs a bfd_instance name"));
+                    continue;
+                };
+                // As track_bfd finds its session: read before this block,
+                // its events for VRRP.
+                match cfg.bfd_instances.iter().find(|b| {
+                    b.listed && b.name == v && (b.vrrp || !b.checker) && b.blocks_before <= at
+                }) {
+                    Some(b) if b.valid && b.neighbor.is_some() => {
+                        i.bfd_takeover = b.neighbor.map(|n| (v.to_string(), n));
+                    }
+                    _ => cx.err(format!("({name}) bfd_takeover: bfd_instance {v} not found, ignoring...")),
+                }
+            }
             "track_src_ip" => i.track_src_ip = true,
             "accept" => w.accept = Some(true),
             "no_accept" => w.accept = Some(false),

@@ -82,7 +82,7 @@ pub struct VrrpConfig {
     pub track_files: Vec<VrrpTrackFile>,
     /// `vrrp_track_process` blocks some instance tracks.
     pub track_processes: Vec<VrrpTrackProcess>,
-    /// The `bfd_instance` blocks some instance tracks.
+    /// The `bfd_instance` blocks some instance tracks (or takes over by).
     pub track_bfds: Vec<VrrpTrackBfd>,
     /// `vrrp_sync_group` blocks with at least one member.
     pub sync_groups: Vec<SyncGroup>,
@@ -397,6 +397,10 @@ pub struct Instance {
     pub strict: bool,
     /// `dont_track_primary`.
     pub dont_track_primary: bool,
+    /// `bfd_takeover NAME` (extension): the `bfd_instance` to the peer
+    /// whose loss, seen while following that peer as BACKUP, counts as
+    /// the master-down timer's expiry; and its neighbour's address.
+    pub bfd_takeover: Option<(String, std::net::IpAddr)>,
     /// `track_src_ip`.
     pub track_src_ip: bool,
     /// `mcast_src_ip` / `unicast_src_ip`.

@@ -912,3 +912,44 @@ fn track_bfd_faults_without_a_weight_and_shifts_with_one_as_keepalived_does() {
         lan.log
     );
 }
+
+#[test]
+fn bfd_takeover_moves_the_vip_when_the_session_to_the_master_goes_down() {
+    let mut lan = lan();
+    // Router 1 (100) follows router 0 (150, at 192.0.2.1).
+    let text = "bfd_instance to_a {\n neighbor_ip 192.0.2.1\n}\n\
+                vrrp_instance VI_1 {\n interface lo\n virtual_router_id 51\n priority 100\n \
+                advert_int 1\n bfd_takeover to_a\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n";
+    let l = crate::config::load_str(text);
+    assert_eq!(
+        l.config.vrrp.instances[0].bfd_takeover,
+        Some(("to_a".to_string(), "192.0.2.1".parse().unwrap())),
+        "{:?}",
+        l.diagnostics
+    );
+    let mut r = [runner(&mut lan, 0, 150, ""), {
+        lan.who = 1;
+        Runner::new(&l.config.vrrp, &mut lan)
+    }];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 6_000_000, None);
+    assert!(first(&lan, 0, "Master 150", 0).is_some(), "{:?}", lan.log);
+    // The session comes Up: nothing moves. It goes Down at 6.2 s (router
+    // 0 died at 6 s): router 1 is MASTER at once, not 3.6 s after the last
+    // advert.
+    lan.who = 1;
+    r[1].on_bfd(5_000_000, "to_a", true, &mut lan);
+    lan.now = 6_200_000;
+    r[1].on_bfd(6_200_000, "to_a", false, &mut lan);
+    assert_eq!(
+        first(&lan, 1, "Master 100", 6_000_000),
+        Some(6_200_000),
+        "{:?}",
+        lan.log
+    );
+    // A repeated Down does nothing more; a Down while MASTER neither.
+    r[1].on_bfd(6_300_000, "to_a", false, &mut lan);
+    r[1].on_bfd(6_400_000, "to_a", true, &mut lan);
+    r[1].on_bfd(6_500_000, "to_a", false, &mut lan);
+    assert_eq!(r[1].nodes[0].fsm.state, State::Master);
+}

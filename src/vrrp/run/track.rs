@@ -65,7 +65,30 @@ impl Runner {
                 self.reassess(k, now, w);
             }
         }
+        if !up {
+            self.bfd_takeover(now, name, w);
+        }
         true
+    }
+
+    /// `bfd_takeover` (extension): a BACKUP whose session to the master it
+    /// follows went Down takes over now, as at its master-down timer's
+    /// expiry, instead of waiting for that timer.
+    fn bfd_takeover(&mut self, now: u64, name: &str, w: &mut impl World) {
+        for k in 0..self.nodes.len() {
+            let n = &self.nodes[k];
+            let Some((_, peer)) = n.cfg.bfd_takeover.as_ref().filter(|t| t.0 == name) else {
+                continue;
+            };
+            if n.fsm.state != State::Backup || n.master != Some(*peer) {
+                continue;
+            }
+            w.log(format!(
+                "({}) BFD session {name} to the master {peer} is Down: taking over (bfd_takeover)",
+                n.cfg.name
+            ));
+            self.feed(k, now, Input::Timer, w);
+        }
     }
 
     /// Node `k`'s tracked objects as [`priority::effective`] reads them.

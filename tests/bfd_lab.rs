@@ -200,6 +200,17 @@ fn an_unweighted_track_bfd_faults_the_instance_as_keepalived_s() {
             states(&lab),
             lab.log(1, imp)
         );
+        // The VRRP dump lists the tracked session as keepalived's does.
+        lab.signal(1, "USR1");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let dump = std::fs::read_to_string(lab.dir.join("d1/keepalived.data")).unwrap_or_default();
+        for l in [
+            "   Tracked BFDs :\n     to_peer: weight 0\n",
+            "------< VRRP Track BFDs >------\n VRRP Track BFD = to_peer\n   Weight = 0\n   Bfd is up\n",
+            "   Tracking instances :\n     VI_1, weight 0\n",
+        ] {
+            assert!(dump.contains(l), "{imp:?}: no {l:?} in keepalived.data:\n{dump}");
+        }
         let stop = lab.now();
         lab.signal(2, "TERM");
         let fault = lab.wait_for(3.0, |_| states(&lab).last().is_some_and(|s| s.1 == "FAULT"));
@@ -428,4 +439,162 @@ fn bfd_takeover_moves_the_vip_in_detection_time() {
     eprintln!("failover after SIGKILL of the master: keepalived {plain:.3} s, ours with bfd_takeover {ours:.3} s");
     assert!(plain > 2.5, "keepalived {plain:.3} s");
     assert!(ours < 0.8, "ours {ours:.3} s (keepalived {plain:.3} s)");
+}
+
+/// FRR's `bfdd` (with the `zebra` it needs) in the lab's third namespace
+/// (192.0.2.10, 2001:db8::10), run as user frr with private sockets in the
+/// lab's directory (as `../shared/reference/bfd.md` §8.1 ran it).
+struct Frr {
+    ns: String,
+    dir: std::path::PathBuf,
+    children: Vec<std::process::Child>,
+}
+
+impl Frr {
+    fn start(lab: &Lab, conf: &str) -> Frr {
+        let dir = lab.dir.join("frr");
+        std::fs::create_dir_all(&dir).unwrap();
+        common::lab::must(&["chown", "frr:frr", &dir.display().to_string()]);
+        let cf = dir.join("bfdd.conf");
+        std::fs::write(&cf, conf).unwrap();
+        let ns = lab.ns(3);
+        let d = dir.display().to_string();
+        let mut children = Vec::new();
+        for (daemon, conf) in [
+            ("zebra", "/dev/null".to_string()),
+            ("bfdd", cf.display().to_string()),
+        ] {
+            let log = std::fs::File::create(dir.join(format!("{daemon}.log"))).unwrap();
+            let c = std::process::Command::new("ip")
+                .args(["netns", "exec", &ns, &format!("/usr/lib/frr/{daemon}")])
+                .args(["-u", "frr", "-g", "frr", "-z", &format!("{d}/zserv.api")])
+                .args([
+                    "-i",
+                    &format!("{d}/{daemon}.pid"),
+                    "--vty_socket",
+                    &d,
+                    "-f",
+                    &conf,
+                ])
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("FRR (apt-get install frr: scripts/test.sh installs it)");
+            children.push(c);
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        Frr { ns, dir, children }
+    }
+
+    fn vtysh(&self, cmds: &[&str]) -> String {
+        let mut c = std::process::Command::new("ip");
+        c.args(["netns", "exec", &self.ns, "vtysh", "--vty_socket"])
+            .arg(&self.dir);
+        for x in cmds {
+            c.args(["-c", x]);
+        }
+        let o = c.output().expect("vtysh");
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    }
+
+    /// `peer ...` configured with `line`.
+    fn peer(&self, peer: &str, line: &str) {
+        self.vtysh(&["configure terminal", "bfd", peer, line]);
+    }
+}
+
+impl Drop for Frr {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // The daemons' own processes (started through `ip netns exec`).
+        for d in ["bfdd", "zebra"] {
+            if let Ok(p) = std::fs::read_to_string(self.dir.join(format!("{d}.pid"))) {
+                let _ = common::lab::sh(&["kill", "-9", p.trim()]);
+            }
+        }
+    }
+}
+
+/// Sessions to FRR's bfdd, a peer nobody here wrote, with keepalived and
+/// with ours on director 1 (the reference's §8.4): both come up (IPv6 with
+/// `hoplimit 255`, which FRR requires); FRR's `transmit-interval 300`
+/// reaches us through its poll (detection 900 ms); FRR's `shutdown` sends
+/// AdminDown and we go Down with "Neighbor Signaled Session Down", Up again
+/// after `no shutdown`; when we stop, FRR sees the session go down.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn sessions_with_frr_bfdd_follow_its_changes_as_keepalived_s_do() {
+    let frr_conf = "hostname lab-frr\nlog stdout debugging\n!\nbfd\n \
+                    peer 192.0.2.1 local-address 192.0.2.10\n  receive-interval 100\n  \
+                    transmit-interval 100\n  detect-multiplier 3\n !\n \
+                    peer 2001:db8::1 local-address 2001:db8::10\n  receive-interval 100\n  \
+                    transmit-interval 100\n  detect-multiplier 3\n !\n!\n";
+    let ours_conf = "bfd_instance to_frr {\n  neighbor_ip 192.0.2.10\n  source_ip 192.0.2.1\n  \
+                     min_rx 100\n  min_tx 100\n  multiplier 3\n}\n\
+                     bfd_instance to_frr6 {\n  neighbor_ip 2001:db8::10\n  source_ip 2001:db8::1\n  \
+                     min_rx 100\n  min_tx 100\n  multiplier 3\n  hoplimit 255\n}\n";
+    let v4 = "peer 192.0.2.1 local-address 192.0.2.10";
+    let mut problems = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up("kbfdf");
+        let frr = Frr::start(&lab, frr_conf);
+        lab.start(1, imp, ours_conf);
+        let up = wait_log(&lab, 1, imp, 10.0, |l| {
+            ups(l, "to_frr") == 1 && ups(l, "to_frr6") == 1
+        });
+        // FRR goes Up at our next packet (an idle interval later).
+        let frr_up = lab.wait_for(3.0, |_| {
+            frr.vtysh(&["show bfd peers"]).matches("Status: up").count() == 2
+        });
+        let peers = frr.vtysh(&["show bfd peers"]);
+        if !up || !frr_up {
+            problems.push(format!(
+                "{imp:?}: not up: {peers}\n{}\nbfdd: {}",
+                lab.log(1, imp),
+                std::fs::read_to_string(frr.dir.join("bfdd.log")).unwrap_or_default()
+            ));
+            continue;
+        }
+        frr.peer(v4, "transmit-interval 300");
+        if !wait_log(&lab, 1, imp, 3.0, |l| {
+            l.contains("Detection time is 900000 us (was 300000 us)")
+        }) {
+            problems.push(format!(
+                "{imp:?}: FRR's 300 ms never taken: {}",
+                lab.log(1, imp)
+            ));
+        }
+        frr.peer(v4, "shutdown");
+        let down =
+            "(to_frr) Entering Down state (Local diagnostic - Neighbor Signaled Session Down";
+        if !wait_log(&lab, 1, imp, 3.0, |l| l.contains(down)) {
+            problems.push(format!("{imp:?}: AdminDown not seen: {}", lab.log(1, imp)));
+        }
+        frr.peer(v4, "no shutdown");
+        if !wait_log(&lab, 1, imp, 5.0, |l| ups(l, "to_frr") == 2) {
+            problems.push(format!("{imp:?}: not up again: {}", lab.log(1, imp)));
+        }
+        lab.signal(1, "TERM");
+        let seen = lab.wait_for(3.0, |_| {
+            frr.vtysh(&["show bfd peers"])
+                .matches("Status: down")
+                .count()
+                == 2
+        });
+        if !seen {
+            problems.push(format!(
+                "{imp:?}: FRR still up after our stop: {}",
+                frr.vtysh(&["show bfd peers"])
+            ));
+        }
+        drop(frr);
+        lab.stop_all();
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -80,8 +80,8 @@ fn render(md: &str) -> String {
          Times are seconds with up to six decimals.\n\
          .PP\n\
          Problems are reported by \\fBkeepalived \\-t\\fR with file, line and a hint.\n\
-         VRRP instances run as keepalived runs them (see VRRP below); BFD and SNMP\n\
-         blocks are read and checked, but not acted on yet."
+         VRRP instances and BFD sessions run as keepalived runs them (see VRRP and\n\
+         bfd_instance below); SNMP is read and checked, but not acted on yet."
     );
     let _ = writeln!(o, ".SH \"KEYWORDS WITH VALUES\"");
     for row in table(md, "| keyword (block) |") {

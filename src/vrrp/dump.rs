@@ -248,6 +248,26 @@ pub fn data(cfg: &Config, r: &Runner, clock: Clock) -> String {
             let _ = writeln!(o, "   State = idle");
         }
     }
+    if !r.bfds.is_empty() {
+        let _ = writeln!(o, "------< VRRP Track BFDs >------");
+        for (b, up) in &r.bfds {
+            let _ = writeln!(o, " VRRP Track BFD = {}", b.name);
+            let _ = writeln!(o, "   Weight = {}", b.weight);
+            let _ = writeln!(o, "   Bfd is {}", if *up { "up" } else { "down" });
+            let _ = writeln!(o, "   Tracking VRRP instances :");
+            let tracking: Vec<_> = r
+                .nodes
+                .iter()
+                .filter_map(|n| Some((n, n.trackers.bfds.iter().find(|t| t.0 == b.name)?)))
+                .collect();
+            if !tracking.is_empty() {
+                let _ = writeln!(o, "   Tracking instances :");
+                for (n, t) in tracking {
+                    let _ = writeln!(o, "     {}, weight {}", n.cfg.name, t.1);
+                }
+            }
+        }
+    }
     o
 }
 
@@ -558,6 +578,16 @@ fn instance(o: &mut String, cfg: &Config, r: &Runner, k: usize, n: &Node, clock:
             let _ = writeln!(
                 o,
                 "     {name} weight {w}{}",
+                if *rev { " reverse" } else { "" }
+            );
+        }
+    }
+    if !n.trackers.bfds.is_empty() {
+        let _ = writeln!(o, "   Tracked BFDs :");
+        for (name, w, rev) in &n.trackers.bfds {
+            let _ = writeln!(
+                o,
+                "     {name}: weight {w}{}",
                 if *rev { " reverse" } else { "" }
             );
         }

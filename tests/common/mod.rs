@@ -4,6 +4,7 @@
 // Each test binary uses some of these.
 #![allow(dead_code)]
 
+pub mod frr;
 pub mod lab;
 
 use std::io::{BufRead, BufReader, Read};

@@ -522,3 +522,121 @@ fn sessions_with_frr_bfdd_follow_its_changes_as_keepalived_s_do() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Hostile input: from the lab's third host, about 5,000 a second for
+/// 4 s, datagrams to director 1's BFD port: garbage, cut short,
+/// well-formed ones for discriminators it does not have, and ones with its
+/// session's own discriminator saying Down one hop away (TTL 254, which
+/// GTSM refuses). The session to keepalived stays Up on both sides, every
+/// kind is counted where it was dropped, and memory does not grow.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn a_flood_of_hostile_packets_moves_no_session() {
+    use keepalived::bfd::packet::{Control, Diag, State};
+    let mut lab = Lab::up("kbfdh");
+    lab.start(2, Impl::Keepalived, &conf(2));
+    // A VRRP instance beside the sessions: its status socket shows them.
+    let text = conf(1) + &common::lab::conf(150, "", "192.0.2.100/24", "");
+    lab.start(1, Impl::Ours, &text);
+    assert!(
+        wait_log(&lab, 1, Impl::Ours, 8.0, |l| ups(l, "to_peer") == 1),
+        "{}",
+        lab.log(1, Impl::Ours)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let session = |st: &serde_json::Value| {
+        st["bfd"]
+            .as_array()
+            .and_then(|l| l.iter().find(|s| s["name"] == "to_peer"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let before = lab.status(1);
+    let disc = session(&before)["local_discriminator"].as_u64().unwrap() as u32;
+    let pid = lab.pid_of(1, "keepalived.pid").unwrap();
+    let rss = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("RssAnon:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let rss0 = rss();
+    let ns = std::fs::File::open(format!("/run/netns/{}", lab.ns(3))).unwrap();
+    let down = Control {
+        diag: Diag::NEIGHBOR_SIGNALED_DOWN,
+        state: State::Down,
+        poll: false,
+        fin: false,
+        cpi: false,
+        demand: false,
+        detect_mult: 3,
+        my_disc: 7,
+        your_disc: disc,
+        desired_min_tx: 1_000_000,
+        required_min_rx: 100_000,
+        required_min_echo_rx: 0,
+    };
+    let sent = std::thread::spawn(move || {
+        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        let s = std::net::UdpSocket::bind("192.0.2.10:49152").unwrap();
+        s.set_nonblocking(true).unwrap();
+        let to = "192.0.2.1:3784";
+        let t0 = std::time::Instant::now();
+        let mut n = 0u64;
+        while t0.elapsed() < std::time::Duration::from_secs(4) {
+            let k = n % 4;
+            let r = match k {
+                0 => s.send_to(&[0xffu8; 24], to),
+                1 => s.send_to(&down.encode()[..20], to),
+                2 => {
+                    let mut c = down;
+                    c.your_disc = (n as u32).wrapping_mul(2_654_435_761) | 1;
+                    c.state = State::Up;
+                    s.send_to(&c.encode(), to)
+                }
+                _ => {
+                    s.set_ttl(254).unwrap();
+                    let r = s.send_to(&down.encode(), to);
+                    s.set_ttl(255).unwrap();
+                    r
+                }
+            };
+            if r.is_ok() {
+                n += 1;
+            }
+            // 5,000 a second: a hostile host on the LAN, not a saturated
+            // test machine (two cores run both directors and the sender).
+            std::thread::sleep(std::time::Duration::from_micros(150));
+        }
+        n
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let after = lab.status(1);
+    let s = session(&after);
+    let d = &after["bfd_discards"];
+    let log1 = lab.log(1, Impl::Ours);
+    let log2 = lab.log(2, Impl::Keepalived);
+    assert_eq!(s["state"], "Up", "{after}");
+    assert!(!log1.contains("(to_peer) Entering Down"), "{log1}");
+    assert!(!log2.contains("Expired after"), "{log2}");
+    let q = sent / 4;
+    for (k, at_least) in [("bogus", q), ("unknown", q), ("ttl", q)] {
+        // The kernel may drop some of a flood (its buffer full): most must
+        // have been read and counted.
+        assert!(
+            d[k].as_u64().unwrap_or(0) * 2 >= at_least,
+            "{k}: {d} of {sent} sent"
+        );
+    }
+    let grew = rss().saturating_sub(rss0);
+    assert!(grew < 1024, "RssAnon grew {grew} kB under {sent} packets");
+    eprintln!("hostile flood: {sent} datagrams in 4 s, discards {d}, RssAnon +{grew} kB");
+    lab.stop_all();
+}

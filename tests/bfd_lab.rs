@@ -640,3 +640,75 @@ fn a_flood_of_hostile_packets_moves_no_session() {
     eprintln!("hostile flood: {sent} datagrams in 4 s, discards {d}, RssAnon +{grew} kB");
     lab.stop_all();
 }
+
+/// The reference's V2 (`../shared/reference/bfd.md` §8.6): the master
+/// tracks its session to an upstream router (FRR's bfdd on the third host)
+/// without a weight; when the router's cable is cut the master's session
+/// goes Down, it enters FAULT and sends priority 0, and the backup takes
+/// over after its skew: 0.9 s in the reference. Every pairing of
+/// keepalived and ours on the two directors, against the same router.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn a_master_tracking_its_upstream_router_hands_over_in_bfd_time() {
+    let frr_conf = "hostname lab-frr\n!\nbfd\n peer 192.0.2.1 local-address 192.0.2.10\n  \
+                    receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n !\n!\n";
+    let d1 = "bfd_instance to_r {\n  neighbor_ip 192.0.2.10\n  source_ip 192.0.2.1\n  \
+              min_rx 100\n  min_tx 100\n  multiplier 3\n}\n"
+        .to_string()
+        + &common::lab::conf(150, "  track_bfd {\n    to_r\n  }\n", "192.0.2.100/24", "");
+    let d2 = common::lab::conf(100, "", "192.0.2.100/24", "");
+    let mut problems = Vec::new();
+    for (a, b) in [
+        (Impl::Keepalived, Impl::Keepalived),
+        (Impl::Ours, Impl::Keepalived),
+        (Impl::Keepalived, Impl::Ours),
+        (Impl::Ours, Impl::Ours),
+    ] {
+        let name = format!("[{}{}]", a.letter(), b.letter());
+        let mut lab = Lab::up("kbfdu");
+        let frr = Frr::start(&lab, frr_conf);
+        lab.start(1, a, &d1);
+        lab.start(2, b, &d2);
+        let master = |n: usize| {
+            move |seen: &[common::lab::Seen]| {
+                seen.iter()
+                    .rev()
+                    .find(|s| s.node == n && s.kind == "notify")
+                    .is_some_and(|s| s.what.starts_with("VI_1 MASTER"))
+            }
+        };
+        if !lab.wait_for(12.0, master(1)) {
+            problems.push(format!("{name} d1 never MASTER: {}", lab.log(1, a)));
+            continue;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let t0 = lab.now();
+        lab.carrier(3, false);
+        let moved = lab.wait_for(4.0, master(2));
+        let seen = lab.seen();
+        let at = |n: usize, st: &str| {
+            seen.iter()
+                .find(|s| s.node == n && s.kind == "notify" && s.t > t0 && s.what.starts_with(st))
+                .map(|s| s.t - t0)
+        };
+        let (fault, took) = (at(1, "VI_1 FAULT"), at(2, "VI_1 MASTER"));
+        eprintln!(
+            "{name}: d1 FAULT {fault:?} s, d2 MASTER {took:?} s after the router's cable was cut"
+        );
+        match (moved, fault, took) {
+            (true, Some(f), Some(t)) if f < 0.6 && t < 1.4 => {}
+            _ => problems.push(format!(
+                "{name}: FAULT {fault:?}, MASTER {took:?}\n{}\n{}",
+                lab.log(1, a),
+                lab.log(2, b)
+            )),
+        }
+        lab.carrier(3, true);
+        drop(frr);
+        lab.stop_all();
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -309,7 +309,9 @@ fn a_bfd_check_follows_a_session_to_keepalived() {
     lab.start(2, Impl::Keepalived, &conf(2));
     let vs = "virtual_server 192.0.2.200 80 {\n  lb_algo rr\n  lb_kind DR\n  protocol TCP\n  \
               real_server 192.0.2.2 80 {\n    BFD_CHECK {\n      name to_peer\n      alpha\n    }\n  }\n}\n";
-    let text = conf(1) + &common::lab::conf(150, "", "192.0.2.100/24", "") + vs;
+    // bfd_instance, track_bfd and BFD_CHECK in one file, one process.
+    let track = "  track_bfd {\n    to_peer weight 10\n  }\n";
+    let text = conf(1) + &common::lab::conf(150, track, "192.0.2.100/24", "") + vs;
     lab.start_with(1, Impl::Ours, &text, &["--dry-run"]);
     let line = |s: &str| {
         let s = s.to_string();
@@ -355,6 +357,11 @@ fn a_bfd_check_follows_a_session_to_keepalived() {
     assert!(
         m.contains("keepalived_bfd_session_up{session=\"to_peer\"} 1"),
         "{m}"
+    );
+    let log = lab.log(1, Impl::Ours);
+    assert!(
+        log.contains("(VI_1) Changing effective priority from 150 to 160"),
+        "{log}"
     );
     lab.signal(2, "TERM");
     assert!(

@@ -84,6 +84,18 @@ fn sessions_come_up_with_keepalived_and_ours_and_detect_a_silent_neighbour() {
             lab.signal(n, "USR1");
         }
         std::thread::sleep(std::time::Duration::from_secs(2));
+        // A daemon running BFD alone answers --status from the shell.
+        for (n, imp) in [(1, a), (2, b)] {
+            if imp == Impl::Ours {
+                let st = lab.status(n);
+                let up = st["bfd"]
+                    .as_array()
+                    .is_some_and(|l| l.iter().filter(|s| s["state"] == "Up").count() == 2);
+                if !up {
+                    problems.push(format!("{name} d{n}: --status: {st}"));
+                }
+            }
+        }
         for n in [1, 2] {
             let dump = lab.dir.join(format!("d{n}/keepalived_bfd.data"));
             let d = std::fs::read_to_string(&dump).unwrap_or_default();

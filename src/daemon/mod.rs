@@ -1,7 +1,8 @@
 //! The daemon shell, on top of everything else: it hosts the subsystems
-//! (the checker today, VRRP next) and owns what is the process's: pid
-//! files, identity and logs ([`process`]), signals ([`signals`]), the
-//! reload's rules ([`reload`]), and the one-shot commands ([`commands`]).
+//! (the checker, VRRP, BFD) and owns what is the process's: pid files,
+//! identity and logs ([`process`]), signals ([`signals`]), the reload's
+//! rules ([`reload`]), the status socket of a daemon without a checker
+//! ([`control`]), and the one-shot commands ([`commands`]).
 //!
 //! [`shell`] runs each subsystem on a thread and runtime of its own and
 //! turns signals into [`subsystem::Command`]s for each; [`checker`] is the checker's
@@ -12,6 +13,7 @@
 pub mod bfd;
 pub mod checker;
 pub mod commands;
+pub mod control;
 pub mod memory;
 pub mod process;
 pub mod reload;

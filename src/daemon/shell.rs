@@ -196,8 +196,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         };
         let (o, l, b) = (opts.clone(), loaded.clone(), board.clone());
         let peers = super::vrrp::Peers {
-            serve_status: !want_checker,
-            bfd: want_bfd.then(|| bfd_board.clone()),
+            no_checker: !want_checker,
             bfd_events: vrrp_bfd.take(),
         };
         let started = host(
@@ -254,6 +253,21 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         }
     }
     drop(ptx);
+    // Without a checker, the shell serves the status socket and metrics
+    // from the other subsystems' boards.
+    let reloads = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let _listeners = (!want_checker && (want_vrrp || want_bfd)).then(|| {
+        let boards = super::control::Boards {
+            vrrp: want_vrrp.then(|| board.clone()),
+            bfd: want_bfd.then(|| bfd_board.clone()),
+        };
+        shell_rt.block_on(super::control::serve(
+            &loaded.config,
+            opts,
+            boards,
+            reloads.clone(),
+        ))
+    });
     // The subsystems hold the startup's model as long as they run it; a
     // reference kept here would keep it resident after the first reload
     // (megabytes at tens of thousands of real servers), and the second
@@ -263,7 +277,11 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     if let Err(e) = super::signals::unblock() {
         log::error!("cannot unblock signals: {e}");
     }
-    shell_rt.block_on(dispatch(signals, opts, &hosted, prx, &Notify::from_env()));
+    let shell = Shell {
+        notify: Notify::from_env(),
+        reloads,
+    };
+    shell_rt.block_on(dispatch(signals, opts, &hosted, prx, &shell));
     let mut code = ExitCode::SUCCESS;
     for t in threads {
         match t.join() {
@@ -341,6 +359,25 @@ pub fn subsystems(opts: &Options, cfg: &Config) -> Wanted {
     Wanted { checker, vrrp, bfd }
 }
 
+/// What the shell's loop has of its own: systemd's notify socket and the
+/// count of reloads applied (for the status of a daemon without a checker).
+pub struct Shell {
+    /// systemd's notify protocol.
+    pub notify: Notify,
+    /// Reloads applied so far.
+    pub reloads: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Shell {
+    /// Telling systemd nothing (tests).
+    pub fn quiet() -> Shell {
+        Shell {
+            notify: Notify::none(),
+            reloads: Default::default(),
+        }
+    }
+}
+
 /// A subsystem as the shell holds it.
 pub struct Hosted {
     /// For logs.
@@ -370,8 +407,9 @@ pub async fn dispatch(
     opts: &Options,
     subsystems: &[Hosted],
     mut progress: mpsc::UnboundedReceiver<(usize, Progress)>,
-    notify: &Notify,
+    shell: &Shell,
 ) {
+    let notify = &shell.notify;
     // Until every subsystem has started, only a stop is acted on; a reload
     // or a dump waits (they will have read the file as it is then).
     let mut pending = Vec::new();
@@ -500,6 +538,12 @@ pub async fn dispatch(
                 }
                 if ended.is_some() {
                     break;
+                }
+                // A missing parameter stops the reload of every subsystem.
+                if !loaded.diagnostics.missing_parameter {
+                    shell
+                        .reloads
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 notify.ready();
             }

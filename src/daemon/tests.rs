@@ -4,14 +4,13 @@
 //! waits on the wall clock.
 
 use super::checker::{self, Deps};
-use super::shell::{dispatch, Hosted};
+use super::shell::{dispatch, Hosted, Shell};
 use super::signals::Signal;
 use super::subsystem::{Command, Reporter};
 use crate::check::conn::Failure;
 use crate::check::engine::{Jitter, Outcome, Planned, ProbeKind, Prober};
 use crate::cli::Options;
 use crate::config::{self, LoadOptions};
-use crate::daemon::process::Notify;
 use crate::ipvs::diff::Op;
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::{Backend, Dest, IpvsError, Service, ServiceKey, SyncDaemon, Table, Timeouts};
@@ -217,7 +216,7 @@ impl Daemon {
         let backend = table.clone();
         let commands = ctx.clone();
         let run = async move {
-            let notify = Notify::none();
+            let shell = Shell::quiet();
             let hosted = [Hosted {
                 name: "the checker",
                 commands: ctx,
@@ -233,7 +232,7 @@ impl Daemon {
                     crx,
                     Reporter::new(0, ptx)
                 ),
-                dispatch(srx, &opts, &hosted, prx, &notify),
+                dispatch(srx, &opts, &hosted, prx, &shell),
             );
             code
         };
@@ -507,13 +506,8 @@ async fn the_shell_hosts_several_subsystems_alike() {
     };
     let two = subsystems.pop().unwrap();
     let one = subsystems.pop().unwrap();
-    let notify = Notify::none();
-    let ((), a, b, ()) = tokio::join!(
-        dispatch(srx, &opts, &hosted, prx, &notify),
-        one,
-        two,
-        driver
-    );
+    let shell = Shell::quiet();
+    let ((), a, b, ()) = tokio::join!(dispatch(srx, &opts, &hosted, prx, &shell), one, two, driver);
     let want = vec![
         "reading".to_string(),
         "reload 1".into(),
@@ -579,9 +573,9 @@ async fn at_stop_the_traffic_is_handed_off_before_the_services_go() {
         };
         let vrrp = subsystems.pop().unwrap();
         let checker = subsystems.pop().unwrap();
-        let notify = Notify::none();
+        let shell = Shell::quiet();
         let ((), c, v, ()) = tokio::join!(
-            dispatch(srx, &opts, &hosted, prx, &notify),
+            dispatch(srx, &opts, &hosted, prx, &shell),
             checker,
             vrrp,
             driver

@@ -679,66 +679,14 @@ impl World for RealWorld {
     }
 }
 
-/// Answers the status socket from the board alone (no checker runs).
 /// What VRRP reads or hears of the subsystems beside it in this daemon.
 #[derive(Default)]
 pub struct Peers {
-    /// No checker runs: VRRP serves the status socket.
-    pub serve_status: bool,
-    /// The BFD sessions' status, when BFD runs (shown by that socket).
-    pub bfd: Option<crate::bfd::status::Board>,
+    /// No checker runs in this daemon: VRRP starts the global notify FIFO's
+    /// script and writes the tracked files at a reload.
+    pub no_checker: bool,
     /// The BFD subsystem's events (for `track_bfd`), when it runs.
     pub bfd_events: Option<mpsc::UnboundedReceiver<BfdEvent>>,
-}
-
-async fn answer_queries(
-    mut rx: mpsc::UnboundedReceiver<crate::control::Request>,
-    (board, bfd): (
-        crate::vrrp::status::Board,
-        Option<crate::bfd::status::Board>,
-    ),
-    config_file: String,
-    reloads: Arc<std::sync::atomic::AtomicU64>,
-) {
-    use crate::control::Query;
-    let started = crate::status::unix_now();
-    while let Some(req) = rx.recv().await {
-        let list = board.lock().map(|l| l.clone()).unwrap_or_default();
-        let sessions = bfd
-            .as_ref()
-            .map(|b| b.lock().map(|l| l.clone()).unwrap_or_default())
-            .unwrap_or_default();
-        let a = match req.query {
-            Query::Status => {
-                let daemon = crate::status::daemon_section(&crate::status::Daemon {
-                    config_file: &config_file,
-                    dry_run: false,
-                    started,
-                    reloads: reloads.load(std::sync::atomic::Ordering::Relaxed),
-                    reloads_refused: 0,
-                    checks: 0,
-                });
-                serde_json::json!({
-                    "daemon": daemon,
-                    "virtual_servers": [],
-                    "transitions": [],
-                    "vrrp": list.instances,
-                    "vrrp_receive": list.receive,
-                    "bfd": sessions.sessions,
-                    "bfd_discards": sessions.discards,
-                })
-                .to_string()
-                    + "\n"
-            }
-            Query::Metrics => {
-                crate::vrrp::status::metrics(&list) + &crate::bfd::status::metrics(&sessions)
-            }
-            Query::Plan(_) | Query::Member(_) => {
-                "error: no checker runs in this daemon\n".to_string()
-            }
-        };
-        let _ = req.reply.send(a);
-    }
 }
 
 /// Watches the tracked files' directories; each change of one becomes an
@@ -777,8 +725,7 @@ fn watch_track_files(
     }))
 }
 
-/// The VRRP subsystem's loop; with `serve_status` (no checker in this
-/// daemon) it serves the status socket and metrics itself.
+/// The VRRP subsystem's loop.
 pub async fn run(
     opts: &Options,
     loaded: Arc<Loaded>,
@@ -788,8 +735,7 @@ pub async fn run(
     peers: Peers,
 ) -> ExitCode {
     let Peers {
-        serve_status,
-        bfd: bfd_board,
+        no_checker,
         bfd_events: bfd,
     } = peers;
     // The model taken, not copied, when no one else holds it: a second
@@ -807,21 +753,6 @@ pub async fn run(
     config.other_blocks = Vec::new();
     let instances = std::mem::take(&mut config.vrrp.instances);
     let cfg = Arc::new(config);
-    let reloads = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let _listeners = if serve_status {
-        let (qtx, qrx) = mpsc::unbounded_channel();
-        let l = super::checker::listen(&cfg, opts, qtx).await;
-        let file = super::reload::config_path(opts).display().to_string();
-        tokio::spawn(answer_queries(
-            qrx,
-            (board.clone(), bfd_board),
-            file,
-            reloads.clone(),
-        ));
-        Some(l)
-    } else {
-        None
-    };
     let rtnl = match Rtnl::open() {
         Ok(r) => r,
         Err(e) => {
@@ -882,7 +813,7 @@ pub async fn run(
     // started here; notify_fifo_script too when no checker runs in this
     // daemon (the checker starts it otherwise).
     let vrrp_fifo_script = cfg.vrrp.globals.notify_fifo_script.clone();
-    let global_script = if serve_status {
+    let global_script = if no_checker {
         g.notify_fifo_script.clone()
     } else {
         None
@@ -944,7 +875,6 @@ pub async fn run(
     // The shell's commands become runner events.
     let ctx = etx.clone();
     let rep = progress.clone();
-    let counted = reloads.clone();
     tokio::spawn(async move {
         while let Some(c) = commands.recv().await {
             match c {
@@ -959,7 +889,7 @@ pub async fn run(
                         // init_file again (the checker does it when it
                         // runs in this daemon); the watch follows the files
                         // the new file tracks.
-                        if serve_status {
+                        if no_checker {
                             crate::check::file::init_files(&l.config);
                         }
                         if let Some(h) = watcher.take() {
@@ -980,7 +910,6 @@ pub async fn run(
                         if !changes.is_empty() {
                             let _ = ctx.send(Event::Process(changes));
                         }
-                        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     rep.send(Progress::Reloaded);
                 }

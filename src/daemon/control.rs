@@ -1,0 +1,115 @@
+//! The status socket and the metrics of a daemon without a checker (VRRP,
+//! BFD, or both): the shell binds them and answers from the subsystems'
+//! published views, so a query never waits on a subsystem's thread. With a
+//! checker, the checker answers (its view is the larger one) and reads the
+//! same boards.
+
+use super::checker::{listen, Listeners};
+use crate::cli::Options;
+use crate::config::model::Config;
+use crate::control::{Query, Request};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// What the subsystems publish.
+#[derive(Clone, Default)]
+pub struct Boards {
+    /// VRRP's instances, when it runs.
+    pub vrrp: Option<crate::vrrp::status::Board>,
+    /// BFD's sessions, when it runs.
+    pub bfd: Option<crate::bfd::status::Board>,
+}
+
+/// Binds the status socket and `metrics_listen` of `cfg` and answers them
+/// from `boards` on this runtime until the listeners are dropped;
+/// `reloads` counts the reloads applied.
+pub async fn serve(
+    cfg: &Config,
+    opts: &Options,
+    boards: Boards,
+    reloads: Arc<AtomicU64>,
+) -> Listeners {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listeners = listen(cfg, opts, tx).await;
+    let file = super::reload::config_path(opts);
+    tokio::spawn(answer(rx, boards, file.display().to_string(), reloads));
+    listeners
+}
+
+async fn answer(
+    mut rx: mpsc::UnboundedReceiver<Request>,
+    boards: Boards,
+    config_file: String,
+    reloads: Arc<AtomicU64>,
+) {
+    let started = crate::status::unix_now();
+    while let Some(req) = rx.recv().await {
+        let a = match req.query {
+            Query::Status => {
+                let daemon = crate::status::daemon_section(&crate::status::Daemon {
+                    config_file: &config_file,
+                    dry_run: false,
+                    started,
+                    reloads: reloads.load(Ordering::Relaxed),
+                    reloads_refused: 0,
+                    checks: 0,
+                });
+                status(&boards, daemon).to_string() + "\n"
+            }
+            Query::Metrics => metrics(&boards),
+            Query::Plan(_) | Query::Member(_) => {
+                "error: no checker runs in this daemon\n".to_string()
+            }
+        };
+        let _ = req.reply.send(a);
+    }
+}
+
+/// The status document: the daemon, and what each board holds.
+fn status(boards: &Boards, daemon: serde_json::Value) -> serde_json::Value {
+    let mut doc = serde_json::json!({
+        "daemon": daemon,
+        "virtual_servers": [],
+        "transitions": [],
+    });
+    if let Some(b) = &boards.vrrp {
+        let l = b.lock().map(|l| l.clone()).unwrap_or_default();
+        doc["vrrp"] = serde_json::to_value(&l.instances).unwrap_or_default();
+        doc["vrrp_receive"] = serde_json::to_value(l.receive).unwrap_or_default();
+    }
+    if let Some(b) = &boards.bfd {
+        let l = b.lock().map(|l| l.clone()).unwrap_or_default();
+        doc["bfd"] = serde_json::to_value(&l.sessions).unwrap_or_default();
+        doc["bfd_discards"] = serde_json::to_value(l.discards).unwrap_or_default();
+    }
+    doc
+}
+
+fn metrics(boards: &Boards) -> String {
+    let mut m = String::new();
+    if let Some(b) = &boards.vrrp {
+        m += &crate::vrrp::status::metrics(&b.lock().map(|l| l.clone()).unwrap_or_default());
+    }
+    if let Some(b) = &boards.bfd {
+        m += &crate::bfd::status::metrics(&b.lock().map(|l| l.clone()).unwrap_or_default());
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_without_a_checker_shows_what_its_boards_hold() {
+        let boards = Boards {
+            vrrp: None,
+            bfd: Some(Default::default()),
+        };
+        let doc = status(&boards, serde_json::json!({"pid": 1}));
+        assert_eq!(doc["bfd"], serde_json::json!([]));
+        assert!(doc.get("vrrp").is_none());
+        assert_eq!(doc["virtual_servers"], serde_json::json!([]));
+    }
+}

@@ -1,8 +1,10 @@
 //! The shell that hosts the subsystems: each on a thread and runtime of
-//! its own (the checker today, VRRP next), so that none can delay another;
+//! its own (the checker, VRRP, BFD), so that none can delay another;
 //! the shell's own thread reads the signals, reads the configuration again
 //! on SIGHUP, hands the subsystems their [`Command`]s and speaks systemd's
-//! notify protocol for all of them. At SIGTERM the subsystems that carry
+//! notify protocol for all of them, and wires what one subsystem hears of
+//! another (BFD's events to VRRP and the checker, the status boards). At
+//! SIGTERM the subsystems that carry
 //! the traffic away (VRRP) stop first; the others (the checker, which
 //! deletes the IPVS services) once that is done.
 

@@ -600,6 +600,12 @@ fn a_flood_of_hostile_packets_moves_no_session() {
         required_min_rx: 100_000,
         required_min_echo_rx: 0,
     };
+    // BFD_FLOOD_GAP_US: the pause between datagrams (150 µs: about 5,000
+    // a second; 0: as fast as one thread sends).
+    let gap: u64 = std::env::var("BFD_FLOOD_GAP_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150);
     let sent = std::thread::spawn(move || {
         nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
         let s = std::net::UdpSocket::bind("192.0.2.10:49152").unwrap();
@@ -630,7 +636,7 @@ fn a_flood_of_hostile_packets_moves_no_session() {
             }
             // 5,000 a second: a hostile host on the LAN, not a saturated
             // test machine (two cores run both directors and the sender).
-            std::thread::sleep(std::time::Duration::from_micros(150));
+            std::thread::sleep(std::time::Duration::from_micros(gap));
         }
         n
     })

@@ -93,6 +93,14 @@ pub async fn serve<I: Inbox, O: Outbox>(
     let mut buf = [0u8; 64];
     let mut reopen = tokio::time::interval_at(epoch + REOPEN_EVERY, REOPEN_EVERY);
     loop {
+        // Due timers first, read off the clock: under a flood the datagram
+        // branch is always ready, and the runtime's timer wheel, driven
+        // only between task polls, would run them late.
+        let t = now();
+        if sched.next_deadline().is_some_and(|d| d <= t) {
+            sched.timers(t, &mut rng, &mut out);
+            io.act(&mut sched, &mut out, t, &mut rng);
+        }
         let deadline = sched
             .next_deadline()
             .map(|t| epoch + Duration::from_micros(t));

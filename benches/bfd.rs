@@ -182,38 +182,14 @@ fn nanos() -> u32 {
         .map_or(0, |d| d.subsec_nanos())
 }
 
-/// CPU time so far, ns: every thread of every process of director `n`'s
-/// daemon.
-fn cpu_ns(lab: &Lab, n: usize) -> u64 {
-    ["keepalived.pid", "bfd.pid", "vrrp.pid", "checkers.pid"]
-        .iter()
-        .filter_map(|f| lab.pid_of(n, f))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .flat_map(|p| {
-            std::fs::read_dir(format!("/proc/{p}/task"))
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
-fn rss_kb(lab: &Lab, n: usize) -> u64 {
-    ["keepalived.pid", "bfd.pid", "vrrp.pid", "checkers.pid"]
-        .iter()
-        .filter_map(|f| lab.pid_of(n, f))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
-        .filter_map(|s| {
-            s.lines()
-                .find(|l| l.starts_with("RssAnon:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .sum()
+/// The processes of director `n`'s daemon.
+fn pids(lab: &Lab, n: usize) -> Vec<i32> {
+    let set: std::collections::BTreeSet<i32> =
+        ["keepalived.pid", "bfd.pid", "vrrp.pid", "checkers.pid"]
+            .iter()
+            .filter_map(|f| lab.pid_of(n, f))
+            .collect();
+    set.into_iter().collect()
 }
 
 /// 200 sessions at 3 x 50 ms between the directors, both running `imp`:
@@ -251,10 +227,10 @@ fn cost(imp: Impl, n_sessions: usize, window: f64) -> (f64, u64, usize, usize) {
     let _ = when(20.0, || up(1) == n_sessions && up(2) == n_sessions);
     std::thread::sleep(Duration::from_secs(2));
     let downs0 = count(&lab, 1, imp, "Entering Down state");
-    let (c0, t0) = (cpu_ns(&lab, 1), Instant::now());
+    let (c0, t0) = (common::cpu_of(&pids(&lab, 1)).0, Instant::now());
     std::thread::sleep(Duration::from_secs_f64(window));
-    let (c1, el) = (cpu_ns(&lab, 1), t0.elapsed().as_secs_f64());
-    let rss = rss_kb(&lab, 1);
+    let (c1, el) = (common::cpu_of(&pids(&lab, 1)).0, t0.elapsed().as_secs_f64());
+    let rss = common::rss_anon_kb_of(&pids(&lab, 1));
     let downs = count(&lab, 1, imp, "Entering Down state") - downs0;
     let ups = up(1);
     lab.stop_all();

@@ -256,39 +256,12 @@ impl Daemon {
     /// CPU time so far, ns, and times scheduled to run (wake-ups): every
     /// thread of every process.
     fn cpu(&self) -> (u64, u64) {
-        let (mut t, mut runs) = (0, 0);
-        for p in self.pids() {
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-                continue;
-            };
-            for task in tasks.flatten() {
-                if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
-                    // Run time, wait time, timeslices.
-                    let f: Vec<u64> = s
-                        .split_whitespace()
-                        .filter_map(|x| x.parse().ok())
-                        .collect();
-                    if let [run, _, slices] = f[..] {
-                        t += run;
-                        runs += slices;
-                    }
-                }
-            }
-        }
-        (t, runs)
+        common::cpu_of(&self.pids())
     }
 
     /// RssAnon, kB, of every process.
     fn rss_anon_kb(&self) -> u64 {
-        self.pids()
-            .iter()
-            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
-            .filter_map(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("RssAnon:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            })
-            .sum()
+        common::rss_anon_kb_of(&self.pids())
     }
 
     /// SIGKILL: keepalived's parent stopped first (it would respawn its

@@ -71,6 +71,17 @@ pub struct BfdEvent {
     pub up: bool,
 }
 
+impl BfdEvent {
+    /// keepalived's line (with `-D`) where an event is received.
+    pub fn log_received(&self) {
+        log::debug!(
+            "Received BFD event: instance {} is in state {}",
+            self.name,
+            if self.up { "Up" } else { "Down" }
+        );
+    }
+}
+
 /// Where the BFD subsystem's events go: the subsystems that run and
 /// listen (keepalived's pipes to its VRRP and checker children).
 #[derive(Debug, Clone, Default)]

@@ -218,3 +218,40 @@ pub fn metrics(port: u16) -> String {
     assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
     out
 }
+
+/// CPU time so far (ns) and times scheduled to run (wake-ups): every
+/// thread of every process of `pids` (schedstat).
+pub fn cpu_of(pids: &[i32]) -> (u64, u64) {
+    let (mut t, mut runs) = (0, 0);
+    for p in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
+                // Run time, wait time, timeslices.
+                let f: Vec<u64> = s
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                if let [run, _, slices] = f[..] {
+                    t += run;
+                    runs += slices;
+                }
+            }
+        }
+    }
+    (t, runs)
+}
+
+/// RssAnon, kB, of every process of `pids`.
+pub fn rss_anon_kb_of(pids: &[i32]) -> u64 {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
+        .filter_map(|s| {
+            s.lines()
+                .find(|l| l.starts_with("RssAnon:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .sum()
+}

@@ -226,11 +226,7 @@ fn follow_bfd(
     let (tx, states) = tokio::sync::watch::channel(crate::check::engine::BfdStates::default());
     tokio::spawn(async move {
         while let Some(e) = rx.recv().await {
-            log::debug!(
-                "Received BFD event: instance {} is in state {}",
-                e.name,
-                if e.up { "Up" } else { "Down" }
-            );
+            e.log_received();
             tx.send_modify(|m| {
                 std::sync::Arc::make_mut(m).insert(e.name, e.up);
             });

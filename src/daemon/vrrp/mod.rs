@@ -795,11 +795,7 @@ pub async fn run(
         let tx = etx.clone();
         tokio::spawn(async move {
             while let Some(e) = rx.recv().await {
-                log::debug!(
-                    "Received BFD event: instance {} is in state {}",
-                    e.name,
-                    if e.up { "Up" } else { "Down" }
-                );
+                e.log_received();
                 if tx.send(Event::Bfd(e.name, e.up)).is_err() {
                     return;
                 }

@@ -319,33 +319,47 @@ fn send(tx: &mpsc::UnboundedSender<Event>, check: usize, change: Change, reason:
 /// (absent: not heard of yet).
 pub type BfdStates = Arc<HashMap<String, bool>>;
 
-/// keepalived's `bfd_check_thread`: a session's event that differs from
-/// the check's state moves it (the first event included: the BFD side
-/// announces every session at its start).
+/// keepalived's `bfd_check_thread`: a session is taken as Up until BFD says
+/// otherwise; an event that changes what is known of it is logged for
+/// every check of it ("BFD check of [NAME] RS(...) is DOWN", an `alpha`
+/// one already down included, as keepalived logs it) and moves the checks
+/// whose state differs.
 async fn watch_bfds(
     checks: Vec<(usize, Planned, bool)>,
     mut states: tokio::sync::watch::Receiver<BfdStates>,
     tx: mpsc::UnboundedSender<Event>,
 ) {
     let mut current: Vec<bool> = checks.iter().map(|c| c.2).collect();
+    let mut known: HashMap<&str, bool> = checks
+        .iter()
+        .filter_map(|(_, c, _)| match &c.kind {
+            ProbeKind::Bfd { name } => Some((name.as_str(), true)),
+            _ => None,
+        })
+        .collect();
     loop {
         let now = states.borrow_and_update().clone();
-        for (k, (id, c, _)) in checks.iter().enumerate() {
-            let ProbeKind::Bfd { name } = &c.kind else {
-                continue;
-            };
-            let Some(&up) = now.get(name) else { continue };
-            if up == current[k] {
+        for (name, was) in known.iter_mut() {
+            let Some(&up) = now.get(*name) else { continue };
+            if up == *was {
                 continue;
             }
-            current[k] = up;
-            log::info!(
-                "BFD check of [{name}] RS({}) is {}",
-                c.name,
-                if up { "UP" } else { "DOWN" }
-            );
-            let change = if up { Change::Up } else { Change::Down };
-            send(&tx, *id, change, format!("BFD {name}"));
+            *was = up;
+            for (k, (id, c, _)) in checks.iter().enumerate() {
+                if !matches!(&c.kind, ProbeKind::Bfd { name: n } if n == name) {
+                    continue;
+                }
+                log::info!(
+                    "BFD check of [{name}] RS({}) is {}",
+                    c.name,
+                    if up { "UP" } else { "DOWN" }
+                );
+                if current[k] != up {
+                    current[k] = up;
+                    let change = if up { Change::Up } else { Change::Down };
+                    send(&tx, *id, change, format!("BFD {name}"));
+                }
+            }
         }
         if states.changed().await.is_err() {
             return;

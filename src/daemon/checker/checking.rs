@@ -183,7 +183,12 @@ impl Checking {
             return;
         };
         let st = self.engine.board().get(ev.check);
+        // FILE_CHECK and BFD_CHECK run no probes: what they follow moved
+        // them from the other state.
+        let watched = matches!(c.kind, ProbeKind::File { .. } | ProbeKind::Bfd { .. });
         let (from, to) = match ev.change {
+            Change::Up if watched => ("unhealthy", "healthy"),
+            Change::Down if watched => ("healthy", "unhealthy"),
             Change::Up => (
                 match st.as_ref() {
                     Some(s) if s.runs <= 1 => "initialising",

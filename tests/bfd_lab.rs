@@ -737,3 +737,40 @@ fn a_master_tracking_its_upstream_router_hands_over_in_bfd_time() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A reload that changes our timers reaches the neighbour through a poll
+/// sequence, as keepalived's does (`../shared/reference/bfd.md` §8.2): with
+/// director 1's `min_tx` raised to 200 ms and reloaded, keepalived on
+/// director 2 computes 3 x 200 = 600 ms, and no session flaps. The same
+/// with keepalived and with ours on director 1.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn a_reload_with_new_timers_polls_the_neighbour_as_keepalived_s() {
+    let mut problems = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let mut lab = Lab::up("kbfdp");
+        lab.start(1, imp, &conf(1));
+        lab.start(2, Impl::Keepalived, &conf(2));
+        let up = wait_log(&lab, 2, Impl::Keepalived, 8.0, |l| ups(l, "to_peer") == 1);
+        if !up {
+            problems.push(format!("{imp:?}: not up: {}", lab.log(2, Impl::Keepalived)));
+            continue;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        lab.rewrite(1, &conf(1).replacen("min_tx 100", "min_tx 200", 1));
+        lab.signal(1, "HUP");
+        let polled = wait_log(&lab, 2, Impl::Keepalived, 5.0, |l| {
+            l.contains("Detection time is 600000 us (was 300000 us)")
+        });
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let (l1, l2) = (lab.log(1, imp), lab.log(2, Impl::Keepalived));
+        if !polled || l1.contains("Entering Down") || l2.contains("Entering Down") {
+            problems.push(format!("{imp:?}: polled {polled}\n{l1}\n{l2}"));
+        }
+        lab.stop_all();
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

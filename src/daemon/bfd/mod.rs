@@ -129,8 +129,16 @@ pub async fn serve<I: Inbox, O: Outbox>(
                     let specs = Spec::all(&l.config.bfd_instances);
                     io.router_id = l.config.global_defs.router_id.clone();
                     drop(l);
-                    let from = sched.reload(specs, now(), &mut rng, &mut out);
+                    let ttls: Vec<u8> = sched.entries().iter().map(|e| e.spec.ttl).collect();
+                    let mut from = sched.reload(specs, now(), &mut rng, &mut out);
                     io.outbox.remap(&from);
+                    // A kept session whose TTL changed keeps its state but
+                    // not its socket (the TTL is the socket's).
+                    for (id, f) in from.iter_mut().enumerate() {
+                        if f.is_some_and(|i| ttls[i] != sched.entries()[id].spec.ttl) {
+                            *f = None;
+                        }
+                    }
                     open_all(&mut sched, &mut io, Some(&from), now(), &mut rng, &mut out);
                     log::info!("Reload finished in {} usec", t0.elapsed().as_micros());
                     published = None;

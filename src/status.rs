@@ -555,3 +555,38 @@ mod tests {
         assert_eq!(rs_state(true, &["initialising", "healthy"]), "initialising");
     }
 }
+
+/// What the subsystems publish.
+#[derive(Clone, Default)]
+pub struct Boards {
+    /// VRRP's instances, when it runs.
+    pub vrrp: Option<crate::vrrp::status::Board>,
+    /// BFD's sessions, when it runs.
+    pub bfd: Option<crate::bfd::status::Board>,
+}
+
+/// `doc` with what each board holds (the checker's status document too).
+pub fn add_boards(doc: &mut serde_json::Value, boards: &Boards) {
+    if let Some(b) = &boards.vrrp {
+        let l = b.lock().map(|l| l.clone()).unwrap_or_default();
+        doc["vrrp"] = serde_json::to_value(&l.instances).unwrap_or_default();
+        doc["vrrp_receive"] = serde_json::to_value(l.receive).unwrap_or_default();
+    }
+    if let Some(b) = &boards.bfd {
+        let l = b.lock().map(|l| l.clone()).unwrap_or_default();
+        doc["bfd"] = serde_json::to_value(&l.sessions).unwrap_or_default();
+        doc["bfd_discards"] = serde_json::to_value(l.discards).unwrap_or_default();
+    }
+}
+
+/// The boards' metrics (the checker's metrics too).
+pub fn board_metrics(boards: &Boards) -> String {
+    let mut m = String::new();
+    if let Some(b) = &boards.vrrp {
+        m += &crate::vrrp::status::metrics(&b.lock().map(|l| l.clone()).unwrap_or_default());
+    }
+    if let Some(b) = &boards.bfd {
+        m += &crate::bfd::status::metrics(&b.lock().map(|l| l.clone()).unwrap_or_default());
+    }
+    m
+}

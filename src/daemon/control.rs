@@ -8,18 +8,10 @@ use super::checker::{listen, Listeners};
 use crate::cli::Options;
 use crate::config::model::Config;
 use crate::control::{Query, Request};
+use crate::status::{add_boards, board_metrics as metrics, Boards};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// What the subsystems publish.
-#[derive(Clone, Default)]
-pub struct Boards {
-    /// VRRP's instances, when it runs.
-    pub vrrp: Option<crate::vrrp::status::Board>,
-    /// BFD's sessions, when it runs.
-    pub bfd: Option<crate::bfd::status::Board>,
-}
 
 /// Binds the status socket and `metrics_listen` of `cfg` and answers them
 /// from `boards` on this runtime until the listeners are dropped;
@@ -73,28 +65,8 @@ fn status(boards: &Boards, daemon: serde_json::Value) -> serde_json::Value {
         "virtual_servers": [],
         "transitions": [],
     });
-    if let Some(b) = &boards.vrrp {
-        let l = b.lock().map(|l| l.clone()).unwrap_or_default();
-        doc["vrrp"] = serde_json::to_value(&l.instances).unwrap_or_default();
-        doc["vrrp_receive"] = serde_json::to_value(l.receive).unwrap_or_default();
-    }
-    if let Some(b) = &boards.bfd {
-        let l = b.lock().map(|l| l.clone()).unwrap_or_default();
-        doc["bfd"] = serde_json::to_value(&l.sessions).unwrap_or_default();
-        doc["bfd_discards"] = serde_json::to_value(l.discards).unwrap_or_default();
-    }
+    add_boards(&mut doc, boards);
     doc
-}
-
-fn metrics(boards: &Boards) -> String {
-    let mut m = String::new();
-    if let Some(b) = &boards.vrrp {
-        m += &crate::vrrp::status::metrics(&b.lock().map(|l| l.clone()).unwrap_or_default());
-    }
-    if let Some(b) = &boards.bfd {
-        m += &crate::bfd::status::metrics(&b.lock().map(|l| l.clone()).unwrap_or_default());
-    }
-    m
 }
 
 #[cfg(test)]

@@ -259,7 +259,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     // from the other subsystems' boards.
     let reloads = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _listeners = (!want_checker && (want_vrrp || want_bfd)).then(|| {
-        let boards = super::control::Boards {
+        let boards = crate::status::Boards {
             vrrp: want_vrrp.then(|| board.clone()),
             bfd: want_bfd.then(|| bfd_board.clone()),
         };

@@ -255,25 +255,18 @@ impl Checking {
             config_file: &file,
             dry_run: opts.dry_run,
         };
-        let instances = vrrp.map(|b| b.lock().map(|l| l.clone()).unwrap_or_default());
-        let sessions = bfd.map(|b| b.lock().map(|l| l.clone()).unwrap_or_default());
+        let boards = crate::status::Boards {
+            vrrp: vrrp.cloned(),
+            bfd: bfd.cloned(),
+        };
         match q {
             Query::Status => {
                 let mut doc = status::document(&view);
-                if let Some(i) = &instances {
-                    doc["vrrp"] = serde_json::to_value(&i.instances).unwrap_or_default();
-                    doc["vrrp_receive"] = serde_json::to_value(i.receive).unwrap_or_default();
-                }
-                if let Some(s) = &sessions {
-                    doc["bfd"] = serde_json::to_value(&s.sessions).unwrap_or_default();
-                    doc["bfd_discards"] = serde_json::to_value(s.discards).unwrap_or_default();
-                }
+                crate::status::add_boards(&mut doc, &boards);
                 doc.to_string() + "\n"
             }
             Query::Metrics => {
-                let mut more =
-                    instances.map_or(String::new(), |i| crate::vrrp::status::metrics(&i));
-                more += &sessions.map_or(String::new(), |s| crate::bfd::status::metrics(&s));
+                let more = crate::status::board_metrics(&boards);
                 metrics::render_with(&view, &more)
             }
             Query::Plan(p) => self.preview_reload(run, rec, p, &board),

@@ -149,111 +149,62 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
         bfd_listeners.checker = Some(tx);
         checker_bfd = Some(rx);
     }
-    let mut hosted = Vec::new();
-    let mut threads: Vec<std::thread::JoinHandle<ExitCode>> = Vec::new();
+    let mut hosts = Hosts {
+        threads: Vec::new(),
+        hosted: Vec::new(),
+        ptx,
+    };
     if want_checker {
-        let rt = match checker_runtime(workers) {
-            Ok(rt) => rt,
-            Err(e) => {
-                log::error!("cannot start the checker's event loop: {e}");
-                return ExitCode::from(1);
-            }
-        };
         let (o, l) = (opts.clone(), loaded.clone());
         let peers = checker::Peers {
             vrrp: want_vrrp.then(|| board.clone()),
             bfd: want_bfd.then(|| bfd_board.clone()),
             bfd_events: checker_bfd.take(),
         };
-        let started = host(
+        if let Err(code) = hosts.start(
             "the checker",
             "checker",
-            rt,
-            hosted.len(),
-            &ptx,
+            checker_runtime(workers),
             false,
             move |c, r| async move { checker::run(&o, l, c, r, peers).await },
-        );
-        match started {
-            Ok((t, h)) => {
-                threads.push(t);
-                hosted.push(h);
-            }
-            Err(e) => {
-                log::error!("cannot start the checker: {e}");
-                return ExitCode::from(1);
-            }
+        ) {
+            return code;
         }
     }
     if want_vrrp {
-        let rt = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                log::error!("cannot start the VRRP event loop: {e}");
-                return ExitCode::from(1);
-            }
-        };
         let (o, l, b) = (opts.clone(), loaded.clone(), board.clone());
         let peers = super::vrrp::Peers {
             no_checker: !want_checker,
             bfd_events: vrrp_bfd.take(),
         };
-        let started = host(
+        if let Err(code) = hosts.start(
             "VRRP",
             "vrrp",
-            rt,
-            hosted.len(),
-            &ptx,
+            single_thread(),
             true,
             move |c, r| async move { super::vrrp::run(&o, l, c, r, b, peers).await },
-        );
-        match started {
-            Ok((t, h)) => {
-                threads.push(t);
-                hosted.push(h);
-            }
-            Err(e) => {
-                log::error!("cannot start VRRP: {e}");
-                return ExitCode::from(1);
-            }
+        ) {
+            return code;
         }
     }
     if want_bfd {
-        let rt = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                log::error!("cannot start the BFD event loop: {e}");
-                return ExitCode::from(1);
-            }
-        };
         let (o, l) = (opts.clone(), loaded.clone());
         let listeners = (bfd_listeners.clone(), Some(bfd_board.clone()));
-        let started = host(
+        if let Err(code) = hosts.start(
             "BFD",
             "bfd",
-            rt,
-            hosted.len(),
-            &ptx,
+            single_thread(),
             false,
             move |c, r| async move { super::bfd::run(&o, l, c, r, listeners).await },
-        );
-        match started {
-            Ok((t, h)) => {
-                threads.push(t);
-                hosted.push(h);
-            }
-            Err(e) => {
-                log::error!("cannot start BFD: {e}");
-                return ExitCode::from(1);
-            }
+        ) {
+            return code;
         }
     }
+    let Hosts {
+        threads,
+        hosted,
+        ptx,
+    } = hosts;
     drop(ptx);
     // Without a checker, the shell serves the status socket and metrics
     // from the other subsystems' boards.
@@ -301,38 +252,63 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     code
 }
 
-/// Starts subsystem `id` on a thread of its own running `rt`: `run` gets
-/// its commands and its reporter, and [`Progress::Ended`] follows its end.
-fn host<F, Fut>(
-    name: &'static str,
-    thread: &str,
-    rt: tokio::runtime::Runtime,
-    id: usize,
-    ptx: &mpsc::UnboundedSender<(usize, Progress)>,
-    stops_first: bool,
-    run: F,
-) -> std::io::Result<(std::thread::JoinHandle<ExitCode>, Hosted)>
-where
-    F: FnOnce(mpsc::UnboundedReceiver<Command>, Reporter) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ExitCode>,
-{
-    let (tx, rx) = mpsc::unbounded_channel();
-    let reporter = Reporter::new(id, ptx.clone());
-    let t = std::thread::Builder::new()
-        .name(thread.into())
-        .spawn(move || {
-            let code = rt.block_on(run(rx, reporter.clone()));
-            reporter.send(Progress::Ended);
-            code
+/// A current-thread runtime, as VRRP and BFD each have.
+fn single_thread() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+/// The subsystems started so far: their threads, their command channels,
+/// and the sender of their progress reports.
+struct Hosts {
+    threads: Vec<std::thread::JoinHandle<ExitCode>>,
+    hosted: Vec<Hosted>,
+    ptx: mpsc::UnboundedSender<(usize, Progress)>,
+}
+
+impl Hosts {
+    /// Starts subsystem `name` on a thread of its own running `rt`: `run`
+    /// gets its commands and its reporter, and [`Progress::Ended`] follows
+    /// its end. A runtime or thread that cannot be had is logged, and the
+    /// daemon exits 1.
+    fn start<F, Fut>(
+        &mut self,
+        name: &'static str,
+        thread: &str,
+        rt: std::io::Result<tokio::runtime::Runtime>,
+        stops_first: bool,
+        run: F,
+    ) -> Result<(), ExitCode>
+    where
+        F: FnOnce(mpsc::UnboundedReceiver<Command>, Reporter) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ExitCode>,
+    {
+        let rt = rt.map_err(|e| {
+            log::error!("cannot start the event loop of {name}: {e}");
+            ExitCode::from(1)
         })?;
-    Ok((
-        t,
-        Hosted {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let reporter = Reporter::new(self.hosted.len(), self.ptx.clone());
+        let t = std::thread::Builder::new()
+            .name(thread.into())
+            .spawn(move || {
+                let code = rt.block_on(run(rx, reporter.clone()));
+                reporter.send(Progress::Ended);
+                code
+            })
+            .map_err(|e| {
+                log::error!("cannot start {name}: {e}");
+                ExitCode::from(1)
+            })?;
+        self.threads.push(t);
+        self.hosted.push(Hosted {
             name,
             commands: tx,
             stops_first,
-        },
-    ))
+        });
+        Ok(())
+    }
 }
 
 /// Which subsystems run.

@@ -86,6 +86,8 @@ pub struct Lab {
     dying: Vec<Child>,
     observers: Vec<Child>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Environment of the daemons started from now on.
+    pub env: Vec<(String, String)>,
 }
 
 /// keepalived's binary.
@@ -106,6 +108,7 @@ impl Lab {
             dying: Vec::new(),
             observers: Vec::new(),
             seen: Arc::new(Mutex::new(Vec::new())),
+            env: Vec::new(),
         };
         lab.teardown_netns();
         let br = lab.ns(0);
@@ -395,6 +398,7 @@ impl Lab {
                 Impl::Keepalived => Vec::new(),
             })
             .env("TMPDIR", &d)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -913,6 +917,18 @@ pub fn conf(prio: u8, extra: &str, vip: &str, globals: &str) -> String {
          priority {prio}\n  advert_int 1\n{extra}  virtual_ipaddress {{\n    {vip}\n  }}\n  \
          notify @NOTIFY@\n}}\n"
     )
+}
+
+/// Director `n`'s config for a pair following each other by BFD: director
+/// 1 at priority 150, director 2 at 100, `extra` in director 2's instance
+/// (both when `both`); a session at 100 ms x 3 between them.
+pub fn bfd_pair_conf(n: usize, extra: &str, both: bool) -> String {
+    let extra = if n == 2 || both { extra } else { "" };
+    let peer = 3 - n;
+    format!(
+        "bfd_instance to_peer {{\n  neighbor_ip 192.0.2.{peer}\n  source_ip 192.0.2.{n}\n  \
+         min_rx 100\n  min_tx 100\n  multiplier 3\n}}\n"
+    ) + &conf(if n == 1 { 150 } else { 100 }, extra, "192.0.2.100/24", "")
 }
 
 /// A third host on the lab's LAN sending VRRPv2 adverts for VRID 51 once a

@@ -244,6 +244,30 @@ pub fn cpu_of(pids: &[i32]) -> (u64, u64) {
     (t, runs)
 }
 
+/// Run time, ns, of the threads named `name` of the processes `pids`.
+pub fn cpu_of_threads(pids: &[i32], name: &str) -> u64 {
+    let mut t = 0;
+    for p in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() != name {
+                continue;
+            }
+            if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
+                t += s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    t
+}
+
 /// RssAnon, kB, of every process of `pids`.
 pub fn rss_anon_kb_of(pids: &[i32]) -> u64 {
     pids.iter()

@@ -83,12 +83,19 @@ pub async fn serve<I: Inbox, O: Outbox>(
 ) -> ExitCode {
     let epoch = Instant::now();
     let now = || epoch.elapsed().as_micros() as u64;
+    // The wall clock at `epoch`: times shown are read off the loop's own
+    // clock from it, so a transition keeps one time from one publication
+    // to the next.
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let mut out = Vec::new();
     let mut sched = Scheduler::new(specs, now(), &mut rng, &mut out);
     open_all(&mut sched, &mut io, None, now(), &mut rng, &mut out);
+    admit(&mut inbox, &sched);
     io.act(&mut sched, &mut out, now(), &mut rng);
     let mut published = None;
-    io.publish(&sched, now(), &mut published);
+    io.publish(&sched, now(), wall, &mut published);
     reporter.send(Progress::Started);
     let mut buf = [0u8; 64];
     let mut reopen = tokio::time::interval_at(epoch + REOPEN_EVERY, REOPEN_EVERY);
@@ -140,6 +147,7 @@ pub async fn serve<I: Inbox, O: Outbox>(
                         }
                     }
                     open_all(&mut sched, &mut io, Some(&from), now(), &mut rng, &mut out);
+                    admit(&mut inbox, &sched);
                     log::info!("Reload finished in {} usec", t0.elapsed().as_micros());
                     published = None;
                     reporter.send(Progress::Reloaded);
@@ -156,9 +164,19 @@ pub async fn serve<I: Inbox, O: Outbox>(
             }
         }
         io.act(&mut sched, &mut out, now(), &mut rng);
-        io.publish(&sched, now(), &mut published);
+        io.publish(&sched, now(), wall, &mut published);
     }
     ExitCode::SUCCESS
+}
+
+/// Lets only the sessions' neighbours through to the listener.
+fn admit<I: Inbox>(inbox: &mut I, sched: &Scheduler) {
+    let neighbours: Vec<std::net::IpAddr> =
+        sched.entries().iter().map(|e| e.spec.neighbor).collect();
+    if let Err(e) = inbox.admit(&neighbours) {
+        // Not fatal: every datagram is then read and checked, as keepalived does.
+        log::warn!("BFD: cannot filter the listening socket by neighbour: {e}");
+    }
 }
 
 async fn sleep_until(t: Option<Instant>) {
@@ -245,7 +263,9 @@ impl<O: Outbox> Io<O> {
     /// The board brought up to date when a state changed (or after a
     /// reload: `last` None), else at most every [`PUBLISH_EVERY`].
     /// `last` is (changes, when) of the last publication.
-    fn publish(&self, sched: &Scheduler, now: u64, last: &mut Option<(u64, u64)>) {
+    /// Brings the board up to date (`wall`: the wall clock at the loop's
+    /// time 0).
+    fn publish(&self, sched: &Scheduler, now: u64, wall: f64, last: &mut Option<(u64, u64)>) {
         let Some(board) = &self.board else { return };
         let every = PUBLISH_EVERY.as_micros() as u64;
         if let Some((changes, at)) = *last {
@@ -254,10 +274,7 @@ impl<O: Outbox> Io<O> {
             }
         }
         *last = Some((sched.changes, now));
-        let unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let p = crate::bfd::status::of(sched, now, unix);
+        let p = crate::bfd::status::of(sched, now, wall + now as f64 / 1e6);
         if let Ok(mut b) = board.lock() {
             *b = p;
         }

@@ -2,12 +2,16 @@
 //! §5.1): one listener on `[::]:3784` for every session, dual-stack, with
 //! the TTL / hop limit and the destination of each datagram; one sender
 //! per session, bound to its `source_ip` and a port in 49152-65535, sending
-//! with the session's TTL / hop limit.
+//! with the session's TTL / hop limit. Beyond keepalived, the listener
+//! carries a socket filter admitting only the sessions' neighbours, so a
+//! stranger's flood is dropped by the kernel before it can fill the queue
+//! the neighbours' packets wait in.
 
 use crate::bfd::random::OsRandom;
 use crate::bfd::scheduler::Spec;
+use nix::libc;
 use nix::sys::socket::{recvmsg, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage};
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Protocol, SockFilter, Socket, Type};
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
@@ -25,6 +29,89 @@ pub type Datagram = (usize, SocketAddr, IpAddr, Option<u8>);
 pub trait Inbox {
     /// The next datagram, read into `buf`.
     fn recv(&mut self, buf: &mut [u8]) -> impl std::future::Future<Output = io::Result<Datagram>>;
+    /// From now on only datagrams from `neighbours` need be delivered.
+    fn admit(&mut self, _neighbours: &[IpAddr]) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Instructions the kernel takes in one classic BPF program.
+const MAX_INSNS: usize = libc::BPF_MAXINSNS as usize;
+
+/// The classic BPF program that admits a UDP datagram only when its
+/// source is one of `neighbours` (an IPv4 one also as a v4-mapped IPv6
+/// address: on the dual-stack listener it arrives in an IPv4 header).
+/// `None` when they would not fit in one program (then all are admitted).
+///
+/// A UDP socket's filter sees the datagram from its UDP header; the IP
+/// header is read at `SKF_NET_OFF`: the version in its first nibble, the
+/// IPv4 source at byte 12, the IPv6 source at bytes 8-23.
+pub fn admission(neighbours: &[IpAddr]) -> Option<Vec<SockFilter>> {
+    let mut v4: Vec<u32> = Vec::new();
+    let mut v6: Vec<[u32; 4]> = Vec::new();
+    for n in neighbours {
+        match n {
+            IpAddr::V4(a) => v4.push(u32::from(*a)),
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(a) => v4.push(u32::from(a)),
+                None => {
+                    let o = a.octets();
+                    v6.push(std::array::from_fn(|i| {
+                        u32::from_be_bytes([o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]])
+                    }));
+                }
+            },
+        }
+    }
+    v4.sort_unstable();
+    v4.dedup();
+    v6.sort_unstable();
+    v6.dedup();
+    let (net, accept, drop) = (libc::SKF_NET_OFF as u32, u32::MAX, 0);
+    let op = |c: u32| c as u16;
+    let ld_b = op(libc::BPF_LD | libc::BPF_B | libc::BPF_ABS);
+    let ld_w = op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS);
+    let rsh = op(libc::BPF_ALU | libc::BPF_RSH | libc::BPF_K);
+    let jeq = op(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K);
+    let ret = op(libc::BPF_RET | libc::BPF_K);
+    let ja = op(libc::BPF_JMP | libc::BPF_JA);
+    // Each address: a test that falls through to "accept" on a match and
+    // jumps over it otherwise, so no jump is longer than one address.
+    let v4_part = 1 + 2 * v4.len() + 1;
+    let v6_part = 9 * v6.len() + 1;
+    if 4 + v4_part + v6_part > MAX_INSNS {
+        return None;
+    }
+    let mut p = vec![
+        SockFilter::new(ld_b, 0, 0, net),
+        SockFilter::new(rsh, 0, 0, 4),
+        // IPv4: over the jump to the IPv6 part (which may be further than
+        // a conditional jump reaches).
+        SockFilter::new(jeq, 1, 0, 4),
+        SockFilter::new(ja, 0, 0, v4_part as u32),
+    ];
+    p.push(SockFilter::new(ld_w, 0, 0, net.wrapping_add(12)));
+    for a in &v4 {
+        p.push(SockFilter::new(jeq, 0, 1, *a));
+        p.push(SockFilter::new(ret, 0, 0, accept));
+    }
+    p.push(SockFilter::new(ret, 0, 0, drop));
+    for a in &v6 {
+        for (i, w) in a.iter().enumerate() {
+            p.push(SockFilter::new(
+                ld_w,
+                0,
+                0,
+                net.wrapping_add(8 + 4 * i as u32),
+            ));
+            // A mismatch skips this address's remaining loads, tests and
+            // its accept.
+            p.push(SockFilter::new(jeq, 0, (7 - 2 * i) as u8, *w));
+        }
+        p.push(SockFilter::new(ret, 0, 0, accept));
+    }
+    p.push(SockFilter::new(ret, 0, 0, drop));
+    Some(p)
 }
 
 /// Where the daemon's datagrams go: each session's sender.
@@ -87,6 +174,21 @@ impl Listener {
 }
 
 impl Inbox for Listener {
+    fn admit(&mut self, neighbours: &[IpAddr]) -> io::Result<()> {
+        let s = self.fd.get_ref();
+        match admission(neighbours) {
+            Some(p) => s.attach_filter(&p),
+            // Too many to test in one program: all are read.
+            None => s.detach_filter().or_else(|e| {
+                if e.raw_os_error() == Some(libc::ENOENT) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }),
+        }
+    }
+
     async fn recv(&mut self, buf: &mut [u8]) -> io::Result<Datagram> {
         loop {
             let mut guard = self.fd.readable().await?;
@@ -311,5 +413,101 @@ mod tests {
             .unwrap();
         let (n, from) = rx.recv_from(&mut buf).unwrap();
         assert_eq!((n, from), (1, b));
+    }
+
+    /// Which of `senders` (local addresses) get a datagram through to a
+    /// socket bound at `bind` carrying the filter for `neighbours`.
+    fn admitted(bind: &str, neighbours: &[&str], senders: &[&str]) -> Vec<String> {
+        let rx = Socket::new(
+            if bind.starts_with('[') {
+                Domain::IPV6
+            } else {
+                Domain::IPV4
+            },
+            Type::DGRAM,
+            Some(Protocol::UDP),
+        )
+        .unwrap();
+        if bind.starts_with('[') {
+            rx.set_only_v6(false).unwrap();
+        }
+        rx.bind(&bind.parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        let n: Vec<IpAddr> = neighbours.iter().map(|a| a.parse().unwrap()).collect();
+        rx.attach_filter(&admission(&n).expect("fits")).unwrap();
+        let port = rx.local_addr().unwrap().as_socket().unwrap().port();
+        for (i, from) in senders.iter().enumerate() {
+            let from: IpAddr = from.parse().unwrap();
+            let tx = std::net::UdpSocket::bind(SocketAddr::new(from, 0)).unwrap();
+            let to = match from {
+                IpAddr::V4(_) => SocketAddr::new("127.0.0.1".parse().unwrap(), port),
+                IpAddr::V6(_) => SocketAddr::new("::1".parse().unwrap(), port),
+            };
+            tx.send_to(&[i as u8], to).unwrap();
+        }
+        rx.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+            .unwrap();
+        let rx: std::net::UdpSocket = rx.into();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4];
+        while let Ok((_, from)) = rx.recv_from(&mut buf) {
+            let ip = match from.ip() {
+                IpAddr::V6(a) => a.to_ipv4_mapped().map_or(IpAddr::V6(a), IpAddr::V4),
+                a => a,
+            };
+            got.push(ip.to_string());
+        }
+        got.sort();
+        got
+    }
+
+    #[test]
+    fn the_listener_filter_admits_the_neighbours_only() {
+        // IPv4, on an IPv4 socket and on a dual-stack one.
+        for bind in ["127.0.0.1:0", "[::]:0"] {
+            assert_eq!(
+                admitted(
+                    bind,
+                    &["127.0.0.2", "2001:db8::1"],
+                    &["127.0.0.2", "127.0.0.3"]
+                ),
+                ["127.0.0.2"],
+                "{bind}"
+            );
+        }
+        // IPv6, and a neighbour given v4-mapped.
+        assert_eq!(
+            admitted("[::]:0", &["2001:db8::1"], &["::1", "127.0.0.4"]),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            admitted(
+                "[::]:0",
+                &["::1", "::ffff:127.0.0.4"],
+                &["::1", "127.0.0.4", "127.0.0.5"]
+            ),
+            ["127.0.0.4", "::1"]
+        );
+        // Hundreds of each family: jumps longer than a conditional one's.
+        let mut many: Vec<String> = (0..600)
+            .map(|i| format!("127.1.{}.{}", i / 250, i % 250 + 1))
+            .collect();
+        many.extend((0..300).map(|i| format!("2001:db8::{:x}", i + 2)));
+        many.push("::1".into());
+        many.push("127.0.0.9".into());
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(
+            admitted(
+                "[::]:0",
+                &many,
+                &["127.0.0.9", "127.0.0.8", "::1", "127.1.2.100"]
+            ),
+            ["127.0.0.9", "127.1.2.100", "::1"]
+        );
+        // Too many for one program: none.
+        let all: Vec<IpAddr> = (0..2100u32)
+            .map(|i| IpAddr::V4(Ipv4Addr::from(0x7f02_0000 + i)))
+            .collect();
+        assert!(admission(&all).is_none());
     }
 }

@@ -1,6 +1,7 @@
 //! Two BFD loops on paused time, joined by an in-memory wire.
 
 use super::*;
+use crate::bfd::status::Board;
 use crate::config::load_str;
 use std::io;
 use std::net::IpAddr;
@@ -59,7 +60,14 @@ struct Side {
     task: tokio::task::JoinHandle<ExitCode>,
 }
 
-fn side(text: &str, me: &str, inbox: MemInbox, peer: Wire, seed: u64) -> Side {
+fn side(
+    text: &str,
+    me: &str,
+    inbox: MemInbox,
+    peer: Wire,
+    seed: u64,
+    board: Option<Board>,
+) -> Side {
     let (ctx, crx) = mpsc::unbounded_channel();
     let (etx, erx) = mpsc::unbounded_channel();
     let (ptx, prx) = mpsc::unbounded_channel();
@@ -76,7 +84,7 @@ fn side(text: &str, me: &str, inbox: MemInbox, peer: Wire, seed: u64) -> Side {
         },
         send_failed: Vec::new(),
         router_id: None,
-        board: None,
+        board,
     };
     let specs = Spec::all(&load_str(text).config.bfd_instances);
     let rng = crate::bfd::random::OsRandom::with_seed(seed);
@@ -102,10 +110,27 @@ fn drain(rx: &mut mpsc::UnboundedReceiver<BfdEvent>) -> Vec<bool> {
 async fn two_loops_come_up_survive_a_reload_and_detect_a_stop() {
     let (to_a, a_in) = mpsc::unbounded_channel();
     let (to_b, b_in) = mpsc::unbounded_channel();
-    let mut a = side(A, "192.0.2.1", MemInbox(a_in), to_b, 1);
-    let mut b = side(B, "192.0.2.2", MemInbox(b_in), to_a, 2);
+    let board = Board::default();
+    let mut a = side(A, "192.0.2.1", MemInbox(a_in), to_b, 1, Some(board.clone()));
+    let mut b = side(B, "192.0.2.2", MemInbox(b_in), to_a, 2, None);
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(drain(&mut a.events), vec![false, true]);
+    // The board shows the change, at one time however often it is
+    // published (once a second).
+    let shown = || {
+        board.lock().unwrap().sessions[0]
+            .last_transition
+            .clone()
+            .unwrap()
+    };
+    let first = shown();
+    assert_eq!(
+        (first.from.as_str(), first.to.as_str()),
+        ("Init", "Up"),
+        "{first:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(shown(), first);
     assert_eq!(drain(&mut b.events), vec![false, true]);
     assert_eq!(a.progress.recv().await, Some((0, Progress::Started)));
     // Steady: a packet every 75-90 ms (100 ms less 10-25 %).

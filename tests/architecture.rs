@@ -178,10 +178,9 @@ fn only_config_reads_the_raw_global_settings() {
     assert!(reads_raw_globals("// cfg.global_defs.other").is_empty());
 }
 
-/// The daemon's subsystems (`daemon/checker`, `daemon/vrrp`) talk to the
-/// shell through `daemon::subsystem` only, and not to each other; the one
-/// exception left, VRRP borrowing the checker's listeners when no checker
-/// runs, goes with a control plane owned by the shell.
+/// The daemon's subsystems (`daemon/bfd`, `daemon/checker`,
+/// `daemon/vrrp`) talk to the shell through `daemon::subsystem` only, and
+/// not to each other.
 #[test]
 fn subsystems_import_neither_the_shell_nor_each_other() {
     const SUBSYSTEMS: &[&str] = &["bfd", "checker", "vrrp"];
@@ -203,6 +202,32 @@ fn subsystems_import_neither_the_shell_nor_each_other() {
                 }
                 if names.iter().any(|x| code.contains(x.as_str()))
                     && !ALLOWED.iter().any(|a| code.contains(a))
+                {
+                    problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The daemon's services below the subsystems (the control listeners, the
+/// subsystem interface, reload, signals, memory) name no subsystem and not
+/// the shell: the subsystems stand on them, not the other way.
+#[test]
+fn the_daemon_services_name_no_subsystem() {
+    const SERVICES: &[&str] = &["control", "subsystem", "reload", "signals", "memory"];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/daemon");
+    let mut problems = Vec::new();
+    for me in SERVICES {
+        let f = src.join(format!("{me}.rs"));
+        let text = std::fs::read_to_string(&f).unwrap();
+        let body = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in body.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for other in ["shell", "checker", "vrrp", "bfd"] {
+                if code.contains(&format!("super::{other}"))
+                    || code.contains(&format!("daemon::{other}"))
                 {
                     problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
                 }

@@ -1,10 +1,10 @@
-//! The status socket and the metrics of a daemon without a checker (VRRP,
-//! BFD, or both): the shell binds them and answers from the subsystems'
-//! published views, so a query never waits on a subsystem's thread. With a
-//! checker, the checker answers (its view is the larger one) and reads the
-//! same boards.
+//! The daemon's control, a service below the subsystems: binding the
+//! status socket and the metrics port ([`listen`]), and answering them
+//! when no checker runs (VRRP, BFD, or both: [`serve`], from the
+//! subsystems' published views, so a query never waits on a subsystem's
+//! thread). With a checker, the checker answers (its view is the larger
+//! one) and reads the same boards.
 
-use super::checker::{listen, Listeners};
 use crate::cli::Options;
 use crate::config::model::Config;
 use crate::control::{Query, Request};
@@ -12,6 +12,51 @@ use crate::status::{add_boards, board_metrics as metrics, Boards};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+
+/// The listeners of the daemon's control: the status socket and the
+/// metrics port, feeding the queries of whoever answers them (the
+/// checker's loop, or [`serve`] when no checker runs). Dropping them closes both (and removes the socket).
+pub struct Listeners {
+    _status: Option<crate::control::StatusSocket>,
+    _metrics: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Binds the status socket and `metrics_listen`, each sending to `tx`. A
+/// listener that cannot be bound is logged; the daemon runs without it.
+pub async fn listen(cfg: &Config, opts: &Options, tx: mpsc::UnboundedSender<Request>) -> Listeners {
+    let sock_path = crate::control::socket_path(
+        opts.status_socket.as_deref(),
+        cfg.global_defs.status_socket.as_deref(),
+        crate::daemon::process::namespace(opts, Some(cfg)).as_deref(),
+    );
+    let status = match crate::control::serve_status(&sock_path, tx.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::warn!(
+                "status socket {}: {e} (keepalived --status will not reach this daemon)",
+                sock_path.display()
+            );
+            None
+        }
+    };
+    let metrics = match cfg.global_defs.metrics_listen {
+        Some(addr) => match crate::control::serve_metrics(addr, tx).await {
+            Ok(t) => {
+                log::info!("metrics: http://{addr}/metrics");
+                Some(t)
+            }
+            Err(e) => {
+                log::error!("metrics_listen {addr}: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    Listeners {
+        _status: status,
+        _metrics: metrics,
+    }
+}
 
 /// Binds the status socket and `metrics_listen` of `cfg` and answers them
 /// from `boards` on this runtime until the listeners are dropped;

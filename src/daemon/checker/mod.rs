@@ -20,7 +20,7 @@ use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::overlay::{Edit, Overlay};
 use crate::config::Loaded;
-use crate::control::{self, Query, Request};
+use crate::control::{Query, Request};
 use crate::ipvs::dryrun::DryRun;
 use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon};
@@ -107,50 +107,6 @@ impl Deps {
     }
 }
 
-/// The listeners that feed [`Deps::queries`]: the status socket and the
-/// metrics port. Dropping them closes both (and removes the socket).
-pub struct Listeners {
-    _status: Option<control::StatusSocket>,
-    _metrics: Option<tokio::task::JoinHandle<()>>,
-}
-
-/// Binds the status socket and `metrics_listen`, each sending to `tx`. A
-/// listener that cannot be bound is logged; the daemon runs without it.
-pub async fn listen(cfg: &Config, opts: &Options, tx: mpsc::UnboundedSender<Request>) -> Listeners {
-    let sock_path = control::socket_path(
-        opts.status_socket.as_deref(),
-        cfg.global_defs.status_socket.as_deref(),
-        crate::daemon::process::namespace(opts, Some(cfg)).as_deref(),
-    );
-    let status = match control::serve_status(&sock_path, tx.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            log::warn!(
-                "status socket {}: {e} (keepalived --status will not reach this daemon)",
-                sock_path.display()
-            );
-            None
-        }
-    };
-    let metrics = match cfg.global_defs.metrics_listen {
-        Some(addr) => match control::serve_metrics(addr, tx).await {
-            Ok(t) => {
-                log::info!("metrics: http://{addr}/metrics");
-                Some(t)
-            }
-            Err(e) => {
-                log::error!("metrics_listen {addr}: {e}");
-                None
-            }
-        },
-        None => None,
-    };
-    Listeners {
-        _status: status,
-        _metrics: metrics,
-    }
-}
-
 /// The checker as the daemon runs it: the backend opened (kernel, or the
 /// dry run), the listeners bound, then [`serve`] until [`Command::Stop`].
 pub async fn run(
@@ -202,7 +158,7 @@ async fn listen_and_serve<B: Backend>(
     peers: Peers,
 ) -> ExitCode {
     let (qtx, qrx) = mpsc::unbounded_channel();
-    let _listeners = listen(&loaded.config, opts, qtx).await;
+    let _listeners = super::control::listen(&loaded.config, opts, qtx).await;
     serve(
         backend,
         loaded,

@@ -32,5 +32,6 @@ pub mod ipvs;
 pub mod lvs;
 pub mod metrics;
 pub mod print;
+pub mod services;
 pub mod status;
 pub mod vrrp;

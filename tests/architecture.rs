@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const MAY_USE: &[(&str, &[&str])] = &[
     ("config", &[]),
     ("health", &["config"]),
-    ("check", &["config", "health"]),
+    ("check", &["config", "health", "services"]),
     ("ipvs", &[]),
     ("lvs", &["config", "health", "ipvs"]),
     ("vrrp", &["config"]),
@@ -27,13 +27,14 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ),
     ("print", &["config", "health", "check", "lvs", "ipvs"]),
     ("control", &[]),
+    ("services", &["config"]),
     ("cli", &[]),
     ("genhash", &["check"]),
 ];
 
 const MODULES: &[&str] = &[
     "config", "health", "check", "ipvs", "lvs", "status", "metrics", "print", "control", "cli",
-    "daemon", "genhash", "vrrp", "bfd",
+    "daemon", "genhash", "vrrp", "bfd", "services",
 ];
 
 fn files(p: &Path, out: &mut Vec<PathBuf>) {

@@ -3,8 +3,8 @@
 //! the daemon does, and the verdict is keepalived's.
 
 use keepalived::check::engine::{plan, NetProber, Outcome, PlanOptions, Planned, Prober};
-use keepalived::check::misc::Scripts;
 use keepalived::config::load_str;
+use keepalived::services::scripts::Scripts;
 use md5::{Digest, Md5};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -627,7 +627,7 @@ async fn misc_check_timeout_kills_the_whole_process_group() {
 
 #[tokio::test]
 async fn file_check_follows_the_file() {
-    use keepalived::check::file::{status, FileState, Watch};
+    use keepalived::services::track_file::{status, FileState, Watch};
     let d = tmpdir("file");
     let f = d.join("weight");
     std::fs::write(&f, "0\n").unwrap();
@@ -638,7 +638,7 @@ async fn file_check_follows_the_file() {
         .unwrap()
         .unwrap();
     assert!(touched.contains(&f), "{touched:?}");
-    let v = keepalived::check::file::read_value(&f).unwrap();
+    let v = keepalived::services::track_file::read_value(&f).unwrap();
     assert_eq!(status(v, 2, false), FileState::Weight(14));
     std::fs::remove_dir_all(&d).unwrap();
 }

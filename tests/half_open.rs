@@ -6,8 +6,8 @@
 use keepalived::check::engine::{
     plan, Change, Engine, Jitter, NetProber, Outcome, PlanOptions, Planned, ProbeKind, Prober,
 };
-use keepalived::check::misc::Scripts;
 use keepalived::config::load_str;
+use keepalived::services::scripts::Scripts;
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};

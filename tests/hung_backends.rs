@@ -6,8 +6,8 @@
 use keepalived::check::engine::{
     plan, Change, Engine, Jitter, NetProber, Outcome, PlanOptions, Planned, Prober,
 };
-use keepalived::check::misc::Scripts;
 use keepalived::config::load_str;
+use keepalived::services::scripts::Scripts;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

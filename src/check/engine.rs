@@ -17,7 +17,6 @@
 
 use super::beat::Beat;
 pub use super::board::{Board, CheckStatus, LastRun, Run, TypeTotals, LATENCY_BUCKETS};
-use super::file::{self, FileState};
 pub use super::jitter::Jitter;
 pub use super::plan::{
     file_state, format_rs, plan, plan_carrying, script_identity, Carry, Plan, PlanOptions, Planned,
@@ -27,6 +26,7 @@ pub use super::prober::{Done, NetProber, Outcome, Prober};
 use super::schedule::{Schedule, Verdict};
 use super::timeline::{Clock, Timeline};
 pub use crate::health::{Change, Event, Roster, RsKey, Start, Subscriber};
+use crate::services::track_file::{self as file, FileState};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;

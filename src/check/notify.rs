@@ -8,15 +8,15 @@
 //! effects of a change, after the state is updated.
 
 use super::engine::{format_rs, script_identity};
-use super::misc::{RunAs, ScriptSpec, Scripts};
-use super::smtp_alert::{rs_alerts, vs_alerts, Alerter};
-use crate::config::model::{Config, Fifo, Script, VirtualServer, VsAddress};
+use crate::config::model::{Config, RealServer, Script, VirtualServer, VsAddress};
 use crate::config::validate::format_vs;
 use crate::health::{Effect, Health, Transition};
+use crate::services::fifo::{open_fifo, start_fifo_script};
+use crate::services::scripts::{secured, ScriptSpec, Scripts};
+use crate::services::smtp_alert::{Alert, Alerter};
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::IpAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 /// How long a notify script may run; keepalived does not wait for them at
@@ -93,72 +93,53 @@ struct OpenFifo {
     script: Option<tokio::process::Child>,
 }
 
-/// Opens (creating it if absent) a notify FIFO without waiting for a
-/// reader; says whether we created it.
-pub fn open_fifo(f: &Fifo) -> std::io::Result<(std::fs::File, bool)> {
-    use nix::sys::stat::Mode;
-    let created = !std::path::Path::new(&f.path).exists();
-    if created {
-        nix::unistd::mkfifo(f.path.as_str(), Mode::from_bits_truncate(0o644))?;
-    }
-    // Read-write so that opening never waits for a reader.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
-        .open(&f.path)?;
-    use std::os::unix::fs::FileTypeExt;
-    if !file.metadata()?.file_type().is_fifo() {
-        return Err(std::io::Error::other(format!("{} is not a FIFO", f.path)));
-    }
-    Ok((file, created))
+/// Whether a real server sends alerts: its own `smtp_alert`, else its
+/// virtual server's, else `smtp_alert_checker`, else `smtp_alert`.
+pub fn rs_alerts(cfg: &Config, vs: &VirtualServer, rs: &RealServer) -> bool {
+    rs.seldom
+        .smtp_alert
+        .or(vs.smtp_alert)
+        .or(cfg.global_defs.smtp_alert_checker)
+        .or(cfg.global_defs.smtp_alert)
+        .unwrap_or(false)
 }
 
-/// `check_notify_script_secure()`: the script's argv with its path
-/// resolved, or `None` (logged) when it may not run.
-fn secured(cfg: &Config, argv: &[String], run_as: Option<RunAs>) -> Option<Vec<String>> {
-    let first = argv.first()?;
-    let v = crate::config::script_security::check(
-        first,
-        run_as.unwrap_or_else(RunAs::ours),
-        cfg.global_defs.enable_script_security,
-    );
-    for l in &v.lines {
-        log::info!("{l}");
-    }
-    if !v.runnable {
-        return None;
-    }
-    let mut out = argv.to_vec();
-    out[0] = v.path;
-    Some(out)
+/// Whether a virtual server sends quorum alerts.
+pub fn vs_alerts(cfg: &Config, vs: &VirtualServer) -> bool {
+    vs.smtp_alert
+        .or(cfg.global_defs.smtp_alert_checker)
+        .or(cfg.global_defs.smtp_alert)
+        .unwrap_or(false)
 }
 
-/// Starts a FIFO's script (the FIFO's path as its last argument) as its
-/// configured user, in a process group of its own.
-pub fn start_fifo_script(cfg: &Config, s: &Script, path: &str) -> Option<tokio::process::Child> {
-    let mut argv = s.args.clone();
-    argv.push(path.to_string());
-    let user = s.user.clone().map(|u| (u, s.group.clone()));
-    let run_as = match script_identity(cfg, user.as_ref()) {
-        Ok(r) => r,
-        Err(e) => {
-            log::error!("FIFO script {}: {e}", argv[0]);
-            return None;
-        }
-    };
-    let argv = secured(cfg, &argv, run_as)?;
-    let spec = ScriptSpec { argv, run_as };
-    let mut cmd = tokio::process::Command::new(&spec.argv[0]);
-    cmd.args(&spec.argv[1..]);
-    super::misc::prepare(&mut cmd, &spec);
-    match cmd.spawn() {
-        Ok(c) => Some(c),
-        Err(e) => {
-            log::error!("cannot start FIFO script {}: {e}", spec.argv[0]);
-            None
-        }
-    }
+/// The alert for a real server entering (`up`) or leaving the pool.
+pub fn rs_alert(a: &Alerter, rs: &RealServer, vs: &VirtualServer, up: bool) -> Alert {
+    a.alert(
+        &format!(
+            "Realserver {} of virtual server {}",
+            format_rs(rs, vs),
+            format_vs(vs)
+        ),
+        if up { "UP" } else { "DOWN" },
+        if up {
+            "=> CHECK succeed on service <="
+        } else {
+            "=> CHECK failed on service <="
+        },
+    )
+}
+
+/// The alert for a virtual server's quorum.
+pub fn vs_alert(a: &Alerter, vs: &VirtualServer, up: bool, weight_sum: u64) -> Alert {
+    a.alert(
+        &format!("Virtualserver {}", format_vs(vs)),
+        if up { "UP" } else { "DOWN" },
+        if up {
+            format!("=> {} <=", gained_quorum(vs, weight_sum))
+        } else {
+            format!("=> Lost quorum {} <=", quorum_down_figures(vs, weight_sum))
+        },
+    )
 }
 
 impl Notifier {
@@ -235,13 +216,13 @@ impl Notifier {
     fn rs_alert(&self, cfg: &Config, vs: &VirtualServer, rsi: usize, up: bool) {
         let rs = &vs.real_servers[rsi];
         if let Some(a) = self.alerter.as_ref().filter(|_| rs_alerts(cfg, vs, rs)) {
-            a.send(a.rs_alert(rs, vs, up));
+            a.send(rs_alert(a, rs, vs, up));
         }
     }
 
     fn vs_alert(&self, cfg: &Config, vs: &VirtualServer, up: bool, weight_sum: u64) {
         if let Some(a) = self.alerter.as_ref().filter(|_| vs_alerts(cfg, vs)) {
-            a.send(a.vs_alert(vs, up, weight_sum));
+            a.send(vs_alert(a, vs, up, weight_sum));
         }
     }
 
@@ -467,6 +448,7 @@ impl Notifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::OpenOptionsExt;
     use crate::check::engine::{plan, PlanOptions};
     use crate::config::load_str;
     use crate::health::{Change, Event, Tracker};

@@ -10,15 +10,15 @@
 
 use super::conn::ConnOpts;
 use super::dns::DnsProbe;
-use super::file::{self, FileState};
 use super::http::{HttpProbe, HttpSpec};
-use super::misc::{RunAs, ScriptSpec};
 use super::tls::Tls;
 use super::udp::UdpProbe;
 use crate::config::model::{Checker, Config, RealServer, VirtualServer};
 pub use crate::config::validate::RsName;
 use crate::health::retry::RetryFamily;
 use crate::health::{checker_keys, start_states, Roster, RsKey, Start, Subscriber};
+use crate::services::scripts::{RunAs, ScriptSpec};
+use crate::services::track_file::{self as file, FileState};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

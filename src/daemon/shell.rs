@@ -128,7 +128,7 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
     } = subsystems(opts, &loaded.config);
     // init_file: the tracked files are written once, before either side
     // reads them (keepalived writes them while reading the config).
-    crate::check::file::init_files(&loaded.config);
+    crate::services::track_file::init_files(&loaded.config);
     // VRRP's status, read by the checker's status socket (or by VRRP's own
     // when the checker does not run).
     let board: crate::vrrp::status::Board = Default::default();

@@ -54,7 +54,7 @@ pub async fn first_programming(
     let preset = cfg
         .track_files
         .iter()
-        .filter_map(crate::check::file::init_value)
+        .filter_map(crate::services::track_file::init_value)
         .map(|(p, v)| (PathBuf::from(p), crate::config::reader::strtol0(&v)))
         .collect();
     let (_, _, health) = plan_start(cfg, opts, &carry, preset);

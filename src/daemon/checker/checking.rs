@@ -7,7 +7,6 @@
 use super::{now, Running};
 use crate::check::engine::ProbeKind;
 use crate::check::engine::{self, Carry, Engine, Jitter, Plan, Prober};
-use crate::check::misc::{self, Scripts};
 use crate::check::notify::{self, Notifier};
 use crate::check::ping::PingGroupRange;
 use crate::cli::Options;
@@ -22,6 +21,7 @@ use crate::lvs::graceful::Graceful;
 use crate::lvs::{desired, Reconciler};
 use crate::metrics;
 use crate::print;
+use crate::services::scripts::{Scripts, DEFAULT_MAX_SCRIPTS};
 use crate::status::{self, Counters, TransitionRecord};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -85,7 +85,7 @@ impl Checking {
         // MISC_CHECKs have a pool of their own, apart from the notify
         // scripts' (kept across reloads): hung notify scripts never hold
         // a check back.
-        let scripts = Scripts::new(misc::DEFAULT_MAX_SCRIPTS);
+        let scripts = Scripts::new(DEFAULT_MAX_SCRIPTS);
         let mut notifier = Notifier::new(cfg, notify_scripts.clone());
         if cfg.global_defs.rs_init_notifies {
             notifier.init_notifies(cfg, &health);

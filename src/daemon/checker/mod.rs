@@ -15,7 +15,6 @@ use super::reload::{error_set, reload_refusal};
 use super::startup::{start_carry, timeouts};
 use super::subsystem::{Command, Progress, Reporter};
 use crate::check::engine::{Jitter, NetProber, Prober};
-use crate::check::misc::Scripts;
 use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::overlay::{Edit, Overlay};
@@ -26,6 +25,7 @@ use crate::ipvs::netlink::IpvsHandle;
 use crate::ipvs::{Backend, SyncDaemon};
 use crate::lvs::graceful::Graceful;
 use crate::lvs::{desired, Reconciler};
+use crate::services::scripts::Scripts;
 use crate::status::{self, Counters, TransitionRecord};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -264,7 +264,7 @@ pub async fn serve<B: Backend>(
     if let Some(file) = &cur.config.global_defs.state_file {
         restore_state(&cur.config, opts, Path::new(file), &mut carry);
     }
-    let notify_scripts = Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS);
+    let notify_scripts = Scripts::new(crate::services::scripts::DEFAULT_MAX_SCRIPTS);
     let mut checking = Checking::start(
         &cur.config,
         opts,
@@ -496,7 +496,7 @@ pub async fn serve<B: Backend>(
         // the shell wrote them, before either side ran); an operator's edit
         // is no reload of the file: the tracked files keep their values.
         if edit.is_none() {
-            crate::check::file::init_files(cfg);
+            crate::services::track_file::init_files(cfg);
         }
         checking = Checking::start(
             cfg,

@@ -9,13 +9,13 @@
 //! so no checker load can delay an advert.
 
 use super::subsystem::{BfdEvent, Command, Progress, Reporter};
-use crate::check::misc::{ScriptEnd, ScriptSpec, Scripts};
 use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::vrrp::{
     Instance, NftTable, NotifyScript, Route, Rule, SyncGroup, Vip, VrrpScript,
 };
 use crate::config::Loaded;
+use crate::services::scripts::{ScriptEnd, ScriptSpec, Scripts};
 use crate::vrrp::dump::Dump;
 use crate::vrrp::net::{AdvertSocket, FrameSocket, Iface};
 use crate::vrrp::nftables::Element;
@@ -85,7 +85,7 @@ struct RealWorld {
     /// Addresses this daemon removed, and when (see `removed_by_us`).
     removed: HashMap<IpAddr, std::time::Instant>,
     /// SMTP alerts (`smtp_server` and recipients configured).
-    alerter: Option<crate::check::smtp_alert::Alerter>,
+    alerter: Option<crate::services::smtp_alert::Alerter>,
     /// The state each instance last mailed about.
     last_email: HashMap<String, Notified>,
     /// The FIFO scripts started here, killed at the end.
@@ -210,7 +210,7 @@ impl RealWorld {
             // vrrp_smtp_alerts test), so none is sent.
             _ => return,
         };
-        alerter.send(alerter.vrrp_alert(&inst.name, subject, body));
+        alerter.send(alerter.alert(&format!("VRRP Instance {}", inst.name), subject, body));
         self.last_email.insert(inst.name.clone(), state);
     }
 
@@ -241,7 +241,7 @@ impl World for RealWorld {
     }
 
     fn track_file_value(&mut self, path: &str) -> Option<i64> {
-        match crate::check::file::read_status(std::path::Path::new(path)) {
+        match crate::services::track_file::read_status(std::path::Path::new(path)) {
             Ok(v) => Some(v),
             Err(v) => {
                 log::info!("Invalid number {v} read from {path} - ignoring");
@@ -641,12 +641,12 @@ impl World for RealWorld {
         };
         if let (Some(alerter), Some(true)) = (&self.alerter, g.smtp_alert) {
             let subject = format!("Entering {word} state");
-            alerter.send(alerter.vrrp_group_alert(&g.name, &subject, body));
+            alerter.send(alerter.alert(&format!("VRRP Group {}", g.name), &subject, body));
         }
     }
 
     fn globals(&mut self, cfg: &Arc<Config>) {
-        self.alerter = crate::check::smtp_alert::Alerter::new(cfg);
+        self.alerter = crate::services::smtp_alert::Alerter::new(cfg);
         self.cfg = Arc::new(globals_of(cfg));
     }
 
@@ -699,7 +699,7 @@ fn watch_track_files(
         return None;
     }
     let paths: Vec<std::path::PathBuf> = files.iter().map(|f| f.path.clone().into()).collect();
-    let mut watch = match crate::check::file::Watch::new(&paths) {
+    let mut watch = match crate::services::track_file::Watch::new(&paths) {
         Ok(w) => w,
         Err(e) => {
             log::error!("Unable to monitor track files: {e}");
@@ -820,11 +820,12 @@ pub async fn run(
         (&vrrp_fifo, &vrrp_fifo_script),
     ] {
         let Some(f) = f else { continue };
-        match crate::check::notify::open_fifo(f) {
+        match crate::services::fifo::open_fifo(f) {
             Ok((file, _)) => {
                 fifos.push((f.path.clone(), file));
                 if let Some(sc) = script {
-                    fifo_scripts.extend(crate::check::notify::start_fifo_script(&cfg, sc, &f.path));
+                    fifo_scripts
+                        .extend(crate::services::fifo::start_fifo_script(&cfg, sc, &f.path));
                 }
             }
             Err(e) => log::error!("notify FIFO {}: {e}", f.path),
@@ -849,11 +850,11 @@ pub async fn run(
         nodes: HashMap::new(),
         jobs: jtx.clone(),
         events: etx.clone(),
-        tracking: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
-        notifies: Scripts::new(crate::check::misc::DEFAULT_MAX_SCRIPTS),
+        tracking: Scripts::new(crate::services::scripts::DEFAULT_MAX_SCRIPTS),
+        notifies: Scripts::new(crate::services::scripts::DEFAULT_MAX_SCRIPTS),
         cfg: cfg.clone(),
         removed: HashMap::new(),
-        alerter: crate::check::smtp_alert::Alerter::new(&cfg),
+        alerter: crate::services::smtp_alert::Alerter::new(&cfg),
         last_email: HashMap::new(),
         fifo_scripts,
         syncd,
@@ -886,7 +887,7 @@ pub async fn run(
                         // runs in this daemon); the watch follows the files
                         // the new file tracks.
                         if no_checker {
-                            crate::check::file::init_files(&l.config);
+                            crate::services::track_file::init_files(&l.config);
                         }
                         if let Some(h) = watcher.take() {
                             h.abort();

@@ -1,17 +1,45 @@
-//! E-mail alerts (`core/smtp.c`): when a real server with `smtp_alert`
-//! enters or leaves the pool, or a virtual server gains or loses quorum, a
-//! mail goes to every `notification_email` through `smtp_server`, worded as
-//! keepalived words it.
+//! E-mail alerts (`core/smtp.c`): a mail to every `notification_email`
+//! through `smtp_server`, its subject "[router_id] WHAT - STATE" as
+//! keepalived words it; the checker and VRRP say what and why.
 //!
-//! I/O shell after the pure transitions; each alert is its own task, so a
-//! slow mail server never holds up a check.
+//! Each alert is its own task, so a slow mail server never holds up a
+//! check or an advert.
 
-use super::conn::{within, Failure};
-use crate::config::model::{Config, RealServer, VirtualServer};
+use crate::config::model::Config;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Why an alert was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum SmtpError {
+    /// `connect()` failed.
+    #[error("connection failed: {0}")]
+    Connect(std::io::Error),
+    /// No connection, or no read or write, within `smtp_connect_timeout`.
+    #[error("timeout {0}")]
+    Timeout(&'static str),
+    /// A read or write failed.
+    #[error("{0} error: {1}")]
+    Io(&'static str, std::io::Error),
+    /// The server answered, but not as required.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+/// `fut` within `limit`.
+async fn within<T>(
+    limit: Duration,
+    what: &'static str,
+    fut: impl std::future::Future<Output = std::io::Result<T>>,
+) -> Result<T, SmtpError> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(SmtpError::Io(what, e)),
+        Err(_) => Err(SmtpError::Timeout(what)),
+    }
+}
 
 /// keepalived's default HELO name for alerts is the host name; the port 25.
 const DEFAULT_PORT: u16 = 25;
@@ -63,58 +91,12 @@ impl Alerter {
         })
     }
 
-    /// The alert for a real server entering (`up`) or leaving the pool.
-    pub fn rs_alert(&self, rs: &RealServer, vs: &VirtualServer, up: bool) -> Alert {
+    /// The alert about `what` (a real server, a virtual server, a VRRP
+    /// instance or group) now in `state`.
+    pub fn alert(&self, what: &str, state: &str, body: impl Into<String>) -> Alert {
         Alert {
-            subject: format!(
-                "[{}] Realserver {} of virtual server {} - {}",
-                self.router_id,
-                super::engine::format_rs(rs, vs),
-                crate::config::validate::format_vs(vs),
-                if up { "UP" } else { "DOWN" }
-            ),
-            body: if up {
-                "=> CHECK succeed on service <=".into()
-            } else {
-                "=> CHECK failed on service <=".into()
-            },
-        }
-    }
-
-    /// A VRRP instance's alert (`SMTP_MSG_VRRP`).
-    pub fn vrrp_alert(&self, instance: &str, subject: &str, body: &str) -> Alert {
-        Alert {
-            subject: format!("[{}] VRRP Instance {instance} - {subject}", self.router_id),
-            body: body.to_string(),
-        }
-    }
-
-    /// The alert for a VRRP sync group's state (keepalived's
-    /// `vrrp_sync_smtp_notifier()`).
-    pub fn vrrp_group_alert(&self, group: &str, subject: &str, body: &str) -> Alert {
-        Alert {
-            subject: format!("[{}] VRRP Group {group} - {subject}", self.router_id),
-            body: body.to_string(),
-        }
-    }
-
-    /// The alert for a virtual server's quorum.
-    pub fn vs_alert(&self, vs: &VirtualServer, up: bool, weight_sum: u64) -> Alert {
-        Alert {
-            subject: format!(
-                "[{}] Virtualserver {} - {}",
-                self.router_id,
-                crate::config::validate::format_vs(vs),
-                if up { "UP" } else { "DOWN" }
-            ),
-            body: if up {
-                format!("=> {} <=", super::notify::gained_quorum(vs, weight_sum))
-            } else {
-                format!(
-                    "=> Lost quorum {} <=",
-                    super::notify::quorum_down_figures(vs, weight_sum)
-                )
-            },
+            subject: format!("[{}] {what} - {state}", self.router_id),
+            body: body.into(),
         }
     }
 
@@ -130,12 +112,12 @@ impl Alerter {
     }
 
     /// The SMTP dialogue for one alert.
-    pub async fn deliver(&self, alert: &Alert) -> Result<(), Failure> {
+    pub async fn deliver(&self, alert: &Alert) -> Result<(), SmtpError> {
         let mut s = match tokio::time::timeout(self.timeout, TcpStream::connect(self.server)).await
         {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(Failure::Connect(e)),
-            Err(_) => return Err(Failure::ConnectTimeout),
+            Ok(Err(e)) => return Err(SmtpError::Connect(e)),
+            Err(_) => return Err(SmtpError::Timeout("connect")),
         };
         self.expect(&mut s, "220").await?;
         self.command(&mut s, &format!("HELO {}\r\n", self.helo), "250")
@@ -163,19 +145,19 @@ impl Alerter {
         Ok(())
     }
 
-    async fn command(&self, s: &mut TcpStream, cmd: &str, code: &str) -> Result<(), Failure> {
+    async fn command(&self, s: &mut TcpStream, cmd: &str, code: &str) -> Result<(), SmtpError> {
         within(self.timeout, "SMTP write", s.write_all(cmd.as_bytes())).await?;
         self.expect(s, code).await
     }
 
-    async fn expect(&self, s: &mut TcpStream, code: &str) -> Result<(), Failure> {
+    async fn expect(&self, s: &mut TcpStream, code: &str) -> Result<(), SmtpError> {
         let mut line = Vec::new();
         let mut b = [0u8; 512];
         // The last line of a reply is "CODE " (multi-line ones use "CODE-").
         loop {
             let n = within(self.timeout, "SMTP read", s.read(&mut b)).await?;
             if n == 0 {
-                return Err(Failure::Protocol(
+                return Err(SmtpError::Protocol(
                     "SMTP server closed the connection".into(),
                 ));
             }
@@ -190,7 +172,7 @@ impl Alerter {
             return if last.starts_with(code) {
                 Ok(())
             } else {
-                Err(Failure::Protocol(format!(
+                Err(SmtpError::Protocol(format!(
                     "SMTP server answered {last:?}, {code} expected"
                 )))
             };
@@ -214,25 +196,6 @@ fn rfc822_now() -> String {
         c.minute,
         c.second
     )
-}
-
-/// Whether a real server sends alerts: its own `smtp_alert`, else its
-/// virtual server's, else `smtp_alert_checker`, else `smtp_alert`.
-pub fn rs_alerts(cfg: &Config, vs: &VirtualServer, rs: &RealServer) -> bool {
-    rs.seldom
-        .smtp_alert
-        .or(vs.smtp_alert)
-        .or(cfg.global_defs.smtp_alert_checker)
-        .or(cfg.global_defs.smtp_alert)
-        .unwrap_or(false)
-}
-
-/// Whether a virtual server sends quorum alerts.
-pub fn vs_alerts(cfg: &Config, vs: &VirtualServer) -> bool {
-    vs.smtp_alert
-        .or(cfg.global_defs.smtp_alert_checker)
-        .or(cfg.global_defs.smtp_alert)
-        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -289,12 +252,10 @@ mod tests {
         );
         let cfg = load_str(&text).config;
         let a = Alerter::new(&cfg).expect("alerter");
-        let vs = &cfg.virtual_servers[0];
-        assert!(rs_alerts(&cfg, vs, &vs.real_servers[0]));
-        let alert = a.rs_alert(&vs.real_servers[0], vs, false);
-        assert_eq!(
-            alert.subject,
-            "[LVS1] Realserver [127.0.0.1]:tcp:8080 of virtual server [10.0.0.1]:tcp:80 - DOWN"
+        let alert = a.alert(
+            "Realserver [127.0.0.1]:tcp:8080 of virtual server [10.0.0.1]:tcp:80",
+            "DOWN",
+            "=> CHECK failed on service <=",
         );
         a.deliver(&alert).await.unwrap();
         let got = seen.lock().unwrap().clone();

@@ -237,3 +237,26 @@ fn the_daemon_services_name_no_subsystem() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// VRRP and BFD run beside the checker, not on it: their subsystems name
+/// nothing of `check` (what they share with it is in `services`).
+#[test]
+fn vrrp_and_bfd_subsystems_name_nothing_of_the_checker() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/daemon");
+    let mut problems = Vec::new();
+    for me in ["vrrp", "bfd"] {
+        let mut fs = Vec::new();
+        files(&src.join(me), &mut fs);
+        assert!(!fs.is_empty(), "no source for daemon/{me}");
+        for f in fs {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains("crate::check") {
+                    problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

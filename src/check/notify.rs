@@ -448,11 +448,11 @@ impl Notifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::OpenOptionsExt;
     use crate::check::engine::{plan, PlanOptions};
     use crate::config::load_str;
     use crate::health::{Change, Event, Tracker};
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
 
     fn tmp(tag: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("krs-notify-{tag}-{}", std::process::id()));

@@ -33,5 +33,6 @@ pub mod lvs;
 pub mod metrics;
 pub mod print;
 pub mod services;
+pub mod snmp;
 pub mod status;
 pub mod vrrp;

@@ -28,13 +28,14 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("print", &["config", "health", "check", "lvs", "ipvs"]),
     ("control", &[]),
     ("services", &["config"]),
+    ("snmp", &["config", "vrrp", "bfd", "health", "check", "lvs", "ipvs", "status"]),
     ("cli", &[]),
     ("genhash", &["check"]),
 ];
 
 const MODULES: &[&str] = &[
     "config", "health", "check", "ipvs", "lvs", "status", "metrics", "print", "control", "cli",
-    "daemon", "genhash", "vrrp", "bfd", "services",
+    "daemon", "genhash", "vrrp", "bfd", "services", "snmp",
 ];
 
 fn files(p: &Path, out: &mut Vec<PathBuf>) {

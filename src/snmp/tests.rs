@@ -1,0 +1,160 @@
+//! The MIB modules' views against keepalived 2.2.7's walks
+//! (`../shared/snmp-fixtures/walk/`, the configuration of
+//! `conf/keepalived-a.conf`, its VRRP part, both instances MASTER).
+
+use super::agentx::Value;
+use super::tree::Tree;
+use crate::config::load_str;
+use crate::vrrp::node::Stats;
+use crate::vrrp::status::InstanceStatus;
+
+/// The VRRP part of the walked configuration.
+pub const CONF: &str = "global_defs {\n router_id kbs_a\n}\n\
+vrrp_instance VI_1 {\n state BACKUP\n interface eth0\n virtual_router_id 61\n priority 150\n advert_int 1\n\
+ authentication {\n auth_type PASS\n auth_pass secret1\n }\n\
+ virtual_ipaddress {\n 192.0.2.161/24\n 192.0.2.162/24 label eth0:vi1\n }\n\
+ virtual_ipaddress_excluded {\n 198.51.100.161/24 dev eth1\n }\n}\n\
+vrrp_instance VI_2 {\n state BACKUP\n interface eth0\n virtual_router_id 62\n version 3\n priority 150\n\
+ advert_int 0.5\n virtual_ipaddress {\n 2001:db8::162/64\n }\n}\n";
+
+/// keepalived's `snmpwalk -On` of VRRP-MIB for it.
+const VRRP_MIB_WALK: &str = ".1.3.6.1.2.1.68.1.1.0 = INTEGER: 2
+.1.3.6.1.2.1.68.1.2.0 = INTEGER: enabled(1)
+.1.3.6.1.2.1.68.1.3.1.2.2.61 = STRING: 2:0:0:0:0:1
+.1.3.6.1.2.1.68.1.3.1.3.2.61 = INTEGER: master(3)
+.1.3.6.1.2.1.68.1.3.1.4.2.61 = INTEGER: up(1)
+.1.3.6.1.2.1.68.1.3.1.5.2.61 = INTEGER: 150
+.1.3.6.1.2.1.68.1.3.1.6.2.61 = INTEGER: 2
+.1.3.6.1.2.1.68.1.3.1.7.2.61 = IpAddress: 192.0.2.2
+.1.3.6.1.2.1.68.1.3.1.8.2.61 = IpAddress: 192.0.2.1
+.1.3.6.1.2.1.68.1.3.1.9.2.61 = INTEGER: simpleTextPassword(2)
+.1.3.6.1.2.1.68.1.3.1.11.2.61 = INTEGER: 1 seconds
+.1.3.6.1.2.1.68.1.3.1.12.2.61 = INTEGER: true(1)
+.1.3.6.1.2.1.68.1.3.1.13.2.61 = Timeticks: (0) 0:00:00.00
+.1.3.6.1.2.1.68.1.3.1.14.2.61 = INTEGER: ip(1)
+.1.3.6.1.2.1.68.1.3.1.15.2.61 = INTEGER: active(1)
+.1.3.6.1.2.1.68.1.4.1.2.2.61.192.0.2.161 = INTEGER: active(1)
+.1.3.6.1.2.1.68.1.4.1.2.2.61.192.0.2.162 = INTEGER: active(1)
+.1.3.6.1.2.1.68.2.1.0 = Counter32: 0
+.1.3.6.1.2.1.68.2.2.0 = Counter32: 0
+.1.3.6.1.2.1.68.2.3.0 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.1.2.61 = Counter32: 1
+.1.3.6.1.2.1.68.2.4.1.2.2.61 = Counter32: 1
+.1.3.6.1.2.1.68.2.4.1.3.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.4.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.5.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.6.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.7.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.8.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.9.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.10.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.11.2.61 = Counter32: 0
+.1.3.6.1.2.1.68.2.4.1.12.2.61 = Counter32: 0";
+
+/// One instance's published state as it was during the walk.
+pub fn status(name: &str, vrid: u8, version: u8, source: &str, master: &str) -> InstanceStatus {
+    InstanceStatus {
+        name: name.into(),
+        vrid,
+        interface: "eth0".into(),
+        state: "MASTER",
+        base_priority: 150,
+        effective_priority: 150,
+        source: source.into(),
+        master: Some(master.into()),
+        version,
+        vips: Vec::new(),
+        last_transition: None,
+        stats: Stats {
+            advert_rcvd: 1,
+            become_master: 1,
+            ..Stats::default()
+        },
+        trackers: Vec::new(),
+        address_mismatch: None,
+        sync_group: None,
+    }
+}
+
+/// `snmpwalk -On`'s line read back as OID and value, the MIB's
+/// decorations (enumeration labels, units, display hints) taken off.
+fn walked(line: &str) -> (String, String) {
+    let (oid, v) = line.split_once(" = ").unwrap();
+    let (ty, v) = v.split_once(": ").unwrap_or((v, ""));
+    let v = match ty {
+        "INTEGER" => {
+            // "master(3)", "1 seconds", "2"
+            let v = v.split_whitespace().next().unwrap();
+            match v.split_once('(') {
+                Some((_, n)) => n.trim_end_matches(')').to_string(),
+                None => v.to_string(),
+            }
+        }
+        "Timeticks" => v
+            .trim_start_matches('(')
+            .split(')')
+            .next()
+            .unwrap()
+            .to_string(),
+        // A MacAddress shown with its display hint.
+        "STRING" if v.contains(':') => v
+            .split(':')
+            .map(|x| format!("{:02X}", u8::from_str_radix(x, 16).unwrap()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        "Hex-STRING" => v.trim().to_string(),
+        _ => v.to_string(),
+    };
+    let ty = match ty {
+        "STRING" | "Hex-STRING" => "OCTETS",
+        t => t,
+    };
+    (oid.to_string(), format!("{ty}: {v}"))
+}
+
+/// Our value in the same words.
+fn ours(v: &Value) -> String {
+    match v {
+        Value::Integer(n) => format!("INTEGER: {n}"),
+        Value::OctetString(b) => format!(
+            "OCTETS: {}",
+            b.iter()
+                .map(|x| format!("{x:02X}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Value::IpAddress(a) => format!("IpAddress: {}.{}.{}.{}", a[0], a[1], a[2], a[3]),
+        Value::Counter32(n) => format!("Counter32: {n}"),
+        Value::Gauge32(n) => format!("Gauge32: {n}"),
+        Value::Counter64(n) => format!("Counter64: {n}"),
+        Value::TimeTicks(n) => format!("Timeticks: {n}"),
+        v => format!("{v:?}"),
+    }
+}
+
+/// The view as walked lines, for comparing with keepalived's.
+pub fn lines(t: &Tree) -> Vec<(String, String)> {
+    t.iter()
+        .map(|(o, v)| (super::agentx::dotted(o), ours(v)))
+        .collect()
+}
+
+#[test]
+fn vrrp_mib_is_keepalived_s_walk() {
+    let cfg = load_str(CONF).config;
+    let inst = &cfg.vrrp.instances;
+    let st = [
+        status("VI_1", 61, 2, "192.0.2.1", "192.0.2.2"),
+        status("VI_2", 62, 3, "fe80::ff:fe00:1", "fe80::ff:fe00:1"),
+    ];
+    let pairs: Vec<_> = inst.iter().zip(st.iter()).collect();
+    let link = |name: &str| {
+        (name == "eth0").then_some(super::vrrp_mib::Link {
+            index: 2,
+            mac: [2, 0, 0, 0, 0, 1],
+        })
+    };
+    let t = super::vrrp_mib::view(&pairs, &link);
+    let want: Vec<(String, String)> = VRRP_MIB_WALK.lines().map(walked).collect();
+    assert_eq!(lines(&t), want);
+}

@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 # reference), qemu with Debian's cloud kernel, busybox and cpio (the IPVS
 # guest), debhelper, lintian, debootstrap (the package test), tcpdump and
 # iproute2 (the VRRP namespace lab), nftables (its no_accept test reads
-# the ruleset with nft), FRR (its bfdd is the BFD lab's second peer).
-need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump nft vtysh)
+# the ruleset with nft), FRR (its bfdd is the BFD lab's second peer),
+# net-snmp (snmpd as the AgentX master of the SNMP lab, snmpwalk).
+need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump nft vtysh snmpd snmpwalk)
 need_pkgs=(keepalived ipvsadm qemu-system-x86 cpio debhelper lintian debootstrap
-    busybox-static linux-image-cloud-amd64 tcpdump iproute2 nftables frr)
+    busybox-static linux-image-cloud-amd64 tcpdump iproute2 nftables frr snmpd snmp)
 
 install_deps() {
     local missing=0
@@ -29,7 +30,7 @@ install_deps() {
     echo "test.sh: installing ${need_pkgs[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    # No service starts from the packages (keepalived's, FRR's zebra): the
+    # No service starts from the packages (keepalived's, FRR's zebra, snmpd): the
     # tests start what they need in namespaces of their own.
     local policy=/usr/sbin/policy-rc.d placed=0
     if [ ! -e "$policy" ]; then

@@ -28,7 +28,12 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("print", &["config", "health", "check", "lvs", "ipvs"]),
     ("control", &[]),
     ("services", &["config"]),
-    ("snmp", &["config", "vrrp", "bfd", "health", "check", "lvs", "ipvs", "status"]),
+    (
+        "snmp",
+        &[
+            "config", "vrrp", "bfd", "health", "check", "lvs", "ipvs", "status",
+        ],
+    ),
     ("cli", &[]),
     ("genhash", &["check"]),
 ];

@@ -60,16 +60,11 @@ fn main() -> ExitCode {
             }
         };
     }
-    for (set, what) in [
-        (
-            opts.snmp || opts.snmp_agent_socket.is_some(),
-            "-x/-A (SNMP)",
-        ),
-        (opts.release_vips, "-X/--release-vips (VRRP)"),
-    ] {
-        if set {
-            eprintln!("{what} is accepted but not available yet in keepalived-rs");
-        }
+    if opts.snmp {
+        eprintln!("-x/--snmp: VRRP-MIB is served; KEEPALIVED-MIB, VRRPv3-MIB and traps are not available yet in keepalived-rs");
+    }
+    if opts.release_vips {
+        eprintln!("-X/--release-vips (VRRP) is accepted but not available yet in keepalived-rs");
     }
 
     let path = PathBuf::from(opts.use_file.clone().unwrap_or_else(|| DEFAULT_CONF.into()));

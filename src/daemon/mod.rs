@@ -19,6 +19,7 @@ pub mod process;
 pub mod reload;
 pub mod shell;
 pub mod signals;
+pub mod snmp;
 pub mod startup;
 pub mod subsystem;
 pub mod vrrp;

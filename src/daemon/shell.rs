@@ -200,6 +200,21 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             return code;
         }
     }
+    if super::snmp::wanted(opts, &loaded.config, want_vrrp) {
+        let (o, l) = (opts.clone(), loaded.clone());
+        let src = super::snmp::Sources {
+            vrrp: want_vrrp.then(|| board.clone()),
+        };
+        if let Err(code) = hosts.start(
+            "SNMP",
+            "snmp",
+            single_thread(),
+            false,
+            move |c, r| async move { super::snmp::run(&o, l, c, r, src).await },
+        ) {
+            return code;
+        }
+    }
     let Hosts {
         threads,
         hosted,

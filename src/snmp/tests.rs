@@ -154,7 +154,7 @@ fn vrrp_mib_is_keepalived_s_walk() {
             mac: [2, 0, 0, 0, 0, 1],
         })
     };
-    let t = super::vrrp_mib::view(&pairs, &link);
+    let t = super::vrrp_mib::view(&pairs, &link, true);
     let want: Vec<(String, String)> = VRRP_MIB_WALK.lines().map(walked).collect();
     assert_eq!(lines(&t), want);
 }

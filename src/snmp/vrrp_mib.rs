@@ -42,15 +42,21 @@ fn suitable(i: &Instance) -> bool {
 }
 
 /// The view of `instances` (configuration and state, paired by name),
-/// `link` giving the ifIndex and MAC of an interface.
+/// `link` giving the ifIndex and MAC of an interface; `traps`:
+/// `enable_traps`.
 pub fn view(
     instances: &[(&Instance, &InstanceStatus)],
     link: &dyn Fn(&str) -> Option<Link>,
+    traps: bool,
 ) -> Tree {
     let mut t = Tree::new();
     t.set(&oid(&[1, 1]), &[0], Value::Integer(2));
-    // vrrpNotificationCntl: keepalived always says enabled.
-    t.set(&oid(&[1, 2]), &[0], Value::Integer(1));
+    // vrrpNotificationCntl: enabled(1) with `enable_traps`, else disabled(2).
+    t.set(
+        &oid(&[1, 2]),
+        &[0],
+        Value::Integer(if traps { 1 } else { 2 }),
+    );
     for (c, s) in instances.iter().filter(|(c, _)| suitable(c)) {
         let Some(l) = link(&s.interface) else {
             continue;
@@ -74,7 +80,8 @@ pub fn view(
         t.set(&col(5), &idx, Value::Integer(i32::from(c.priority)));
         t.set(&col(6), &idx, Value::Integer(c.vips.len() as i32));
         let source = ipv4(&s.source).unwrap_or([0; 4]);
-        let master = s.master.as_deref().and_then(ipv4).unwrap_or(source);
+        // The last master heard from (0.0.0.0 before any), as keepalived.
+        let master = s.master.as_deref().and_then(ipv4).unwrap_or([0; 4]);
         t.set(&col(7), &idx, Value::IpAddress(master));
         t.set(&col(8), &idx, Value::IpAddress(source));
         let auth = match c.auth {

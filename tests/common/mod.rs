@@ -6,6 +6,7 @@
 
 pub mod frr;
 pub mod lab;
+pub mod snmpd;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

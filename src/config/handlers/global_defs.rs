@@ -510,6 +510,7 @@ pub fn global_other(p: P, w: &[Word]) -> HandlerResult {
         p.arg(w, 1)?;
     }
     super::global_values::check_global_value(p, w);
+    snmp_global(p, w);
     let line = p.pos.line;
     p.cfg.global_defs.other.push(Setting {
         keyword: w[0].text.clone(),
@@ -517,4 +518,28 @@ pub fn global_other(p: P, w: &[Word]) -> HandlerResult {
         line,
     });
     Ok(())
+}
+
+/// The SNMP settings, typed (their checks are `check_global_value`'s).
+fn snmp_global(p: P, w: &[Word]) {
+    let g = &mut p.cfg.global_defs.snmp;
+    match w[0].text.as_str() {
+        "enable_snmp_vrrp" | "enable_snmp_keepalived" => g.vrrp = true,
+        "enable_snmp_checker" => g.checker = true,
+        "enable_snmp_rfc" => {
+            g.rfcv2 = true;
+            g.rfcv3 = true;
+        }
+        "enable_snmp_rfcv2" => g.rfcv2 = true,
+        "enable_snmp_rfcv3" => g.rfcv3 = true,
+        "enable_traps" => g.traps = true,
+        "snmp_socket" if w.len() == 2 => match &g.socket {
+            None => g.socket = Some(w[1].text.clone()),
+            Some(s) => {
+                let msg = format!("SNMP socket already set to {s} - ignoring");
+                p.err(ErrClass::GeneralError, msg);
+            }
+        },
+        _ => {}
+    }
 }

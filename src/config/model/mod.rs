@@ -126,6 +126,25 @@ pub struct Fifo {
     pub group: Option<String>,
 }
 
+/// The SNMP settings of `global_defs` (keepalived's `-x` sets the four
+/// `enable_snmp_*`, `-A` the socket).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SnmpGlobals {
+    /// `snmp_socket` (the first one: keepalived ignores later ones).
+    pub socket: Option<String>,
+    /// `enable_snmp_vrrp` (or its old name `enable_snmp_keepalived`):
+    /// KEEPALIVED-MIB's VRRP part.
+    pub vrrp: bool,
+    /// `enable_snmp_checker`: KEEPALIVED-MIB's checker part.
+    pub checker: bool,
+    /// `enable_snmp_rfcv2` (or `enable_snmp_rfc`): VRRP-MIB.
+    pub rfcv2: bool,
+    /// `enable_snmp_rfcv3` (or `enable_snmp_rfc`): VRRPv3-MIB.
+    pub rfcv3: bool,
+    /// `enable_traps`.
+    pub traps: bool,
+}
+
 /// `global_defs`: the checker/LVS settings typed, everything else kept.
 #[derive(Debug, Clone, Serialize)]
 pub struct GlobalDefs {
@@ -197,6 +216,8 @@ pub struct GlobalDefs {
     pub startup_script: Option<Script>,
     /// `shutdown_script` (kept; run by keepalived's parent at stop).
     pub shutdown_script: Option<Script>,
+    /// `snmp_socket`, `enable_snmp_*`, `enable_traps`.
+    pub snmp: SnmpGlobals,
     /// Every other `global_defs` keyword, checked and kept as written.
     pub other: Vec<Setting>,
 }
@@ -236,6 +257,7 @@ impl Default for GlobalDefs {
             state_file_interval: None,
             startup_script: None,
             shutdown_script: None,
+            snmp: SnmpGlobals::default(),
             other: Vec::new(),
         }
     }

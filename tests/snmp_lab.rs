@@ -1,0 +1,175 @@
+//! SNMP through net-snmp's `snmpd` as AgentX master (`tests/common/snmpd.rs`)
+//! on the namespace lab: the same configuration under keepalived 2.2.7 and
+//! under ours, walked value by value; and the master restarted under ours.
+//!
+//! Needs root, keepalived 2.2.7 and net-snmp: `--features root,reference`
+//! (`scripts/test.sh` turns them on and installs them); there it never skips.
+
+mod common;
+
+use common::lab::{Impl, Lab};
+use common::snmpd::Snmpd;
+
+/// `../shared/snmp-fixtures/conf/keepalived-a.conf`'s instances (VI_1
+/// VRRPv2 IPv4 with PASS auth, two VIPs, an eVIP; VI_2 VRRPv3 IPv6, which
+/// VRRP-MIB leaves out) with VRRP-MIB enabled.
+fn conf(socket: &std::path::Path) -> String {
+    format!(
+        "global_defs {{\n  router_id lab\n  enable_snmp_rfcv2\n  snmp_socket unix:{}\n}}\n\
+         vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 61\n  priority 150\n  \
+         advert_int 1\n  authentication {{\n    auth_type PASS\n    auth_pass secret1\n  }}\n  \
+         virtual_ipaddress {{\n    192.0.2.161/24\n    192.0.2.162/24 label eth0:vi1\n  }}\n  \
+         virtual_ipaddress_excluded {{\n    198.51.100.161/24\n  }}\n  notify @NOTIFY@\n}}\n\
+         vrrp_instance VI_2 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 62\n  version 3\n  \
+         priority 150\n  advert_int 0.5\n  virtual_ipaddress {{\n    2001:db8::162/64\n  }}\n  notify @NOTIFY@\n}}\n",
+        socket.display()
+    )
+}
+
+/// A walked line with what must differ between two runs masked: times
+/// (Timeticks, e.g. vrrpOperVirtualRouterUpTime, measured from the
+/// subagent's start).
+fn normalised(line: &str) -> String {
+    match line.split_once(" = Timeticks: ") {
+        Some((oid, _)) => format!("{oid} = Timeticks: (time)"),
+        None => line.to_string(),
+    }
+}
+
+/// Starts `imp` on director 1, waits for VI_1 MASTER and for its
+/// VRRP-MIB rows to be served; the walk.
+fn walk_as_master(lab: &mut Lab, snmpd: &Snmpd, imp: Impl) -> Vec<String> {
+    let t0 = lab.now();
+    lab.start(1, imp, &conf(&snmpd.socket));
+    let master = lab.wait_for(10.0, |seen| {
+        seen.iter().any(|s| {
+            s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER") && s.t > t0
+        })
+    });
+    assert!(master, "{imp:?}: VI_1 never MASTER: {}", lab.log(1, imp));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let w = snmpd.walk(".1.3.6.1.2.1.68");
+        if w.iter()
+            .any(|l| l.contains(".1.3.6.1.2.1.68.1.3.1.3.") && l.ends_with("INTEGER: 3"))
+        {
+            return w;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{imp:?}: no VRRP-MIB rows: {w:?}\n{}",
+            lab.log(1, imp)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+/// VRRP-MIB (RFC 2787) walked through snmpd while VI_1 is MASTER alone on
+/// its LAN: keepalived's and ours, line by line.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn vrrp_mib_walks_as_keepalived_s() {
+    let mut lab = Lab::up("ksnmp");
+    let snmpd = Snmpd::start(&lab);
+    let theirs: Vec<String> = walk_as_master(&mut lab, &snmpd, Impl::Keepalived)
+        .iter()
+        .map(|l| normalised(l))
+        .collect();
+    lab.stop_all();
+    let ours: Vec<String> = walk_as_master(&mut lab, &snmpd, Impl::Ours)
+        .iter()
+        .map(|l| normalised(l))
+        .collect();
+    let bulk: Vec<String> = snmpd
+        .bulkwalk(".1.3.6.1.2.1.68")
+        .iter()
+        .map(|l| normalised(l))
+        .collect();
+    lab.stop_all();
+    let differ: Vec<String> = ours
+        .iter()
+        .zip(theirs.iter())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("ours {a}\n  keepalived {b}"))
+        .collect();
+    assert!(
+        differ.is_empty() && ours.len() == theirs.len(),
+        "{} lines vs keepalived's {}:\n{}",
+        ours.len(),
+        theirs.len(),
+        differ.join("\n")
+    );
+    assert_eq!(bulk, ours, "snmpbulkwalk (left) vs snmpwalk (right)");
+    assert!(ours.len() > 20, "{ours:?}");
+    eprintln!("VRRP-MIB: {} lines, equal to keepalived's", ours.len());
+}
+
+/// The master goes away and comes back (snmpd restarted 2 s later): the
+/// subagent says so, connects again in keepalived's 15 s, and the walk
+/// works again; a subagent started before its master connects likewise.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn the_subagent_comes_back_when_snmpd_does() {
+    let mut lab = Lab::up("ksnmr");
+    let mut snmpd = Snmpd::start(&lab);
+    let before = walk_as_master(&mut lab, &snmpd, Impl::Ours);
+    snmpd.stop();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    snmpd.restart();
+    let t0 = std::time::Instant::now();
+    let again = loop {
+        let w = snmpd.walk(".1.3.6.1.2.1.68");
+        if !w.is_empty() && w.iter().any(|l| l.contains(".68.1.3.1.3.")) {
+            break t0.elapsed().as_secs_f64();
+        }
+        assert!(
+            t0.elapsed().as_secs() < 25,
+            "no walk after the restart: {}",
+            lab.log(1, Impl::Ours)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    let log = lab.log(1, Impl::Ours);
+    assert!(
+        log.contains("AgentX master disconnected us, reconnecting in 15"),
+        "{log}"
+    );
+    // 15 s after the loss, which came 2 s before the restart.
+    assert!(
+        (11.0..=16.0).contains(&again),
+        "walk back {again:.1} s after the restart"
+    );
+    assert_eq!(snmpd.walk(".1.3.6.1.2.1.68").len(), before.len());
+    // Started before its master.
+    lab.stop_all();
+    snmpd.stop();
+    let t1 = lab.now();
+    lab.start(1, Impl::Ours, &conf(&snmpd.socket));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    snmpd.restart();
+    let t2 = std::time::Instant::now();
+    loop {
+        let w = snmpd.walk(".1.3.6.1.2.1.68");
+        if w.iter().any(|l| l.contains(".68.1.3.1.3.")) {
+            break;
+        }
+        assert!(
+            t2.elapsed().as_secs() < 20,
+            "never connected: {}",
+            lab.log(1, Impl::Ours)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let first = lab.now() - t1;
+    lab.stop_all();
+    eprintln!("snmpd restarted: walk back after {again:.1} s; started first: connected {first:.1} s after its start");
+    assert!(lab
+        .log(1, Impl::Ours)
+        .contains("Failed to connect to the agentx master agent"));
+}

@@ -12,10 +12,10 @@ use common::snmpd::Snmpd;
 
 /// `../shared/snmp-fixtures/conf/keepalived-a.conf`'s instances (VI_1
 /// VRRPv2 IPv4 with PASS auth, two VIPs, an eVIP; VI_2 VRRPv3 IPv6, which
-/// VRRP-MIB leaves out) with VRRP-MIB enabled.
+/// VRRP-MIB leaves out) with VRRP-MIB and VRRPv3-MIB enabled.
 fn conf(socket: &std::path::Path) -> String {
     format!(
-        "global_defs {{\n  router_id lab\n  enable_snmp_rfcv2\n  snmp_socket unix:{}\n}}\n\
+        "global_defs {{\n  router_id lab\n  enable_snmp_rfcv2\n  enable_snmp_rfcv3\n  snmp_socket unix:{}\n}}\n\
          vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 61\n  priority 150\n  \
          advert_int 1\n  authentication {{\n    auth_type PASS\n    auth_pass secret1\n  }}\n  \
          virtual_ipaddress {{\n    192.0.2.161/24\n    192.0.2.162/24 label eth0:vi1\n  }}\n  \
@@ -49,29 +49,37 @@ fn walk_as_master(lab: &mut Lab, snmpd: &Snmpd, imp: Impl) -> Vec<String> {
     assert!(master, "{imp:?}: VI_1 never MASTER: {}", lab.log(1, imp));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let w = snmpd.walk(".1.3.6.1.2.1.68");
-        if w.iter()
-            .any(|l| l.contains(".1.3.6.1.2.1.68.1.3.1.3.") && l.ends_with("INTEGER: 3"))
-        {
+        let mut w = snmpd.walk(".1.3.6.1.2.1.68");
+        w.extend(snmpd.walk(".1.3.6.1.2.1.207"));
+        let masters = w
+            .iter()
+            .filter(|l| {
+                (l.contains(".1.3.6.1.2.1.68.1.3.1.3.")
+                    || l.contains(".1.3.6.1.2.1.207.1.1.1.1.6."))
+                    && l.ends_with("INTEGER: 3")
+            })
+            .count();
+        if masters == 3 {
             return w;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "{imp:?}: no VRRP-MIB rows: {w:?}\n{}",
+            "{imp:?}: not both MASTER in the MIBs: {w:?}\n{}",
             lab.log(1, imp)
         );
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }
 
-/// VRRP-MIB (RFC 2787) walked through snmpd while VI_1 is MASTER alone on
-/// its LAN: keepalived's and ours, line by line.
+/// VRRP-MIB (RFC 2787) and VRRPv3-MIB (RFC 6527) walked through snmpd
+/// while both instances are MASTER alone on their LAN: keepalived's and
+/// ours, line by line.
 #[test]
 #[cfg_attr(
     not(all(feature = "root", feature = "reference")),
     ignore = "needs root (--features root,reference)"
 )]
-fn vrrp_mib_walks_as_keepalived_s() {
+fn vrrp_mibs_walk_as_keepalived_s() {
     let mut lab = Lab::up("ksnmp");
     let snmpd = Snmpd::start(&lab);
     let theirs: Vec<String> = walk_as_master(&mut lab, &snmpd, Impl::Keepalived)
@@ -83,11 +91,9 @@ fn vrrp_mib_walks_as_keepalived_s() {
         .iter()
         .map(|l| normalised(l))
         .collect();
-    let bulk: Vec<String> = snmpd
-        .bulkwalk(".1.3.6.1.2.1.68")
-        .iter()
-        .map(|l| normalised(l))
-        .collect();
+    let mut bulk = snmpd.bulkwalk(".1.3.6.1.2.1.68");
+    bulk.extend(snmpd.bulkwalk(".1.3.6.1.2.1.207"));
+    let bulk: Vec<String> = bulk.iter().map(|l| normalised(l)).collect();
     lab.stop_all();
     let differ: Vec<String> = ours
         .iter()
@@ -104,7 +110,10 @@ fn vrrp_mib_walks_as_keepalived_s() {
     );
     assert_eq!(bulk, ours, "snmpbulkwalk (left) vs snmpwalk (right)");
     assert!(ours.len() > 20, "{ours:?}");
-    eprintln!("VRRP-MIB: {} lines, equal to keepalived's", ours.len());
+    eprintln!(
+        "VRRP-MIB and VRRPv3-MIB: {} lines, equal to keepalived's",
+        ours.len()
+    );
 }
 
 /// The master goes away and comes back (snmpd restarted 2 s later): the

@@ -14,6 +14,7 @@ use crate::config::Loaded;
 use crate::snmp::agentx::{self, res_error, Ids, Message, Pdu, VarBind, HEADER_LEN};
 use crate::snmp::tree::Tree;
 use crate::snmp::vrrp_mib::{self, Link};
+use crate::snmp::vrrpv3_mib;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,7 +47,7 @@ pub struct Sources {
 /// Whether the configuration asks for an SNMP part this daemon serves.
 pub fn wanted(opts: &Options, cfg: &Config, vrrp_runs: bool) -> bool {
     let g = &cfg.global_defs.snmp;
-    vrrp_runs && (opts.snmp || g.rfcv2)
+    vrrp_runs && (opts.snmp || g.rfcv2 || g.rfcv3)
 }
 
 /// The master's socket: `-A`, else `snmp_socket`, else net-snmp's default.
@@ -72,28 +73,39 @@ fn modules(opts: &Options, cfg: &Config, src: &Sources) -> Vec<Module> {
             descr: "The MIB module for VRRP",
         });
     }
+    if src.vrrp.is_some() && (opts.snmp || g.rfcv3) {
+        m.push(Module {
+            root: vrrpv3_mib::ROOT.to_vec(),
+            descr: "The MIB module for VRRPV3",
+        });
+    }
     m
 }
 
 /// The view of every registered module, now.
 fn view(cfg: &Config, src: &Sources, mods: &[Module]) -> Tree {
     let mut t = Tree::new();
+    let Some(board) = &src.vrrp else { return t };
+    let published = board
+        .lock()
+        .map(|b| b.instances.clone())
+        .unwrap_or_default();
+    let pairs: Vec<_> = cfg
+        .vrrp
+        .instances
+        .iter()
+        .filter_map(|c| published.iter().find(|s| s.name == c.name).map(|s| (c, s)))
+        .collect();
     for m in mods {
-        if m.root == vrrp_mib::ROOT {
-            let Some(board) = &src.vrrp else { continue };
-            let published = board
-                .lock()
-                .map(|b| b.instances.clone())
-                .unwrap_or_default();
-            let pairs: Vec<_> = cfg
-                .vrrp
-                .instances
-                .iter()
-                .filter_map(|c| published.iter().find(|s| s.name == c.name).map(|s| (c, s)))
-                .collect();
-            for (o, v) in vrrp_mib::view(&pairs, &link, cfg.global_defs.snmp.traps).iter() {
-                t.set(o, &[], v.clone());
-            }
+        let part = if m.root == vrrp_mib::ROOT {
+            vrrp_mib::view(&pairs, &link, cfg.global_defs.snmp.traps)
+        } else if m.root == vrrpv3_mib::ROOT {
+            vrrpv3_mib::view(&pairs, &link)
+        } else {
+            continue;
+        };
+        for (o, v) in part.iter() {
+            t.set(o, &[], v.clone());
         }
     }
     t

@@ -8,6 +8,7 @@
 pub mod agentx;
 pub mod tree;
 pub mod vrrp_mib;
+pub mod vrrpv3_mib;
 
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,63 @@ const VRRP_MIB_WALK: &str = ".1.3.6.1.2.1.68.1.1.0 = INTEGER: 2
 .1.3.6.1.2.1.68.2.4.1.11.2.61 = Counter32: 0
 .1.3.6.1.2.1.68.2.4.1.12.2.61 = Counter32: 0";
 
+/// keepalived's `snmpwalk -On` of VRRPv3-MIB for it.
+const VRRPV3_MIB_WALK: &str = ".1.3.6.1.2.1.207.1.1.1.1.3.2.61.1 = Hex-STRING: C0 00 02 01 
+.1.3.6.1.2.1.207.1.1.1.1.3.2.62.2 = Hex-STRING: FE 80 00 00 00 00 00 00 00 00 00 FF FE 00 00 01 
+.1.3.6.1.2.1.207.1.1.1.1.4.2.61.1 = Hex-STRING: C0 00 02 01 
+.1.3.6.1.2.1.207.1.1.1.1.4.2.62.2 = Hex-STRING: FE 80 00 00 00 00 00 00 00 00 00 FF FE 00 00 01 
+.1.3.6.1.2.1.207.1.1.1.1.5.2.61.1 = STRING: 2:0:0:0:0:1
+.1.3.6.1.2.1.207.1.1.1.1.5.2.62.2 = STRING: 2:0:0:0:0:1
+.1.3.6.1.2.1.207.1.1.1.1.6.2.61.1 = INTEGER: master(3)
+.1.3.6.1.2.1.207.1.1.1.1.6.2.62.2 = INTEGER: master(3)
+.1.3.6.1.2.1.207.1.1.1.1.7.2.61.1 = Gauge32: 150
+.1.3.6.1.2.1.207.1.1.1.1.7.2.62.2 = Gauge32: 150
+.1.3.6.1.2.1.207.1.1.1.1.8.2.61.1 = INTEGER: 2
+.1.3.6.1.2.1.207.1.1.1.1.8.2.62.2 = INTEGER: 1
+.1.3.6.1.2.1.207.1.1.1.1.9.2.61.1 = INTEGER: 100 centiseconds
+.1.3.6.1.2.1.207.1.1.1.1.9.2.62.2 = INTEGER: 50 centiseconds
+.1.3.6.1.2.1.207.1.1.1.1.10.2.61.1 = INTEGER: true(1)
+.1.3.6.1.2.1.207.1.1.1.1.10.2.62.2 = INTEGER: true(1)
+.1.3.6.1.2.1.207.1.1.1.1.11.2.61.1 = INTEGER: true(1)
+.1.3.6.1.2.1.207.1.1.1.1.11.2.62.2 = INTEGER: true(1)
+.1.3.6.1.2.1.207.1.1.1.1.12.2.61.1 = Timeticks: (841) 0:00:08.41
+.1.3.6.1.2.1.207.1.1.1.1.12.2.62.2 = Timeticks: (841) 0:00:08.41
+.1.3.6.1.2.1.207.1.1.1.1.13.2.61.1 = INTEGER: active(1)
+.1.3.6.1.2.1.207.1.1.1.1.13.2.62.2 = INTEGER: active(1)
+.1.3.6.1.2.1.207.1.1.2.1.2.2.61.1.192.0.2.161 = INTEGER: active(1)
+.1.3.6.1.2.1.207.1.1.2.1.2.2.61.1.192.0.2.162 = INTEGER: active(1)
+.1.3.6.1.2.1.207.1.1.2.1.2.2.62.2.32.1.13.184.0.0.0.0.0.0.0.0.0.0.1.98 = INTEGER: active(1)
+.1.3.6.1.2.1.207.1.2.1.0 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.2.0 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.3.0 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.4.0 = Timeticks: (0) 0:00:00.00
+.1.3.6.1.2.1.207.1.2.5.1.1.2.61.1 = Counter32: 1
+.1.3.6.1.2.1.207.1.2.5.1.1.2.62.2 = Counter32: 1
+.1.3.6.1.2.1.207.1.2.5.1.2.2.61.1 = INTEGER: preempted(2)
+.1.3.6.1.2.1.207.1.2.5.1.2.2.62.2 = INTEGER: preempted(2)
+.1.3.6.1.2.1.207.1.2.5.1.3.2.61.1 = Counter64: 1
+.1.3.6.1.2.1.207.1.2.5.1.3.2.62.2 = Counter64: 1
+.1.3.6.1.2.1.207.1.2.5.1.4.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.4.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.5.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.5.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.6.2.61.1 = INTEGER: noError(0)
+.1.3.6.1.2.1.207.1.2.5.1.6.2.62.2 = INTEGER: noError(0)
+.1.3.6.1.2.1.207.1.2.5.1.7.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.7.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.8.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.8.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.9.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.9.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.10.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.10.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.11.2.61.1 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.11.2.62.2 = Counter64: 0
+.1.3.6.1.2.1.207.1.2.5.1.12.2.61.1 = Timeticks: (0) 0:00:00.00
+.1.3.6.1.2.1.207.1.2.5.1.12.2.62.2 = Timeticks: (0) 0:00:00.00
+.1.3.6.1.2.1.207.1.2.5.1.13.2.61.1 = Gauge32: 1000 milliseconds
+.1.3.6.1.2.1.207.1.2.5.1.13.2.62.2 = Gauge32: 500 milliseconds";
+
 /// One instance's published state as it was during the walk.
 pub fn status(name: &str, vrid: u8, version: u8, source: &str, master: &str) -> InstanceStatus {
     InstanceStatus {
@@ -103,6 +160,8 @@ fn walked(line: &str) -> (String, String) {
             .collect::<Vec<_>>()
             .join(" "),
         "Hex-STRING" => v.trim().to_string(),
+        // Units after the number.
+        "Gauge32" => v.split_whitespace().next().unwrap().to_string(),
         _ => v.to_string(),
     };
     let ty = match ty {
@@ -157,4 +216,34 @@ fn vrrp_mib_is_keepalived_s_walk() {
     let t = super::vrrp_mib::view(&pairs, &link, true);
     let want: Vec<(String, String)> = VRRP_MIB_WALK.lines().map(walked).collect();
     assert_eq!(lines(&t), want);
+}
+
+/// Times masked: the walk's uptimes count from keepalived's start.
+fn untimed(l: (String, String)) -> (String, String) {
+    if l.1.starts_with("Timeticks") {
+        (l.0, "Timeticks: (time)".into())
+    } else {
+        l
+    }
+}
+
+#[test]
+fn vrrpv3_mib_is_keepalived_s_walk() {
+    let cfg = load_str(CONF).config;
+    let inst = &cfg.vrrp.instances;
+    let st = [
+        status("VI_1", 61, 2, "192.0.2.1", "192.0.2.2"),
+        status("VI_2", 62, 3, "fe80::ff:fe00:1", "fe80::ff:fe00:1"),
+    ];
+    let pairs: Vec<_> = inst.iter().zip(st.iter()).collect();
+    let link = |name: &str| {
+        (name == "eth0").then_some(super::vrrp_mib::Link {
+            index: 2,
+            mac: [2, 0, 0, 0, 0, 1],
+        })
+    };
+    let t = super::vrrpv3_mib::view(&pairs, &link);
+    let want: Vec<(String, String)> = VRRPV3_MIB_WALK.lines().map(walked).map(untimed).collect();
+    let got: Vec<(String, String)> = lines(&t).into_iter().map(untimed).collect();
+    assert_eq!(got, want);
 }

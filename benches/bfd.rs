@@ -311,6 +311,9 @@ fn cost(imp: Impl, n_sessions: usize, window: f64, checks: usize) -> Cost {
         match imp {
             Impl::Ours => extra.push("--dry-run"),
             Impl::Keepalived => {
+                // No syslog: without a syslog daemon each line would go to
+                // /dev/console, about 700 a second (the shim's README).
+                extra.push("-G");
                 let shim = lab.dir.join("shim.so");
                 let src = root.join("../shared/tools/ipvs-shim/shim.c");
                 must(&[
@@ -338,7 +341,16 @@ fn cost(imp: Impl, n_sessions: usize, window: f64, checks: usize) -> Cost {
             .count()
     };
     let _ = when(30.0, || up(1) == n_sessions && up(2) == n_sessions);
-    std::thread::sleep(Duration::from_secs(if checks > 0 { 8 } else { 2 }));
+    std::thread::sleep(Duration::from_secs(2));
+    if checks > 0 {
+        // The checks at their rate before measuring (a checker reads and
+        // starts 20,000 real servers first).
+        let _ = when(60.0, || {
+            let a = accepted(&backend_logs);
+            std::thread::sleep(Duration::from_secs(2));
+            accepted(&backend_logs) - a > checks as u64
+        });
+    }
     let bfd_cpu = |lab: &Lab| match imp {
         Impl::Ours => common::cpu_of_threads(&pids(lab, 1), "bfd"),
         Impl::Keepalived => lab
@@ -360,6 +372,25 @@ fn cost(imp: Impl, n_sessions: usize, window: f64, checks: usize) -> Cost {
         t0.elapsed().as_secs_f64(),
     );
     let rss = common::rss_anon_kb_of(&pids(&lab, 1));
+    if checks > 0 && ((a1 - a0) as f64) < 0.5 * checks as f64 * el {
+        // Too few checks made to say anything of the load: show why.
+        let log = lab.log(1, imp);
+        let tail: Vec<&str> = log
+            .lines()
+            .filter(|l| {
+                ["IPVS", "ipvs", "Healthcheck", "exited", "check", "rror"]
+                    .iter()
+                    .any(|k| l.contains(k))
+            })
+            .rev()
+            .take(8)
+            .collect();
+        eprintln!(
+            "{imp:?}: {} checks made in {el:.0} s; its log ends:\n{}",
+            a1 - a0,
+            tail.join("\n")
+        );
+    }
     let downs = count(&lab, 1, imp, "Entering Down state") - downs0;
     let ups = up(1);
     lab.stop_all();

@@ -611,6 +611,8 @@ fn a_flood_of_hostile_packets_moves_no_session() {
             let s =
                 socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
             s.set_freebind_v4(true).unwrap();
+            // Sending from an address not its own (root in its namespace).
+            s.set_ip_transparent_v4(true).unwrap();
             let from: std::net::SocketAddr = "192.0.2.2:49999".parse().unwrap();
             s.bind(&from.into()).unwrap();
             let s: std::net::UdpSocket = s.into();
@@ -672,6 +674,10 @@ fn a_flood_of_hostile_packets_moves_no_session() {
     assert_eq!(s["state"], "Up", "{after}");
     assert!(!log1.contains("(to_peer) Entering Down"), "{log1}");
     assert!(!log2.contains("Expired after"), "{log2}");
+    assert!(
+        sent > 1000 && strange > 10_000,
+        "{sent} sent as the neighbour, {strange} by the stranger"
+    );
     let q = sent / 4;
     for (k, at_least) in [("bogus", q), ("unknown", q), ("ttl", q)] {
         // The kernel may drop some of a flood (its buffer full): most must

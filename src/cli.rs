@@ -366,7 +366,7 @@ pub fn usage(prog: &str) -> String {
   -c, --checkers_pid=FILE      Use specified pidfile for checkers child process\n\
   -b, --bfd_pid=FILE           Use specified pidfile for BFD child process\n\
   -a, --address-monitoring     Report all address additions/deletions notified\n\
-  -x, --snmp                   Enable SNMP subsystem (VRRP-MIB, VRRPv3-MIB so far)\n\
+  -x, --snmp                   Enable SNMP subsystem (VRRP side so far)\n\
   -A, --snmp-agent-socket=FILE Use the specified socket for master agent\n\
   -s, --namespace=NAME         Run in network namespace NAME (overrides config)\n\
   -m, --core-dump              Produce core dump if terminate abnormally\n\

@@ -81,8 +81,8 @@ fn render(md: &str) -> String {
          .PP\n\
          Problems are reported by \\fBkeepalived \\-t\\fR with file, line and a hint.\n\
          VRRP instances and BFD sessions run as keepalived runs them (see VRRP and\n\
-         bfd_instance below); with enable_snmp_rfcv2/rfcv3 an AgentX subagent serves\n\
-         VRRP-MIB and VRRPv3-MIB through the master at snmp_socket; the rest of SNMP is read\n\
+         bfd_instance below); with enable_snmp_vrrp/rfcv2/rfcv3 an AgentX subagent serves\n\
+         the VRRP side's MIBs through the master at snmp_socket; the rest of SNMP is read\n\
          and checked, but not acted on yet."
     );
     let _ = writeln!(o, ".SH \"KEYWORDS WITH VALUES\"");

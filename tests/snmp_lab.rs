@@ -15,7 +15,7 @@ use common::snmpd::Snmpd;
 /// VRRP-MIB leaves out) with VRRP-MIB and VRRPv3-MIB enabled.
 fn conf(socket: &std::path::Path) -> String {
     format!(
-        "global_defs {{\n  router_id lab\n  enable_snmp_rfcv2\n  enable_snmp_rfcv3\n  snmp_socket unix:{}\n}}\n\
+        "global_defs {{\n  router_id lab\n  enable_snmp_vrrp\n  enable_snmp_rfcv2\n  enable_snmp_rfcv3\n  snmp_socket unix:{}\n}}\n\
          vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 61\n  priority 150\n  \
          advert_int 1\n  authentication {{\n    auth_type PASS\n    auth_pass secret1\n  }}\n  \
          virtual_ipaddress {{\n    192.0.2.161/24\n    192.0.2.162/24 label eth0:vi1\n  }}\n  \
@@ -26,10 +26,24 @@ fn conf(socket: &std::path::Path) -> String {
     )
 }
 
+/// The KEEPALIVED-MIB objects built so far: the global scalars, the sync
+/// group, member, instance and address tables.
+const BUILT: [&str; 5] = [
+    ".1.3.6.1.4.1.9586.100.5.1.",
+    ".1.3.6.1.4.1.9586.100.5.2.1.",
+    ".1.3.6.1.4.1.9586.100.5.2.2.",
+    ".1.3.6.1.4.1.9586.100.5.2.3.",
+    ".1.3.6.1.4.1.9586.100.5.2.6.",
+];
+
 /// A walked line with what must differ between two runs masked: times
 /// (Timeticks, e.g. vrrpOperVirtualRouterUpTime, measured from the
 /// subagent's start).
 fn normalised(line: &str) -> String {
+    if line.starts_with(".1.3.6.1.4.1.9586.100.5.1.1.0 = ") {
+        // KEEPALIVED-MIB::version: which program it is (docs/compat.md).
+        return ".1.3.6.1.4.1.9586.100.5.1.1.0 = (version)".into();
+    }
     match line.split_once(" = Timeticks: ") {
         Some((oid, _)) => format!("{oid} = Timeticks: (time)"),
         None => line.to_string(),
@@ -51,6 +65,12 @@ fn walk_as_master(lab: &mut Lab, snmpd: &Snmpd, imp: Impl) -> Vec<String> {
     loop {
         let mut w = snmpd.walk(".1.3.6.1.2.1.68");
         w.extend(snmpd.walk(".1.3.6.1.2.1.207"));
+        w.extend(
+            snmpd
+                .walk(".1.3.6.1.4.1.9586.100.5")
+                .into_iter()
+                .filter(|l| BUILT.iter().any(|b| l.starts_with(b))),
+        );
         let masters = w
             .iter()
             .filter(|l| {
@@ -93,6 +113,12 @@ fn vrrp_mibs_walk_as_keepalived_s() {
         .collect();
     let mut bulk = snmpd.bulkwalk(".1.3.6.1.2.1.68");
     bulk.extend(snmpd.bulkwalk(".1.3.6.1.2.1.207"));
+    bulk.extend(
+        snmpd
+            .bulkwalk(".1.3.6.1.4.1.9586.100.5")
+            .into_iter()
+            .filter(|l| BUILT.iter().any(|b| l.starts_with(b))),
+    );
     let bulk: Vec<String> = bulk.iter().map(|l| normalised(l)).collect();
     lab.stop_all();
     let differ: Vec<String> = ours
@@ -111,7 +137,7 @@ fn vrrp_mibs_walk_as_keepalived_s() {
     assert_eq!(bulk, ours, "snmpbulkwalk (left) vs snmpwalk (right)");
     assert!(ours.len() > 20, "{ours:?}");
     eprintln!(
-        "VRRP-MIB and VRRPv3-MIB: {} lines, equal to keepalived's",
+        "KEEPALIVED-MIB (global, VRRP tables), VRRP-MIB and VRRPv3-MIB: {} lines, equal to keepalived's",
         ours.len()
     );
 }

@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         };
     }
     if opts.snmp {
-        eprintln!("-x/--snmp: VRRP-MIB and VRRPv3-MIB are served; KEEPALIVED-MIB and traps are not available yet in keepalived-rs");
+        eprintln!("-x/--snmp: KEEPALIVED-MIB's VRRP tables (in part), VRRP-MIB and VRRPv3-MIB are served; the checker's tables and traps are not available yet in keepalived-rs");
     }
     if opts.release_vips {
         eprintln!("-X/--release-vips (VRRP) is accepted but not available yet in keepalived-rs");

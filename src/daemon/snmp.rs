@@ -12,6 +12,7 @@ use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::Loaded;
 use crate::snmp::agentx::{self, res_error, Ids, Message, Pdu, VarBind, HEADER_LEN};
+use crate::snmp::keepalived_mib;
 use crate::snmp::tree::Tree;
 use crate::snmp::vrrp_mib::{self, Link};
 use crate::snmp::vrrpv3_mib;
@@ -47,7 +48,7 @@ pub struct Sources {
 /// Whether the configuration asks for an SNMP part this daemon serves.
 pub fn wanted(opts: &Options, cfg: &Config, vrrp_runs: bool) -> bool {
     let g = &cfg.global_defs.snmp;
-    vrrp_runs && (opts.snmp || g.rfcv2 || g.rfcv3)
+    vrrp_runs && (opts.snmp || g.rfcv2 || g.rfcv3 || g.vrrp)
 }
 
 /// The master's socket: `-A`, else `snmp_socket`, else net-snmp's default.
@@ -67,6 +68,16 @@ struct Module {
 fn modules(opts: &Options, cfg: &Config, src: &Sources) -> Vec<Module> {
     let g = &cfg.global_defs.snmp;
     let mut m = Vec::new();
+    if src.vrrp.is_some() && (opts.snmp || g.vrrp) {
+        m.push(Module {
+            root: keepalived_mib::GLOBAL.to_vec(),
+            descr: "The MIB module for Keepalived",
+        });
+        m.push(Module {
+            root: keepalived_mib::VRRP.to_vec(),
+            descr: "The MIB module for KEEPALIVED-VRRP",
+        });
+    }
     if src.vrrp.is_some() && (opts.snmp || g.rfcv2) {
         m.push(Module {
             root: vrrp_mib::ROOT.to_vec(),
@@ -97,7 +108,11 @@ fn view(cfg: &Config, src: &Sources, mods: &[Module]) -> Tree {
         .filter_map(|c| published.iter().find(|s| s.name == c.name).map(|s| (c, s)))
         .collect();
     for m in mods {
-        let part = if m.root == vrrp_mib::ROOT {
+        let part = if m.root == keepalived_mib::GLOBAL {
+            keepalived_mib::global(cfg, &version())
+        } else if m.root == keepalived_mib::VRRP {
+            keepalived_mib::vrrp(cfg, &pairs, &link)
+        } else if m.root == vrrp_mib::ROOT {
             vrrp_mib::view(&pairs, &link, cfg.global_defs.snmp.traps)
         } else if m.root == vrrpv3_mib::ROOT {
             vrrpv3_mib::view(&pairs, &link)
@@ -109,6 +124,14 @@ fn view(cfg: &Config, src: &Sources, mods: &[Module]) -> Tree {
         }
     }
     t
+}
+
+/// What `keepalived -v` says first, KEEPALIVED-MIB's `version`.
+fn version() -> String {
+    format!(
+        "Keepalived v2.2.7 compatible (keepalived-rs {})",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// An interface's ifIndex and MAC address, from the kernel.

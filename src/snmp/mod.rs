@@ -6,6 +6,7 @@
 //! Pure; the subagent's session and socket are `daemon::snmp`.
 
 pub mod agentx;
+pub mod keepalived_mib;
 pub mod tree;
 pub mod vrrp_mib;
 pub mod vrrpv3_mib;

@@ -15,9 +15,9 @@ cd "$(dirname "$0")/.."
 # iproute2 (the VRRP namespace lab), nftables (its no_accept test reads
 # the ruleset with nft), FRR (its bfdd is the BFD lab's second peer),
 # net-snmp (snmpd as the AgentX master of the SNMP lab, snmpwalk).
-need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump nft vtysh snmpd snmpwalk)
+need_cmds=(keepalived ipvsadm qemu-system-x86_64 cpio dh lintian debootstrap tcpdump nft vtysh snmpd snmpwalk snmptrapd)
 need_pkgs=(keepalived ipvsadm qemu-system-x86 cpio debhelper lintian debootstrap
-    busybox-static linux-image-cloud-amd64 tcpdump iproute2 nftables frr snmpd snmp)
+    busybox-static linux-image-cloud-amd64 tcpdump iproute2 nftables frr snmpd snmp snmptrapd)
 
 install_deps() {
     local missing=0

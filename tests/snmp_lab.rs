@@ -15,7 +15,7 @@ use common::snmpd::Snmpd;
 /// VRRP-MIB leaves out) with VRRP-MIB and VRRPv3-MIB enabled.
 fn conf(socket: &std::path::Path) -> String {
     format!(
-        "global_defs {{\n  router_id lab\n  enable_snmp_vrrp\n  enable_snmp_rfcv2\n  enable_snmp_rfcv3\n  snmp_socket unix:{}\n}}\n\
+        "global_defs {{\n  router_id lab\n  enable_traps\n  enable_snmp_vrrp\n  enable_snmp_rfcv2\n  enable_snmp_rfcv3\n  snmp_socket unix:{}\n}}\n\
          vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 61\n  priority 150\n  \
          advert_int 1\n  authentication {{\n    auth_type PASS\n    auth_pass secret1\n  }}\n  \
          virtual_ipaddress {{\n    192.0.2.161/24\n    192.0.2.162/24 label eth0:vi1\n  }}\n  \
@@ -48,6 +48,31 @@ fn normalised(line: &str) -> String {
         Some((oid, _)) => format!("{oid} = Timeticks: (time)"),
         None => line.to_string(),
     }
+}
+
+/// Received notifications of the daemons (not snmpd's own coldStart)
+/// without what differs between runs: snmpd's sysUpTime and the receipt
+/// line's time and port.
+fn untimed(traps: &[String]) -> Vec<String> {
+    traps
+        .iter()
+        .filter(|l| {
+            [
+                ".1.3.6.1.4.1.9586.",
+                ".1.3.6.1.2.1.68.",
+                ".1.3.6.1.2.1.207.",
+            ]
+            .iter()
+            .any(|m| l.contains(&format!("4.1.0 = OID: {m}")))
+        })
+        .map(|l| {
+            l.split('\t')
+                .filter(|v| !v.starts_with(".1.3.6.1.2.1.1.3.0 = "))
+                .map(|v| v.rsplit("]:").next().unwrap_or(v).to_string())
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect()
 }
 
 /// Starts `imp` on director 1, waits for VI_1 MASTER and for its
@@ -91,9 +116,10 @@ fn walk_as_master(lab: &mut Lab, snmpd: &Snmpd, imp: Impl) -> Vec<String> {
     }
 }
 
-/// VRRP-MIB (RFC 2787) and VRRPv3-MIB (RFC 6527) walked through snmpd
-/// while both instances are MASTER alone on their LAN: keepalived's and
-/// ours, line by line.
+/// KEEPALIVED-MIB's VRRP part, VRRP-MIB (RFC 2787) and VRRPv3-MIB (RFC
+/// 6527) walked through snmpd while both instances are MASTER alone on
+/// their LAN, and the notifications snmptrapd received from the start to
+/// the stop: keepalived's and ours, line by line.
 #[test]
 #[cfg_attr(
     not(all(feature = "root", feature = "reference")),
@@ -107,6 +133,8 @@ fn vrrp_mibs_walk_as_keepalived_s() {
         .map(|l| normalised(l))
         .collect();
     lab.stop_all();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let their_traps = snmpd.traps();
     let ours: Vec<String> = walk_as_master(&mut lab, &snmpd, Impl::Ours)
         .iter()
         .map(|l| normalised(l))
@@ -121,6 +149,14 @@ fn vrrp_mibs_walk_as_keepalived_s() {
     );
     let bulk: Vec<String> = bulk.iter().map(|l| normalised(l)).collect();
     lab.stop_all();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let our_traps: Vec<String> = snmpd.traps()[their_traps.len()..].to_vec();
+    let (their_traps, our_traps) = (untimed(&their_traps), untimed(&our_traps));
+    assert!(their_traps.len() >= 6, "{their_traps:#?}");
+    assert_eq!(
+        our_traps, their_traps,
+        "notifications: ours (left), keepalived's (right)"
+    );
     let differ: Vec<String> = ours
         .iter()
         .zip(theirs.iter())
@@ -137,8 +173,10 @@ fn vrrp_mibs_walk_as_keepalived_s() {
     assert_eq!(bulk, ours, "snmpbulkwalk (left) vs snmpwalk (right)");
     assert!(ours.len() > 20, "{ours:?}");
     eprintln!(
-        "KEEPALIVED-MIB (global, VRRP tables), VRRP-MIB and VRRPv3-MIB: {} lines, equal to keepalived's",
-        ours.len()
+        "KEEPALIVED-MIB (global, VRRP tables), VRRP-MIB and VRRPv3-MIB: {} lines, equal to keepalived's; \
+         {} notifications, equal to keepalived's",
+        ours.len(),
+        our_traps.len()
     );
 }
 

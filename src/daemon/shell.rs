@@ -171,11 +171,19 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             return code;
         }
     }
+    let want_snmp = super::snmp::wanted(opts, &loaded.config, want_vrrp);
+    let (snmp_tx, mut snmp_rx) = if want_snmp {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
     if want_vrrp {
         let (o, l, b) = (opts.clone(), loaded.clone(), board.clone());
         let peers = super::vrrp::Peers {
             no_checker: !want_checker,
             bfd_events: vrrp_bfd.take(),
+            snmp_events: snmp_tx,
         };
         if let Err(code) = hosts.start(
             "VRRP",
@@ -200,17 +208,18 @@ pub fn run(opts: &Options, loaded: Loaded) -> ExitCode {
             return code;
         }
     }
-    if super::snmp::wanted(opts, &loaded.config, want_vrrp) {
+    if want_snmp {
         let (o, l) = (opts.clone(), loaded.clone());
         let src = super::snmp::Sources {
             vrrp: want_vrrp.then(|| board.clone()),
         };
+        let events = snmp_rx.take();
         if let Err(code) = hosts.start(
             "SNMP",
             "snmp",
             single_thread(),
             false,
-            move |c, r| async move { super::snmp::run(&o, l, c, r, src).await },
+            move |c, r| async move { super::snmp::run(&o, l, c, r, src, events).await },
         ) {
             return code;
         }

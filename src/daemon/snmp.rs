@@ -7,12 +7,13 @@
 //! is absent or goes away, tries again every 15 s (keepalived's period).
 //! On a thread of its own, so a walk never delays an advert.
 
-use super::subsystem::{Command, Progress, Reporter};
+use super::subsystem::{Command, Progress, Reporter, VrrpEvent};
 use crate::cli::Options;
 use crate::config::model::Config;
 use crate::config::Loaded;
 use crate::snmp::agentx::{self, res_error, Ids, Message, Pdu, VarBind, HEADER_LEN};
 use crate::snmp::keepalived_mib;
+use crate::snmp::traps;
 use crate::snmp::tree::Tree;
 use crate::snmp::vrrp_mib::{self, Link};
 use crate::snmp::vrrpv3_mib;
@@ -124,6 +125,42 @@ fn view(cfg: &Config, src: &Sources, mods: &[Module]) -> Tree {
         }
     }
     t
+}
+
+/// The next VRRP event, never when none come.
+async fn next_event(rx: &mut Option<mpsc::UnboundedReceiver<VrrpEvent>>) -> Option<VrrpEvent> {
+    match rx {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The notifications for `e`, when `enable_traps` is on.
+fn notifications(
+    opts: &Options,
+    cfg: &Config,
+    src: &Sources,
+    e: &VrrpEvent,
+    uptime: u32,
+) -> Vec<Vec<VarBind>> {
+    let g = &cfg.global_defs.snmp;
+    if !g.traps {
+        return Vec::new();
+    }
+    let en = traps::Enabled {
+        vrrp: opts.snmp || g.vrrp,
+        rfcv2: opts.snmp || g.rfcv2,
+        rfcv3: opts.snmp || g.rfcv3,
+    };
+    if e.group {
+        return traps::group(cfg, en, &e.name, e.state, uptime);
+    }
+    let status = src.vrrp.as_ref().and_then(|b| {
+        b.lock()
+            .ok()
+            .and_then(|b| b.instances.iter().find(|s| s.name == e.name).cloned())
+    });
+    traps::instance(cfg, en, &e.name, e.state, status.as_ref(), &link, uptime)
 }
 
 /// What `keepalived -v` says first, KEEPALIVED-MIB's `version`.
@@ -323,6 +360,17 @@ impl Session {
         self.send(&r, m.ids).await
     }
 
+    /// Sends a notification (its Response is read and passed over).
+    async fn notify(&mut self, vbs: Vec<VarBind>) -> std::io::Result<()> {
+        self.packet = self.packet.wrapping_add(1);
+        let ids = Ids {
+            session: self.id,
+            transaction: 0,
+            packet: self.packet,
+        };
+        self.send(&Pdu::Notify(vbs), ids).await
+    }
+
     async fn close(&mut self) {
         self.packet = self.packet.wrapping_add(1);
         let ids = Ids {
@@ -345,7 +393,9 @@ pub async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
     reporter: Reporter,
     src: Sources,
+    mut events: Option<mpsc::UnboundedReceiver<VrrpEvent>>,
 ) -> ExitCode {
+    let started = tokio::time::Instant::now();
     let mut cfg = Arc::new(loaded.config.clone());
     drop(loaded);
     let mut spec = socket_of(opts, &cfg);
@@ -411,6 +461,21 @@ pub async fn run(
                 }
             },
             _ = tokio::time::sleep_until(retry_at), if !connected => {}
+            e = next_event(&mut events) => {
+                let Some(e) = e else {
+                    events = None;
+                    continue;
+                };
+                // Raised while no master listens: lost, as keepalived's.
+                let Some(s) = session.as_mut() else { continue };
+                let uptime = (started.elapsed().as_millis() / 10) as u32;
+                for vbs in notifications(opts, &cfg, &src, &e, uptime) {
+                    if let Err(err) = s.notify(vbs).await {
+                        log::warn!("SNMP: sending a notification: {err}");
+                        break;
+                    }
+                }
+            }
             c = commands.recv() => match c {
                 Some(Command::Reload(l)) => {
                     cfg = Arc::new(l.config.clone());

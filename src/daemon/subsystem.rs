@@ -61,6 +61,18 @@ impl Reporter {
     }
 }
 
+/// A VRRP instance's or sync group's state notification as the SNMP
+/// subsystem hears it (for its traps), in the order VRRP makes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VrrpEvent {
+    /// A sync group's (else an instance's).
+    pub group: bool,
+    /// Its name.
+    pub name: String,
+    /// MASTER, BACKUP, FAULT, STOP or DELETED.
+    pub state: &'static str,
+}
+
 /// A BFD session's state as VRRP and the checker hear it (keepalived's
 /// `bfd_event_t`: only Up or Down, by instance name).
 #[derive(Debug, Clone, PartialEq, Eq)]

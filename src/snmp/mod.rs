@@ -7,6 +7,7 @@
 
 pub mod agentx;
 pub mod keepalived_mib;
+pub mod traps;
 pub mod tree;
 pub mod vrrp_mib;
 pub mod vrrpv3_mib;

@@ -1,7 +1,8 @@
 //! net-snmp's `snmpd` as the AgentX master nobody here wrote, in the lab's
 //! third namespace: its AgentX socket in the lab's directory (a path, so
 //! the directors' subagents reach it from their namespaces), SNMP on that
-//! namespace's loopback, walked with `snmpwalk`.
+//! namespace's loopback, walked with `snmpwalk`; its notifications sent to
+//! an `snmptrapd` there.
 
 use super::lab::Lab;
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ pub struct Snmpd {
     pub socket: PathBuf,
     dir: PathBuf,
     child: Option<Child>,
+    trapd: Option<Child>,
 }
 
 impl Snmpd {
@@ -26,9 +28,51 @@ impl Snmpd {
             socket: dir.join("master"),
             dir,
             child: None,
+            trapd: None,
         };
+        let tconf = s.dir.join("snmptrapd.conf");
+        std::fs::write(
+            &tconf,
+            "authCommunity log public\ndisableAuthorization yes\n",
+        )
+        .unwrap();
+        let log = std::fs::File::create(s.dir.join("traps.log")).unwrap();
+        s.trapd = Some(
+            Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &s.ns,
+                    "/usr/sbin/snmptrapd",
+                    "-f",
+                    "-Lo",
+                    "-C",
+                    "-On",
+                    "-c",
+                ])
+                .arg(&tconf)
+                .arg("udp:127.0.0.1:16162")
+                .env("MIBS", "")
+                .env("MIBDIRS", &s.dir)
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("snmptrapd (apt-get install snmptrapd: scripts/test.sh installs it)"),
+        );
         s.restart();
         s
+    }
+
+    /// The notifications received so far, one line each (varbinds
+    /// tab-separated, numeric), in order.
+    pub fn traps(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("traps.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(".1.3.6.1.6.3.1.1.4.1.0 = OID:"))
+            .map(str::to_string)
+            .collect()
     }
 
     /// Starts it again (after [`Snmpd::stop`]).
@@ -38,7 +82,8 @@ impl Snmpd {
             &conf,
             format!(
                 "agentAddress udp:127.0.0.1:16161\nmaster agentx\nagentXSocket {}\n\
-                 agentXPerms 0770 0770\nrocommunity public 127.0.0.1\n",
+                 agentXPerms 0770 0770\nrocommunity public 127.0.0.1\n\
+                 trap2sink 127.0.0.1:16162 public\n",
                 self.socket.display()
             ),
         )
@@ -130,5 +175,9 @@ impl Snmpd {
 impl Drop for Snmpd {
     fn drop(&mut self) {
         self.stop();
+        if let Some(mut t) = self.trapd.take() {
+            let _ = t.kill();
+            let _ = t.wait();
+        }
     }
 }

@@ -45,6 +45,8 @@ pub struct Peers {
     pub no_checker: bool,
     /// The BFD subsystem's events (for `track_bfd`), when it runs.
     pub bfd_events: Option<mpsc::UnboundedReceiver<BfdEvent>>,
+    /// Where the state notifications go for SNMP's traps, when it runs.
+    pub snmp_events: Option<mpsc::UnboundedSender<super::subsystem::VrrpEvent>>,
 }
 
 /// Watches the tracked files' directories; each change of one becomes an
@@ -95,6 +97,7 @@ pub async fn run(
     let Peers {
         no_checker,
         bfd_events: bfd,
+        snmp_events,
     } = peers;
     // The model taken, not copied, when no one else holds it: a second
     // copy kept for the daemon's life was most of the memory at a thousand
@@ -217,6 +220,7 @@ pub async fn run(
         fifo_scripts,
         syncd,
         procs: procs.clone(),
+        snmp: snmp_events,
     };
     let mut watcher = watch_track_files(&cfg.vrrp.track_files, etx.clone());
     let mut runner = {

@@ -75,6 +75,9 @@ pub(super) struct RealWorld {
     pub(super) syncd: Option<syncd::Syncd>,
     /// The process table `vrrp_track_process` counts.
     pub(super) procs: procwatch::Procs,
+    /// Where state notifications go for SNMP traps, when SNMP runs.
+    pub(super) snmp:
+        Option<tokio::sync::mpsc::UnboundedSender<crate::daemon::subsystem::VrrpEvent>>,
 }
 
 /// The interface an instance uses: its `interface`, else the global
@@ -129,6 +132,24 @@ pub(super) fn default_interface(cfg: &Config) -> String {
 }
 
 impl RealWorld {
+    /// A state notification for the SNMP subsystem's traps.
+    fn tell_snmp(&self, group: bool, name: &str, state: Notified) {
+        let Some(tx) = &self.snmp else { return };
+        let state = match state {
+            Notified::Master => "MASTER",
+            Notified::Backup => "BACKUP",
+            Notified::Fault => "FAULT",
+            Notified::Stop => "STOP",
+            Notified::Deleted => "DELETED",
+            _ => return,
+        };
+        let _ = tx.send(crate::daemon::subsystem::VrrpEvent {
+            group,
+            name: name.to_string(),
+            state,
+        });
+    }
+
     /// Interface `name` as it is (looked up at most once a second).
     fn iface(&mut self, name: &str) -> Option<Arc<Iface>> {
         let now = std::time::Instant::now();
@@ -535,6 +556,7 @@ impl World for RealWorld {
         if let Some(s) = &self.syncd {
             s.follow(&inst.name, state);
         }
+        self.tell_snmp(false, &inst.name, state);
         let n = &inst.notify;
         let word = match state {
             Notified::Master => "MASTER",
@@ -592,6 +614,7 @@ impl World for RealWorld {
     }
 
     fn notify_group(&mut self, g: &SyncGroup, state: Notified) {
+        self.tell_snmp(true, &g.name, state);
         let n = &g.notify;
         let (word, specific) = match state {
             Notified::Master => ("MASTER", n.master.as_ref()),

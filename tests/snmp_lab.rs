@@ -246,3 +246,148 @@ fn the_subagent_comes_back_when_snmpd_does() {
         .log(1, Impl::Ours)
         .contains("Failed to connect to the agentx master agent"));
 }
+
+/// A master nobody should trust, played by this test on the subagent's
+/// socket: it opens the session, then floods GetBulks of 1,000 repetitions
+/// as fast as the subagent answers for 5 s, then sends bytes that are no
+/// PDU. VRRP's adverts keep their spacing meanwhile (the subagent has a
+/// thread of its own), every GetBulk is answered, and the bad bytes end
+/// the session, which the subagent opens again 15 s later.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn a_hostile_master_delays_no_advert() {
+    use keepalived::snmp::agentx::{
+        decode, encode, payload_len, Ids, Pdu, SearchRange, HEADER_LEN,
+    };
+    use std::io::{Read, Write};
+    let mut lab = Lab::up("ksnmh");
+    let sock = lab.dir.join("fake-master");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let read_pdu = |s: &mut std::os::unix::net::UnixStream| -> keepalived::snmp::agentx::Message {
+        let mut head = [0u8; HEADER_LEN];
+        s.read_exact(&mut head).unwrap();
+        let n = payload_len(&head).unwrap() as usize;
+        let mut b = head.to_vec();
+        b.resize(HEADER_LEN + n, 0);
+        s.read_exact(&mut b[HEADER_LEN..]).unwrap();
+        decode(&b).unwrap()
+    };
+    let respond = |s: &mut std::os::unix::net::UnixStream, ids: Ids| {
+        let r = Pdu::Response {
+            uptime: 0,
+            error: 0,
+            index: 0,
+            vbs: Vec::new(),
+        };
+        s.write_all(&encode(&r, Ids { session: 7, ..ids }, false, None))
+            .unwrap();
+    };
+    lab.start(1, Impl::Ours, &conf(&sock));
+    let (mut s, _) = listener.accept().unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    // Open, then a Register and an AddAgentCaps per MIB (four MIBs).
+    let open = read_pdu(&mut s);
+    assert!(matches!(open.pdu, Pdu::Open { .. }), "{open:?}");
+    respond(&mut s, open.ids);
+    for _ in 0..8 {
+        let m = read_pdu(&mut s);
+        assert!(
+            matches!(m.pdu, Pdu::Register { .. } | Pdu::AddAgentCaps { .. }),
+            "{m:?}"
+        );
+        respond(&mut s, m.ids);
+    }
+    let master = lab.wait_for(10.0, |seen| {
+        seen.iter()
+            .any(|x| x.node == 1 && x.kind == "notify" && x.what.starts_with("VI_1 MASTER"))
+    });
+    assert!(master, "{}", lab.log(1, Impl::Ours));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let t0 = lab.now();
+    let start = std::time::Instant::now();
+    let (mut asked, mut answered, mut varbinds) = (0u32, 0u32, 0usize);
+    while start.elapsed() < std::time::Duration::from_secs(5) {
+        asked += 1;
+        let ids = Ids {
+            session: 7,
+            transaction: asked,
+            packet: asked,
+        };
+        let bulk = Pdu::GetBulk {
+            non_repeaters: 0,
+            max_repetitions: 1000,
+            ranges: vec![SearchRange {
+                start: vec![1, 3, 6, 1],
+                include: false,
+                end: Vec::new(),
+            }],
+        };
+        s.write_all(&encode(&bulk, ids, false, None)).unwrap();
+        // Its answer (notifications may come between).
+        loop {
+            let m = read_pdu(&mut s);
+            if let Pdu::Response { vbs, .. } = m.pdu {
+                if m.ids.packet == asked {
+                    answered += 1;
+                    varbinds += vbs.len();
+                    break;
+                }
+            }
+        }
+    }
+    let t1 = lab.now();
+    // Bytes that are no PDU: version 9.
+    let _ = s.write_all(&[9u8; 40]);
+    let gaps: Vec<f64> = {
+        let seen = lab.seen();
+        let times: Vec<f64> = seen
+            .iter()
+            .filter(|x| {
+                x.node == 1
+                    && x.kind == "wire"
+                    && x.what.starts_with("advert")
+                    && x.t >= t0
+                    && x.t <= t1
+            })
+            .map(|x| x.t)
+            .collect();
+        times.windows(2).map(|w| w[1] - w[0]).collect()
+    };
+    assert_eq!(answered, asked, "every GetBulk answered");
+    assert!(
+        varbinds > 100 * asked as usize / 2,
+        "{varbinds} varbinds in {asked} answers"
+    );
+    let worst = gaps.iter().cloned().fold(0.0, f64::max);
+    assert!(gaps.len() >= 3, "adverts during the flood: {gaps:?}");
+    // advert_int 1 s: VI_1's adverts 1 s apart (VI_2's are IPv6 at 0.5 s).
+    assert!(
+        worst < 1.2,
+        "an advert came {worst:.3} s after the last one: {gaps:?}"
+    );
+    // The bad bytes end the session; the subagent comes back.
+    let (mut again, _) = {
+        listener.set_nonblocking(false).unwrap();
+        let t = std::time::Instant::now();
+        let c = listener.accept().unwrap();
+        let waited = t.elapsed().as_secs_f64();
+        assert!((12.0..=17.0).contains(&waited), "back after {waited:.1} s");
+        c
+    };
+    again
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    assert!(matches!(read_pdu(&mut again).pdu, Pdu::Open { .. }));
+    let log = lab.log(1, Impl::Ours);
+    lab.stop_all();
+    // BACKUP at start, MASTER, nothing more.
+    assert_eq!(log.matches("(VI_1) Entering").count(), 2, "{log}");
+    eprintln!(
+        "hostile master: {asked} GetBulks of 1000 in 5 s answered ({varbinds} varbinds), \
+         VI_1's adverts at most {worst:.3} s apart, session back after the bad bytes"
+    );
+}

@@ -112,7 +112,7 @@ fn view(cfg: &Config, src: &Sources, mods: &[Module]) -> Tree {
         let part = if m.root == keepalived_mib::GLOBAL {
             keepalived_mib::global(cfg, &version())
         } else if m.root == keepalived_mib::VRRP {
-            keepalived_mib::vrrp(cfg, &pairs, &link)
+            keepalived_mib::vrrp(cfg, &pairs, &link, &resolve)
         } else if m.root == vrrp_mib::ROOT {
             vrrp_mib::view(&pairs, &link, cfg.global_defs.snmp.traps)
         } else if m.root == vrrpv3_mib::ROOT {
@@ -169,6 +169,11 @@ fn version() -> String {
         "Keepalived v2.2.7 compatible (keepalived-rs {})",
         env!("CARGO_PKG_VERSION")
     )
+}
+
+/// A script's path as the kernel resolves it (keepalived shows it so).
+fn resolve(path: &str) -> String {
+    std::fs::canonicalize(path).map_or_else(|_| path.to_string(), |p| p.display().to_string())
 }
 
 /// An interface's ifIndex and MAC address, from the kernel.

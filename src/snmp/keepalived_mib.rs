@@ -1,15 +1,18 @@
 //! KEEPALIVED-MIB (`enterprises.9586.100.5`) as keepalived 2.2.7 serves it
 //! (`vrrp_snmp.c`, `../shared/reference/snmp.md` §3), its global scalars
 //! (`.1`) and its VRRP part (`.2`): the sync group, member, instance and
-//! address tables, indexed by position in the configuration (1-based),
-//! with keepalived's quirks (§3.1). The tracked-object, route, rule and
-//! script tables are not built yet. Pure: the interfaces come in.
+//! address tables, the tracked interface and script tables of instances
+//! and sync groups, the route and script tables, indexed by position in
+//! the configuration (1-based), with keepalived's quirks (§3.1). The
+//! tracked file, process and BFD tables, rules and next hops are not built
+//! yet. Pure: the interfaces and scripts' paths come in.
 
 use super::agentx::Value;
 use super::tree::Tree;
 use super::vrrp_mib::Link;
 use crate::config::model::Config;
-use crate::config::vrrp::{Auth, InitState, Instance, NotifyScript, Vip};
+use crate::config::vrrp::iproute::{Route, RTPROT_KEEPALIVED};
+use crate::config::vrrp::{Auth, InitState, Instance, NotifyScript, Tracked, Vip};
 use crate::vrrp::status::InstanceStatus;
 use std::net::IpAddr;
 
@@ -136,8 +139,10 @@ pub fn vrrp(
     cfg: &Config,
     instances: &[(&Instance, &InstanceStatus)],
     link: &dyn Fn(&str) -> Option<Link>,
+    resolve: &dyn Fn(&str) -> String,
 ) -> Tree {
     let mut t = Tree::new();
+    scripts(&mut t, cfg, instances, resolve);
     for (gi, g) in cfg.vrrp.sync_groups.iter().enumerate() {
         let i = [gi as u32 + 1];
         let col = |n: u32| oid(&[2, 1, 1, n]);
@@ -170,6 +175,10 @@ pub fn vrrp(
             }
         }
         t.set(&col(10), &i, yes(g.tracking_weight));
+        tracked(&mut t, 14, 1, gi, &g.track_interfaces, &|_| (0, false));
+        tracked(&mut t, 15, 1, gi, &g.track_scripts, &|n| {
+            script_defaults(cfg, n)
+        });
         for (mi, m) in g.members.iter().enumerate() {
             t.set(
                 &oid(&[2, 2, 1, 2]),
@@ -285,7 +294,38 @@ pub fn vrrp(
         });
         t.set(&col(34), &i, Value::Integer(family(mcast)));
         t.set(&col(35), &i, Value::OctetString(octets(mcast)));
+        // Its own, not those its sync group hands every member.
+        let group = c
+            .sync_group
+            .as_ref()
+            .and_then(|g| cfg.vrrp.sync_groups.iter().find(|x| x.name == *g));
+        let own = |list: &[Tracked], of_group: Option<&[Tracked]>| -> Vec<Tracked> {
+            list.iter()
+                .filter(|x| {
+                    !of_group
+                        .is_some_and(|g| g.iter().any(|y| y.name == x.name && y.line == x.line))
+                })
+                .cloned()
+                .collect()
+        };
+        let ifs = own(
+            &c.track_interfaces,
+            group.map(|g| g.track_interfaces.as_slice()),
+        );
+        let scs = own(&c.track_scripts, group.map(|g| g.track_scripts.as_slice()));
+        tracked(&mut t, 4, 1, ii, &ifs, &|_| (0, false));
+        tracked(&mut t, 5, 2, ii, &scs, &|n| script_defaults(cfg, n));
         let held = s.state == "MASTER";
+        for (ri, r) in c.virtual_routes.iter().enumerate() {
+            route(
+                &mut t,
+                [ii as u32 + 1, ri as u32 + 1],
+                r,
+                held,
+                &s.interface,
+                link,
+            );
+        }
         let all = c
             .vips
             .iter()
@@ -345,4 +385,146 @@ fn address(
     if let Some(p) = v.peer {
         t.set(&col(12), &i, Value::OctetString(octets(p)));
     }
+}
+
+/// A tracked script's weight and reverse where the tracking line gives
+/// none: the `vrrp_script`'s.
+fn script_defaults(cfg: &Config, name: &str) -> (i32, bool) {
+    cfg.vrrp
+        .scripts
+        .iter()
+        .find(|s| s.name == name)
+        .map_or((0, false), |s| (s.weight, s.reverse))
+}
+
+/// A table of tracked objects (`table` under `.2`), the name in column
+/// `first`, weight and reverse after it, indexed by owner then position.
+fn tracked(
+    t: &mut Tree,
+    table: u32,
+    first: u32,
+    owner: usize,
+    list: &[Tracked],
+    defaults: &dyn Fn(&str) -> (i32, bool),
+) {
+    for (n, x) in list.iter().enumerate() {
+        let i = [owner as u32 + 1, n as u32 + 1];
+        let col = |k: u32| oid(&[2, table, 1, first + k]);
+        let (w, r) = defaults(&x.name);
+        t.set(&col(0), &i, Value::text(&x.name));
+        t.set(&col(1), &i, Value::Integer(x.weight.unwrap_or(w)));
+        t.set(&col(2), &i, yes(x.reverse.unwrap_or(r)));
+    }
+}
+
+/// vrrpScriptTable: every `vrrp_script` something tracks (keepalived
+/// drops the others: "script X is not used"), its command with its path
+/// resolved (`resolve`), its result as the instances tracking it see it.
+fn scripts(
+    t: &mut Tree,
+    cfg: &Config,
+    instances: &[(&Instance, &InstanceStatus)],
+    resolve: &dyn Fn(&str) -> String,
+) {
+    let used = |name: &str| {
+        cfg.vrrp
+            .instances
+            .iter()
+            .any(|i| i.track_scripts.iter().any(|x| x.name == name))
+            || cfg
+                .vrrp
+                .sync_groups
+                .iter()
+                .any(|g| g.track_scripts.iter().any(|x| x.name == name))
+    };
+    let kept = cfg.vrrp.scripts.iter().filter(|s| used(&s.name));
+    for (n, sc) in kept.enumerate() {
+        let i = [n as u32 + 1];
+        let col = |k: u32| oid(&[2, 9, 1, k]);
+        t.set(&col(2), &i, Value::text(&sc.name));
+        let mut words = sc.args.clone();
+        if let Some(first) = words.first_mut() {
+            *first = resolve(first);
+        }
+        let cmd = words
+            .iter()
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        t.set(&col(3), &i, Value::text(&cmd));
+        t.set(
+            &col(4),
+            &i,
+            Value::Integer((sc.interval_us / 1_000_000) as i32),
+        );
+        t.set(&col(5), &i, Value::Integer(sc.weight));
+        let up = instances.iter().find_map(|(_, s)| {
+            s.trackers
+                .iter()
+                .find(|x| x.kind == "script" && x.name == sc.name)
+                .and_then(|x| x.up)
+        });
+        // init(1), bad(2), good(3).
+        let result = match up {
+            Some(true) => 3,
+            Some(false) => 2,
+            None => 1,
+        };
+        t.set(&col(6), &i, Value::Integer(result));
+        t.set(&col(7), &i, Value::Gauge32(sc.rise));
+        t.set(&col(8), &i, Value::Gauge32(sc.fall));
+        t.set(&col(9), &i, yes(sc.reverse));
+    }
+}
+
+/// One row of vrrpRouteTable.
+fn route(
+    t: &mut Tree,
+    i: [u32; 2],
+    r: &Route,
+    held: bool,
+    interface: &str,
+    link: &dyn Fn(&str) -> Option<Link>,
+) {
+    let col = |n: u32| oid(&[2, 7, 1, n]);
+    t.set(&col(2), &i, Value::Integer(family(r.dst)));
+    t.set(&col(3), &i, Value::OctetString(octets(r.dst)));
+    t.set(&col(4), &i, Value::Gauge32(u32::from(r.prefix)));
+    if let Some(g) = r.via {
+        t.set(&col(5), &i, Value::OctetString(octets(g)));
+    }
+    if let Some(src) = r.src {
+        t.set(&col(7), &i, Value::OctetString(octets(src)));
+    }
+    t.set(&col(8), &i, Value::Gauge32(r.metric.unwrap_or(0)));
+    let scope = match r.scope {
+        None | Some(0) => 14,
+        Some(s) => i32::from(s),
+    };
+    t.set(&col(9), &i, Value::Integer(scope));
+    t.set(&col(10), &i, Value::Integer(i32::from(r.rtype)));
+    if let Some(dev) = r
+        .dev
+        .as_deref()
+        .or(Some(interface).filter(|_| r.via.is_none()))
+    {
+        if let Some(l) = link(dev) {
+            t.set(&col(11), &i, Value::Integer(l.index as i32));
+        }
+        t.set(&col(12), &i, Value::text(dev));
+    }
+    t.set(&col(13), &i, Value::Gauge32(r.table));
+    t.set(&col(14), &i, yes(held));
+    if let Some((a, p)) = r.from {
+        t.set(&col(15), &i, Value::OctetString(octets(a)));
+        t.set(&col(16), &i, Value::Gauge32(u32::from(p)));
+    }
+    if let Some(tos) = r.tos {
+        t.set(&col(17), &i, Value::Integer(i32::from(tos)));
+    }
+    // The MIB's enumeration counts from 1 for the kernel's 0.
+    let proto = i32::from(r.protocol.unwrap_or(RTPROT_KEEPALIVED)) + 1;
+    t.set(&col(18), &i, Value::Integer(proto));
+    t.set(&col(19), &i, Value::Integer(2));
+    t.set(&col(20), &i, Value::Integer(2));
 }

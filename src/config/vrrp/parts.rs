@@ -146,8 +146,16 @@ pub(super) fn track_block(
                 let Some(obj) = v.words.first() else { continue };
                 // keepalived's order: the object must exist, be tracked
                 // once, and only then are its options read.
+                // keepalived looks scripts, processes and sessions up as
+                // it parses: only one whose block came before is found.
+                let before = |keyword: &str| {
+                    cfg.other_blocks[..at.min(cfg.other_blocks.len())]
+                        .iter()
+                        .any(|p| p.keyword == keyword && p.args.first() == Some(obj))
+                };
                 let known = match what {
-                    "script" => script_names.contains(obj),
+                    "script" => script_names.contains(obj) && before("vrrp_script"),
+                    // Files are looked up once the whole file is read.
                     "file" => cfg.track_files.iter().any(|f| &f.name == obj),
                     // Only a session read before the block (keepalived
                     // looks it up as it parses: issue #1146).
@@ -157,10 +165,7 @@ pub(super) fn track_block(
                             && (f.vrrp || !f.checker)
                             && f.blocks_before <= at
                     }),
-                    _ => cfg
-                        .other_blocks
-                        .iter()
-                        .any(|p| p.keyword == "vrrp_track_process" && p.args.first() == Some(obj)),
+                    _ => before("vrrp_track_process"),
                 };
                 if !known {
                     cx.err(format!(

@@ -218,29 +218,37 @@ fn subsystems_import_neither_the_shell_nor_each_other() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Lines of `files` naming any of `names` (outside comments and tests).
+fn naming(files: &[PathBuf], names: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let body = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in body.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if names.iter().any(|x| code.contains(x.as_str())) {
+                problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    problems
+}
+
 /// The daemon's services below the subsystems (the control listeners, the
 /// subsystem interface, reload, signals, memory) name no subsystem and not
 /// the shell: the subsystems stand on them, not the other way.
 #[test]
 fn the_daemon_services_name_no_subsystem() {
-    const SERVICES: &[&str] = &["control", "subsystem", "reload", "signals", "memory"];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/daemon");
-    let mut problems = Vec::new();
-    for me in SERVICES {
-        let f = src.join(format!("{me}.rs"));
-        let text = std::fs::read_to_string(&f).unwrap();
-        let body = text.split("#[cfg(test)]").next().unwrap_or("");
-        for (n, line) in body.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for other in ["shell", "checker", "vrrp", "bfd"] {
-                if code.contains(&format!("super::{other}"))
-                    || code.contains(&format!("daemon::{other}"))
-                {
-                    problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
-            }
-        }
-    }
+    let files: Vec<PathBuf> = ["control", "subsystem", "reload", "signals", "memory"]
+        .iter()
+        .map(|m| src.join(format!("{m}.rs")))
+        .collect();
+    let names: Vec<String> = ["shell", "checker", "vrrp", "bfd", "snmp"]
+        .iter()
+        .flat_map(|o| [format!("super::{o}"), format!("daemon::{o}")])
+        .collect();
+    let problems = naming(&files, &names);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -249,20 +257,11 @@ fn the_daemon_services_name_no_subsystem() {
 #[test]
 fn vrrp_and_bfd_subsystems_name_nothing_of_the_checker() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/daemon");
-    let mut problems = Vec::new();
+    let mut fs = Vec::new();
     for me in ["vrrp", "bfd"] {
-        let mut fs = Vec::new();
         files(&src.join(me), &mut fs);
-        assert!(!fs.is_empty(), "no source for daemon/{me}");
-        for f in fs {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                let code = line.split("//").next().unwrap_or("");
-                if code.contains("crate::check") {
-                    problems.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
-            }
-        }
     }
+    fs.push(src.join("snmp.rs"));
+    let problems = naming(&fs, &["crate::check".to_string()]);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -10,6 +10,7 @@
 use super::agentx::Value;
 use super::tree::Tree;
 use super::vrrp_mib::Link;
+use super::{inet_type, octets};
 use crate::config::model::Config;
 use crate::config::vrrp::iproute::{Route, RTPROT_KEEPALIVED};
 use crate::config::vrrp::{Auth, InitState, Instance, NotifyScript, Tracked, Vip};
@@ -24,24 +25,7 @@ pub const GLOBAL: [u32; 10] = [1, 3, 6, 1, 4, 1, 9586, 100, 5, 1];
 pub const VRRP: [u32; 10] = [1, 3, 6, 1, 4, 1, 9586, 100, 5, 2];
 
 fn oid(tail: &[u32]) -> Vec<u32> {
-    let mut o = ROOT.to_vec();
-    o.extend_from_slice(tail);
-    o
-}
-
-fn octets(a: IpAddr) -> Vec<u8> {
-    match a {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
-    }
-}
-
-fn family(a: IpAddr) -> i32 {
-    if a.is_ipv4() {
-        1
-    } else {
-        2
-    }
+    super::under(&ROOT, tail)
 }
 
 /// TruthValue / enabled-disabled: 1 or 2.
@@ -78,10 +62,10 @@ pub fn global(cfg: &Config, version: &str) -> Tree {
         .and_then(|(h, p)| h.parse().ok().map(|a| (a, *p)));
     // No server: family "not IPv4" and four zero bytes (keepalived's quirk).
     let (fam, addr) = match smtp {
-        Some((a, _)) => (family(a), octets(a)),
+        Some((a, _)) => (inet_type(a), octets(a)),
         None => (2, vec![0; 4]),
     };
-    t.set(&oid(&[1, 3, 1]), &[0], Value::Integer(fam));
+    t.set(&oid(&[1, 3, 1]), &[0], Value::Integer(fam as i32));
     t.set(&oid(&[1, 3, 2]), &[0], Value::OctetString(addr));
     let timeout = if smtp.is_some() {
         (g.smtp_connect_timeout / 1_000_000) as u32
@@ -292,7 +276,7 @@ pub fn vrrp(
         } else {
             "224.0.0.18".parse().expect("literal")
         });
-        t.set(&col(34), &i, Value::Integer(family(mcast)));
+        t.set(&col(34), &i, Value::Integer(inet_type(mcast) as i32));
         t.set(&col(35), &i, Value::OctetString(octets(mcast)));
         // Its own, not those its sync group hands every member.
         let group = c
@@ -357,7 +341,7 @@ fn address(
     link: &dyn Fn(&str) -> Option<Link>,
 ) {
     let col = |n: u32| oid(&[2, 6, 1, n]);
-    t.set(&col(2), &i, Value::Integer(family(v.addr)));
+    t.set(&col(2), &i, Value::Integer(inet_type(v.addr) as i32));
     t.set(&col(3), &i, Value::OctetString(octets(v.addr)));
     if v.addr.is_ipv4() {
         let b = v.broadcast.map_or(vec![0; 4], octets);
@@ -487,7 +471,7 @@ fn route(
     link: &dyn Fn(&str) -> Option<Link>,
 ) {
     let col = |n: u32| oid(&[2, 7, 1, n]);
-    t.set(&col(2), &i, Value::Integer(family(r.dst)));
+    t.set(&col(2), &i, Value::Integer(inet_type(r.dst) as i32));
     t.set(&col(3), &i, Value::OctetString(octets(r.dst)));
     t.set(&col(4), &i, Value::Gauge32(u32::from(r.prefix)));
     if let Some(g) = r.via {

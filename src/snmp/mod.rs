@@ -12,5 +12,32 @@ pub mod tree;
 pub mod vrrp_mib;
 pub mod vrrpv3_mib;
 
+use std::net::IpAddr;
+
+/// `root` followed by `tail`.
+pub(crate) fn under(root: &[u32], tail: &[u32]) -> Vec<u32> {
+    let mut o = Vec::with_capacity(root.len() + tail.len());
+    o.extend_from_slice(root);
+    o.extend_from_slice(tail);
+    o
+}
+
+/// An InetAddress's octets.
+pub(crate) fn octets(a: IpAddr) -> Vec<u8> {
+    match a {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    }
+}
+
+/// InetAddressType: ipv4(1), ipv6(2).
+pub(crate) fn inet_type(a: IpAddr) -> u32 {
+    if a.is_ipv4() {
+        1
+    } else {
+        2
+    }
+}
+
 #[cfg(test)]
 mod tests;

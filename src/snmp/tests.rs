@@ -206,6 +206,28 @@ fn ours(v: &Value) -> String {
     }
 }
 
+/// Both instances as they were during the walks: MASTER, VI_1 having
+/// heard 192.0.2.2 before.
+fn walked_states() -> [InstanceStatus; 2] {
+    [
+        status("VI_1", 61, 2, "192.0.2.1", "192.0.2.2"),
+        status("VI_2", 62, 3, "fe80::ff:fe00:1", "fe80::ff:fe00:1"),
+    ]
+}
+
+/// The walked host's links: eth0 (ifIndex 2) and eth1 (3).
+fn link(name: &str) -> Option<super::vrrp_mib::Link> {
+    let (index, last) = match name {
+        "eth0" => (2, 1),
+        "eth1" => (3, 2),
+        _ => return None,
+    };
+    Some(super::vrrp_mib::Link {
+        index,
+        mac: [2, 0, 0, 0, 0, last],
+    })
+}
+
 /// The view as walked lines, for comparing with keepalived's.
 pub fn lines(t: &Tree) -> Vec<(String, String)> {
     t.iter()
@@ -216,18 +238,8 @@ pub fn lines(t: &Tree) -> Vec<(String, String)> {
 #[test]
 fn vrrp_mib_is_keepalived_s_walk() {
     let cfg = load_str(CONF).config;
-    let inst = &cfg.vrrp.instances;
-    let st = [
-        status("VI_1", 61, 2, "192.0.2.1", "192.0.2.2"),
-        status("VI_2", 62, 3, "fe80::ff:fe00:1", "fe80::ff:fe00:1"),
-    ];
-    let pairs: Vec<_> = inst.iter().zip(st.iter()).collect();
-    let link = |name: &str| {
-        (name == "eth0").then_some(super::vrrp_mib::Link {
-            index: 2,
-            mac: [2, 0, 0, 0, 0, 1],
-        })
-    };
+    let st = walked_states();
+    let pairs: Vec<_> = cfg.vrrp.instances.iter().zip(st.iter()).collect();
     let t = super::vrrp_mib::view(&pairs, &link, true);
     let want: Vec<(String, String)> = VRRP_MIB_WALK.lines().map(walked).collect();
     assert_eq!(lines(&t), want);
@@ -245,18 +257,8 @@ fn untimed(l: (String, String)) -> (String, String) {
 #[test]
 fn vrrpv3_mib_is_keepalived_s_walk() {
     let cfg = load_str(CONF).config;
-    let inst = &cfg.vrrp.instances;
-    let st = [
-        status("VI_1", 61, 2, "192.0.2.1", "192.0.2.2"),
-        status("VI_2", 62, 3, "fe80::ff:fe00:1", "fe80::ff:fe00:1"),
-    ];
-    let pairs: Vec<_> = inst.iter().zip(st.iter()).collect();
-    let link = |name: &str| {
-        (name == "eth0").then_some(super::vrrp_mib::Link {
-            index: 2,
-            mac: [2, 0, 0, 0, 0, 1],
-        })
-    };
+    let st = walked_states();
+    let pairs: Vec<_> = cfg.vrrp.instances.iter().zip(st.iter()).collect();
     let t = super::vrrpv3_mib::view(&pairs, &link);
     let want: Vec<(String, String)> = VRRPV3_MIB_WALK.lines().map(walked).map(untimed).collect();
     let got: Vec<(String, String)> = lines(&t).into_iter().map(untimed).collect();
@@ -488,10 +490,7 @@ const KEEPALIVED_MIB_WALK: &str =
 #[test]
 fn keepalived_mib_global_and_vrrp_tables_are_keepalived_s_walk() {
     let cfg = load_str(CONF_A).config;
-    let mut st = [
-        status("VI_1", 61, 2, "192.0.2.1", "192.0.2.2"),
-        status("VI_2", 62, 3, "fe80::ff:fe00:1", "fe80::ff:fe00:1"),
-    ];
+    let mut st = walked_states();
     for s in &mut st {
         s.sync_group = Some("G1 MASTER".into());
     }
@@ -502,17 +501,6 @@ fn keepalived_mib_global_and_vrrp_tables_are_keepalived_s_walk() {
         weight: 0,
     });
     let pairs: Vec<_> = cfg.vrrp.instances.iter().zip(st.iter()).collect();
-    let link = |name: &str| match name {
-        "eth0" => Some(super::vrrp_mib::Link {
-            index: 2,
-            mac: [2, 0, 0, 0, 0, 1],
-        }),
-        "eth1" => Some(super::vrrp_mib::Link {
-            index: 3,
-            mac: [2, 0, 0, 0, 0, 2],
-        }),
-        _ => None,
-    };
     let mut t = super::keepalived_mib::global(&cfg, "Keepalived v2.2.7 (01/16,2022)");
     let resolve = |p: &str| {
         if p == "/bin/true" {

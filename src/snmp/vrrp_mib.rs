@@ -7,6 +7,7 @@
 
 use super::agentx::Value;
 use super::tree::Tree;
+
 use crate::config::vrrp::{Auth, Instance};
 use crate::vrrp::status::InstanceStatus;
 use std::net::IpAddr;
@@ -24,9 +25,7 @@ pub struct Link {
 }
 
 fn oid(tail: &[u32]) -> Vec<u32> {
-    let mut o = ROOT.to_vec();
-    o.extend_from_slice(tail);
-    o
+    super::under(&ROOT, tail)
 }
 
 fn ipv4(s: &str) -> Option<[u8; 4]> {

@@ -8,6 +8,7 @@
 use super::agentx::Value;
 use super::tree::Tree;
 use super::vrrp_mib::Link;
+use super::{inet_type, octets};
 use crate::config::vrrp::Instance;
 use crate::vrrp::status::InstanceStatus;
 use std::net::IpAddr;
@@ -16,26 +17,7 @@ use std::net::IpAddr;
 pub const ROOT: [u32; 7] = [1, 3, 6, 1, 2, 1, 207];
 
 fn oid(tail: &[u32]) -> Vec<u32> {
-    let mut o = ROOT.to_vec();
-    o.extend_from_slice(tail);
-    o
-}
-
-/// An InetAddress's octets.
-fn octets(a: IpAddr) -> Vec<u8> {
-    match a {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
-    }
-}
-
-/// InetAddressType: ipv4(1), ipv6(2).
-fn family(a: IpAddr) -> u32 {
-    if a.is_ipv4() {
-        1
-    } else {
-        2
-    }
+    super::under(&ROOT, tail)
 }
 
 /// vrrpv3StatisticsNewMasterReason: notMaster(0), priority(1) for an
@@ -66,7 +48,7 @@ pub fn view(
         let Some(l) = link(&s.interface) else {
             continue;
         };
-        let fam = family(first.addr);
+        let fam = inet_type(first.addr);
         let idx = [l.index, u32::from(c.vrid), fam];
         let col = |n: u32| oid(&[1, 1, 1, 1, n]);
         let source: Option<IpAddr> = s.source.parse().ok();
@@ -112,7 +94,7 @@ pub fn view(
         t.set(&col(11), &idx, Value::Integer(if accept { 1 } else { 2 }));
         t.set(&col(12), &idx, Value::TimeTicks(0));
         t.set(&col(13), &idx, Value::Integer(1));
-        for v in c.vips.iter().filter(|v| family(v.addr) == fam) {
+        for v in c.vips.iter().filter(|v| inet_type(v.addr) == fam) {
             let mut i = idx.to_vec();
             i.extend(octets(v.addr).iter().map(|b| u32::from(*b)));
             t.set(&oid(&[1, 1, 2, 1, 2]), &i, Value::Integer(1));

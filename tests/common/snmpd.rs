@@ -132,39 +132,24 @@ impl Snmpd {
 
     /// `snmpwalk -v2c -On` of `oid`: its lines (numeric OIDs, no MIB).
     pub fn walk(&self, oid: &str) -> Vec<String> {
-        let o = Command::new("ip")
-            .args([
-                "netns", "exec", &self.ns, "snmpwalk", "-v2c", "-c", "public", "-On",
-            ])
-            .args(["-t", "2", "-r", "1", "127.0.0.1:16161", oid])
-            .env("MIBS", "")
-            .env("MIBDIRS", &self.dir)
-            .output()
-            .expect("snmpwalk (apt-get install snmp)");
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect()
+        self.tool("snmpwalk", oid)
     }
 
     /// `snmpbulkwalk` likewise.
     pub fn bulkwalk(&self, oid: &str) -> Vec<String> {
+        self.tool("snmpbulkwalk", oid)
+    }
+
+    fn tool(&self, tool: &str, oid: &str) -> Vec<String> {
         let o = Command::new("ip")
             .args([
-                "netns",
-                "exec",
-                &self.ns,
-                "snmpbulkwalk",
-                "-v2c",
-                "-c",
-                "public",
-                "-On",
+                "netns", "exec", &self.ns, tool, "-v2c", "-c", "public", "-On",
             ])
             .args(["-t", "2", "-r", "1", "127.0.0.1:16161", oid])
             .env("MIBS", "")
             .env("MIBDIRS", &self.dir)
             .output()
-            .expect("snmpbulkwalk (apt-get install snmp)");
+            .unwrap_or_else(|e| panic!("{tool} (apt-get install snmp): {e}"));
         String::from_utf8_lossy(&o.stdout)
             .lines()
             .map(str::to_string)

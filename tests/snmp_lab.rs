@@ -395,3 +395,90 @@ fn a_hostile_master_delays_no_advert() {
          VI_1's adverts at most {worst:.3} s apart, session back after the bad bytes"
     );
 }
+
+/// An instance tracking a file and a BFD session (to a neighbour that
+/// never answers, weighted): its effective priority and KEEPALIVED-MIB's
+/// tracked file and BFD tables as keepalived shows them, without the file
+/// and BFD tables themselves (.13, .18), which are not built yet.
+#[test]
+#[cfg_attr(
+    not(all(feature = "root", feature = "reference")),
+    ignore = "needs root (--features root,reference)"
+)]
+fn tracked_objects_walk_as_keepalived_s() {
+    let mut lab = Lab::up("ksnmt");
+    let snmpd = Snmpd::start(&lab);
+    let file = lab.dir.join("tracked");
+    std::fs::write(&file, "0\n").unwrap();
+    let conf = format!(
+        "global_defs {{\n  router_id lab\n  enable_snmp_vrrp\n  snmp_socket unix:{}\n}}\n\
+         bfd_instance to_nowhere {{\n  neighbor_ip 192.0.2.77\n  source_ip 192.0.2.1\n  weight -10\n}}\n\
+         track_file flag {{\n  file {}\n  weight -3 reverse\n}}\n\
+         vrrp_instance VI_1 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 61\n  priority 150\n  \
+         advert_int 1\n  virtual_ipaddress {{\n    192.0.2.161/24\n  }}\n  track_file {{\n    flag\n  }}\n  \
+         track_bfd {{\n    to_nowhere\n  }}\n  notify @NOTIFY@\n}}\n\
+         vrrp_instance VI_2 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 62\n  priority 150\n  \
+         advert_int 1\n  virtual_ipaddress {{\n    192.0.2.162/24\n  }}\n}}\n",
+        snmpd.socket.display(),
+        file.display()
+    );
+    let not_built = [
+        ".1.3.6.1.4.1.9586.100.5.2.13.",
+        ".1.3.6.1.4.1.9586.100.5.2.18.",
+    ];
+    let mut walks = Vec::new();
+    for imp in [Impl::Keepalived, Impl::Ours] {
+        let t0 = lab.now();
+        lab.start(1, imp, &conf);
+        let master = lab.wait_for(12.0, |seen| {
+            seen.iter().any(|s| {
+                s.node == 1 && s.kind == "notify" && s.what.starts_with("VI_1 MASTER") && s.t > t0
+            })
+        });
+        assert!(master, "{imp:?}: VI_1 never MASTER: {}", lab.log(1, imp));
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let w: Vec<String> = snmpd
+            .walk(".1.3.6.1.4.1.9586.100.5")
+            .into_iter()
+            .filter(|l| !not_built.iter().any(|p| l.starts_with(p)))
+            .map(|l| normalised(&l))
+            .collect();
+        if std::env::var("SNMP_LAB_KEEP").is_ok() {
+            std::fs::write(format!("/tmp/snmp-tracked-{imp:?}.txt"), w.join("\n")).unwrap();
+            std::fs::write(format!("/tmp/snmp-tracked-{imp:?}.log"), lab.log(1, imp)).unwrap();
+        }
+        lab.stop_all();
+        walks.push(w);
+    }
+    let (theirs, ours) = (&walks[0], &walks[1]);
+    let tables: Vec<&str> = [".12.1.", ".17.1."]
+        .into_iter()
+        .filter(|t| {
+            theirs
+                .iter()
+                .any(|l| l.contains(&format!("9586.100.5.2{t}")))
+        })
+        .collect();
+    assert_eq!(
+        tables.len(),
+        2,
+        "keepalived shows the tracked file and session: {theirs:#?}"
+    );
+    let differ: Vec<String> = ours
+        .iter()
+        .zip(theirs.iter())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("ours {a}\n  keepalived {b}"))
+        .collect();
+    assert!(
+        differ.is_empty() && ours.len() == theirs.len(),
+        "{} lines vs keepalived's {}:\n{}",
+        ours.len(),
+        theirs.len(),
+        differ.join("\n")
+    );
+    eprintln!(
+        "tracked objects: {} lines of KEEPALIVED-MIB equal to keepalived's",
+        ours.len()
+    );
+}

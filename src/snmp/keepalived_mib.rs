@@ -1,11 +1,12 @@
 //! KEEPALIVED-MIB (`enterprises.9586.100.5`) as keepalived 2.2.7 serves it
 //! (`vrrp_snmp.c`, `../shared/reference/snmp.md` §3), its global scalars
 //! (`.1`) and its VRRP part (`.2`): the sync group, member, instance and
-//! address tables, the tracked interface and script tables of instances
-//! and sync groups, the route and script tables, indexed by position in
-//! the configuration (1-based), with keepalived's quirks (§3.1). The
-//! tracked file, process and BFD tables, rules and next hops are not built
-//! yet. Pure: the interfaces and scripts' paths come in.
+//! address tables, the tracked interface, script, file, BFD and process
+//! tables of instances and sync groups, the route and script tables,
+//! indexed by position in the configuration (1-based), with keepalived's
+//! quirks (§3.1). The file, BFD and process tables themselves, rules and
+//! next hops are not built yet. Pure: the interfaces and scripts' paths
+//! come in.
 
 use super::agentx::Value;
 use super::tree::Tree;
@@ -160,8 +161,14 @@ pub fn vrrp(
         }
         t.set(&col(10), &i, yes(g.tracking_weight));
         tracked(&mut t, 14, 1, gi, &g.track_interfaces, &|_| (0, false));
-        tracked(&mut t, 15, 1, gi, &g.track_scripts, &|n| {
+        tracked(&mut t, 15, 2, gi, &g.track_scripts, &|n| {
             script_defaults(cfg, n)
+        });
+        tracked(&mut t, 16, 2, gi, &g.track_files, &|n| {
+            file_defaults(cfg, n)
+        });
+        tracked(&mut t, 22, 2, gi, &g.track_processes, &|n| {
+            process_defaults(cfg, n)
         });
         for (mi, m) in g.members.iter().enumerate() {
             t.set(
@@ -299,6 +306,15 @@ pub fn vrrp(
         let scs = own(&c.track_scripts, group.map(|g| g.track_scripts.as_slice()));
         tracked(&mut t, 4, 1, ii, &ifs, &|_| (0, false));
         tracked(&mut t, 5, 2, ii, &scs, &|n| script_defaults(cfg, n));
+        let files = own(&c.track_files, group.map(|g| g.track_files.as_slice()));
+        tracked(&mut t, 12, 2, ii, &files, &|n| file_defaults(cfg, n));
+        let bfds = own(&c.track_bfds, group.map(|g| g.track_bfds.as_slice()));
+        tracked(&mut t, 17, 2, ii, &bfds, &|n| bfd_defaults(cfg, n));
+        let procs = own(
+            &c.track_processes,
+            group.map(|g| g.track_processes.as_slice()),
+        );
+        tracked(&mut t, 20, 2, ii, &procs, &|n| process_defaults(cfg, n));
         let held = s.state == "MASTER";
         for (ri, r) in c.virtual_routes.iter().enumerate() {
             route(
@@ -363,9 +379,10 @@ fn address(
         t.set(&col(9), &i, Value::text(l));
     }
     t.set(&col(10), &i, yes(held));
-    // Advertised: the IPv4 addresses of the advert (keepalived says
-    // notAdvertised for IPv6 ones too).
-    t.set(&col(11), &i, yes(in_advert && v.addr.is_ipv4()));
+    // keepalived's `state == HEADER_STATE_VIRTUAL_ADDRESS`: true only for
+    // the first instance's virtual addresses (its walk state is not reset
+    // for the next instance).
+    t.set(&col(11), &i, yes(in_advert && i[0] == 1));
     if let Some(p) = v.peer {
         t.set(&col(12), &i, Value::OctetString(octets(p)));
     }
@@ -379,6 +396,33 @@ fn script_defaults(cfg: &Config, name: &str) -> (i32, bool) {
         .iter()
         .find(|s| s.name == name)
         .map_or((0, false), |s| (s.weight, s.reverse))
+}
+
+/// A tracked file's weight and reverse by default: its block's.
+fn file_defaults(cfg: &Config, name: &str) -> (i32, bool) {
+    cfg.vrrp
+        .track_files
+        .iter()
+        .find(|f| f.name == name)
+        .map_or((0, false), |f| (f.weight, f.reverse))
+}
+
+/// A tracked BFD session's: its `bfd_instance`'s.
+fn bfd_defaults(cfg: &Config, name: &str) -> (i32, bool) {
+    cfg.vrrp
+        .track_bfds
+        .iter()
+        .find(|f| f.name == name)
+        .map_or((0, false), |f| (f.weight, f.reverse))
+}
+
+/// A tracked process's: its `vrrp_track_process`'s.
+fn process_defaults(cfg: &Config, name: &str) -> (i32, bool) {
+    cfg.vrrp
+        .track_processes
+        .iter()
+        .find(|f| f.name == name)
+        .map_or((0, false), |f| (f.weight, f.reverse))
 }
 
 /// A table of tracked objects (`table` under `.2`), the name in column

@@ -149,6 +149,7 @@ pub fn build(cfg: &Config, cx: &mut Ctx, script_names: &[String]) -> VrrpConfig 
         &mut out.instances,
         &out.scripts,
     );
+    super::track::owner_tracking(cfg, cx, &out.sync_groups, &mut out.instances, &out.scripts);
     super::track::disable_unrunnable_scripts(cfg, cx, &mut out);
     // keepalived forgets a track_file nothing tracks.
     out.track_files = cfg

@@ -282,7 +282,7 @@ pub fn sync_group_tracking(
             .filter(|i| i.sync_group.as_deref() == Some(g.name.as_str()))
         {
             if g.tracking_weight {
-                join_group_tracking(g, i);
+                join_group_tracking(g, i, true);
                 continue;
             }
             let name = i.name.clone();
@@ -309,30 +309,104 @@ pub fn sync_group_tracking(
                 ));
                 false
             });
-            i.track_files.retain(|t| {
-                let own = cfg
-                    .track_files
-                    .iter()
-                    .find(|f| f.name == t.name)
-                    .map_or(1, |f| f.weight);
-                let weight = t.weight.unwrap_or(own);
-                if weight == 0 {
-                    return true;
-                }
-                cx.err_nolines(format!(
-                    "({name}) ignoring tracked file {} with weight {weight} due to SYNC group",
-                    t.name
-                ));
-                false
-            });
-            join_group_tracking(g, i);
+            drop_weighted_files_and_bfds(cfg, cx, i, "SYNC group");
+            join_group_tracking(g, i, false);
         }
     }
 }
 
-/// The group's own tracked objects, weights and all, tracked by member
-/// `i` too (what it tracks itself first).
-fn join_group_tracking(g: &SyncGroup, i: &mut Instance) {
+/// keepalived's `vrrp_complete_instance()` for an address owner (priority
+/// 255) outside a sync group without tracking weights: its weighted
+/// scripts, files and BFD sessions dropped (its weighted interfaces are in
+/// `complete`).
+pub fn owner_tracking(
+    cfg: &Config,
+    cx: &mut Ctx,
+    groups: &[SyncGroup],
+    instances: &mut [Instance],
+    scripts: &[VrrpScript],
+) {
+    cx.line = 0;
+    for i in instances.iter_mut().filter(|i| i.priority == 255) {
+        let unweighted_group = i
+            .sync_group
+            .as_ref()
+            .is_some_and(|g| groups.iter().any(|x| x.name == *g && !x.tracking_weight));
+        if unweighted_group {
+            continue;
+        }
+        let name = i.name.clone();
+        i.track_scripts.retain(|t| {
+            let own = scripts
+                .iter()
+                .find(|s| s.name == t.name)
+                .map_or(0, |s| s.weight);
+            if t.weight.unwrap_or(own) == 0 {
+                return true;
+            }
+            cx.err_nolines(format!(
+                "({name}) ignoring tracked script {} with weights due to address_owner",
+                t.name
+            ));
+            false
+        });
+        drop_weighted_files_and_bfds(cfg, cx, i, "address_owner");
+    }
+}
+
+/// keepalived's `vrrp_complete_instance()` for a sync group member
+/// without tracking weights or an address owner (`why`): a tracked file
+/// of the default weight 1 counts as unweighted, one of another weight is
+/// dropped, and so is a weighted tracked BFD session, each with
+/// keepalived's error.
+pub fn drop_weighted_files_and_bfds(cfg: &Config, cx: &mut Ctx, i: &mut Instance, why: &str) {
+    let name = i.name.clone();
+    i.track_files.retain_mut(|t| {
+        let own = cfg
+            .track_files
+            .iter()
+            .find(|f| f.name == t.name)
+            .map_or(1, |f| f.weight);
+        let weight = t.weight.unwrap_or(own);
+        if weight == 1 {
+            cx.err_nolines(format!(
+                "({name}) ignoring weight from tracked file {} due to {why}. specify weight 0",
+                t.name
+            ));
+            t.weight = Some(0);
+            return true;
+        }
+        if weight == 0 {
+            return true;
+        }
+        cx.err_nolines(format!(
+            "({name}) ignoring tracked file {} with weight {weight} due to {why}",
+            t.name
+        ));
+        false
+    });
+    i.track_bfds.retain(|t| {
+        let own = cfg
+            .bfd_instances
+            .iter()
+            .find(|b| b.name == t.name)
+            .map_or(0, |b| b.weight);
+        let weight = t.weight.unwrap_or(own);
+        if weight == 0 {
+            return true;
+        }
+        cx.err_nolines(format!(
+            "({name}) ignoring tracked bfd {} with weight {weight} due to {why}",
+            t.name
+        ));
+        false
+    });
+}
+
+/// The group's own tracked objects tracked by member `i` too (what it
+/// tracks itself first); their weights only with the group's tracking
+/// weight (else a group's object can only FAULT its members).
+fn join_group_tracking(g: &SyncGroup, i: &mut Instance, weighted: bool) {
     for (from, to) in [
         (&g.track_interfaces, &mut i.track_interfaces),
         (&g.track_scripts, &mut i.track_scripts),
@@ -342,7 +416,11 @@ fn join_group_tracking(g: &SyncGroup, i: &mut Instance) {
     ] {
         for t in from {
             if !to.iter().any(|o| o.name == t.name) {
-                to.push(t.clone());
+                let mut t = t.clone();
+                if !weighted {
+                    t.weight = Some(0);
+                }
+                to.push(t);
             }
         }
     }

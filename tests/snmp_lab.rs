@@ -397,9 +397,12 @@ fn a_hostile_master_delays_no_advert() {
 }
 
 /// An instance tracking a file and a BFD session (to a neighbour that
-/// never answers, weighted): its effective priority and KEEPALIVED-MIB's
-/// tracked file and BFD tables as keepalived shows them, without the file
-/// and BFD tables themselves (.13, .18), which are not built yet.
+/// never answers, weighted), and a sync group (without tracking weight)
+/// tracking the file with a weight of its own, a member tracking the
+/// session: the effective priorities (the group's weights and the
+/// member's weighted session ignored, as keepalived ignores them) and
+/// KEEPALIVED-MIB's tracked file and BFD tables as keepalived shows them,
+/// without the file and BFD tables themselves (.13, .18), not built yet.
 #[test]
 #[cfg_attr(
     not(all(feature = "root", feature = "reference")),
@@ -418,7 +421,10 @@ fn tracked_objects_walk_as_keepalived_s() {
          advert_int 1\n  virtual_ipaddress {{\n    192.0.2.161/24\n  }}\n  track_file {{\n    flag\n  }}\n  \
          track_bfd {{\n    to_nowhere\n  }}\n  notify @NOTIFY@\n}}\n\
          vrrp_instance VI_2 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 62\n  priority 150\n  \
-         advert_int 1\n  virtual_ipaddress {{\n    192.0.2.162/24\n  }}\n}}\n",
+         advert_int 1\n  virtual_ipaddress {{\n    192.0.2.162/24\n  }}\n  track_bfd {{\n    to_nowhere\n  }}\n}}\n\
+         vrrp_instance VI_3 {{\n  state BACKUP\n  interface eth0\n  virtual_router_id 63\n  priority 150\n  \
+         advert_int 1\n  virtual_ipaddress {{\n    192.0.2.163/24\n  }}\n}}\n\
+         vrrp_sync_group G1 {{\n  group {{\n    VI_2\n    VI_3\n  }}\n  track_file {{\n    flag weight 2\n  }}\n}}\n",
         snmpd.socket.display(),
         file.display()
     );
@@ -451,7 +457,7 @@ fn tracked_objects_walk_as_keepalived_s() {
         walks.push(w);
     }
     let (theirs, ours) = (&walks[0], &walks[1]);
-    let tables: Vec<&str> = [".12.1.", ".17.1."]
+    let tables: Vec<&str> = [".12.1.", ".16.1.", ".17.1."]
         .into_iter()
         .filter(|t| {
             theirs
@@ -461,8 +467,8 @@ fn tracked_objects_walk_as_keepalived_s() {
         .collect();
     assert_eq!(
         tables.len(),
-        2,
-        "keepalived shows the tracked file and session: {theirs:#?}"
+        3,
+        "keepalived shows the tracked files and session: {theirs:#?}"
     );
     let differ: Vec<String> = ours
         .iter()

@@ -427,6 +427,9 @@ fn process_defaults(cfg: &Config, name: &str) -> (i32, bool) {
 
 /// A table of tracked objects (`table` under `.2`), the name in column
 /// `first`, weight and reverse after it, indexed by owner then position.
+/// The weight is the tracking line's for interfaces and scripts, and, as
+/// keepalived's `vrrp_snmp.c` reads it, the object's own for files, BFD
+/// sessions and processes (`defaults` gives the object's).
 fn tracked(
     t: &mut Tree,
     table: u32,
@@ -435,13 +438,19 @@ fn tracked(
     list: &[Tracked],
     defaults: &dyn Fn(&str) -> (i32, bool),
 ) {
+    let own_weight = !matches!(table, 4 | 5 | 14 | 15);
     for (n, x) in list.iter().enumerate() {
         let i = [owner as u32 + 1, n as u32 + 1];
         let col = |k: u32| oid(&[2, table, 1, first + k]);
         let (w, r) = defaults(&x.name);
+        let (w, r) = if own_weight {
+            (w, r)
+        } else {
+            (x.weight.unwrap_or(w), x.reverse.unwrap_or(r))
+        };
         t.set(&col(0), &i, Value::text(&x.name));
-        t.set(&col(1), &i, Value::Integer(x.weight.unwrap_or(w)));
-        t.set(&col(2), &i, yes(x.reverse.unwrap_or(r)));
+        t.set(&col(1), &i, Value::Integer(w));
+        t.set(&col(2), &i, yes(r));
     }
 }
 

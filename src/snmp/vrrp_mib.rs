@@ -79,8 +79,9 @@ pub fn view(
         t.set(&col(5), &idx, Value::Integer(i32::from(c.priority)));
         t.set(&col(6), &idx, Value::Integer(c.vips.len() as i32));
         let source = ipv4(&s.source).unwrap_or([0; 4]);
-        // The last master heard from (0.0.0.0 before any), as keepalived.
-        let master = s.master.as_deref().and_then(ipv4).unwrap_or([0; 4]);
+        // The last other master heard (0.0.0.0 before any), kept after a
+        // takeover, as keepalived's `master_saddr`.
+        let master = s.last_master.as_deref().and_then(ipv4).unwrap_or([0; 4]);
         t.set(&col(7), &idx, Value::IpAddress(master));
         t.set(&col(8), &idx, Value::IpAddress(source));
         let auth = match c.auth {

@@ -112,6 +112,9 @@ pub struct Node {
     pub last: Option<Transition>,
     /// The master's address as last seen (BACKUP).
     pub master: Option<IpAddr>,
+    /// The last other master heard, kept after a takeover (keepalived's
+    /// `master_saddr`, which SNMP shows).
+    pub last_master: Option<IpAddr>,
     /// Whether the interface is up (and has an address to send from).
     pub if_up: bool,
     /// The receive checks' expectations.
@@ -264,6 +267,7 @@ impl Node {
             stats: Stats::default(),
             last: None,
             master: None,
+            last_master: None,
             if_up: p.up && (p.src.is_some() || i.src_ip.is_some()),
             expect,
             trackers,

@@ -48,6 +48,8 @@ pub struct InstanceStatus {
     pub source: String,
     /// The master it last accepted an advert from (BACKUP).
     pub master: Option<String>,
+    /// The last other master heard, kept after a takeover.
+    pub last_master: Option<String>,
     /// VRRP version.
     pub version: u8,
     /// The addresses it holds while MASTER.
@@ -168,6 +170,7 @@ fn instance(r: &Runner, n: &super::run::Node) -> InstanceStatus {
         effective_priority: n.fsm.params.priority,
         source: n.src.to_string(),
         master: n.master.map(|m| m.to_string()),
+        last_master: n.last_master.map(|m| m.to_string()),
         version: n.cfg.version,
         vips: n
             .cfg
@@ -362,6 +365,7 @@ mod tests {
             effective_priority: 90,
             source: "192.0.2.1".into(),
             master: None,
+            last_master: None,
             version: 2,
             vips: vec!["192.0.2.100/24".into()],
             last_transition: None,

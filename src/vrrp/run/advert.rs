@@ -179,6 +179,7 @@ impl Runner {
         }
         if n.fsm.state == State::Backup && advert.priority > 0 {
             n.master = Some(rx.from);
+            n.last_master = Some(rx.from);
         }
         let input = Input::Advert {
             from: rx.from,

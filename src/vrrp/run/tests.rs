@@ -208,6 +208,24 @@ fn the_higher_priority_wins_after_its_down_interval_and_a_release_hands_over_in_
     assert_eq!(first(&lan, 1, "garp x5", 0), Some(10_000_100 + 609_375));
 }
 
+/// After a takeover the status still names the master heard before
+/// (keepalived's `master_saddr`, which VRRP-MIB shows), while `master`
+/// says no other master is followed now.
+#[test]
+fn the_last_master_heard_outlives_the_takeover() {
+    let mut lan = lan();
+    let mut r = [runner(&mut lan, 0, 150, ""), runner(&mut lan, 1, 100, "")];
+    start(&mut r, &mut lan);
+    play(&mut r, &mut lan, 10_000_000, Some((10_000_000, 0)));
+    let before = crate::vrrp::status::snapshot(&r[1]);
+    assert_eq!(before[0].master.as_deref(), Some("192.0.2.1"), "{before:?}");
+    play(&mut r, &mut lan, 12_000_000, None);
+    let after = crate::vrrp::status::snapshot(&r[1]);
+    assert_eq!(after[0].state, "MASTER");
+    assert_eq!(after[0].master, None);
+    assert_eq!(after[0].last_master, before[0].master);
+}
+
 #[test]
 fn a_returning_higher_priority_preempts_and_nopreempt_does_not() {
     for (extra, preempts) in [("", true), ("nopreempt", false)] {

@@ -44,6 +44,23 @@ fn normalised(line: &str) -> String {
     }
 }
 
+/// Asserts two walks equal, line by line, showing the lines that differ.
+fn same_walk(ours: &[String], theirs: &[String]) {
+    let differ: Vec<String> = ours
+        .iter()
+        .zip(theirs.iter())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("ours {a}\n  keepalived {b}"))
+        .collect();
+    assert!(
+        differ.is_empty() && ours.len() == theirs.len(),
+        "{} lines vs keepalived's {}:\n{}",
+        ours.len(),
+        theirs.len(),
+        differ.join("\n")
+    );
+}
+
 /// Received notifications of the daemons (not snmpd's own coldStart)
 /// without what differs between runs: snmpd's sysUpTime and the receipt
 /// line's time and port.
@@ -157,19 +174,7 @@ fn vrrp_mibs_walk_as_keepalived_s() {
         std::fs::write("/tmp/snmp-theirs.txt", theirs.join("\n")).unwrap();
         std::fs::write("/tmp/snmp-theirs.log", lab.log(1, Impl::Keepalived)).unwrap();
     }
-    let differ: Vec<String> = ours
-        .iter()
-        .zip(theirs.iter())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("ours {a}\n  keepalived {b}"))
-        .collect();
-    assert!(
-        differ.is_empty() && ours.len() == theirs.len(),
-        "{} lines vs keepalived's {}:\n{}",
-        ours.len(),
-        theirs.len(),
-        differ.join("\n")
-    );
+    same_walk(&ours, &theirs);
     assert_eq!(bulk, ours, "snmpbulkwalk (left) vs snmpwalk (right)");
     assert!(ours.len() > 20, "{ours:?}");
     eprintln!(
@@ -470,19 +475,7 @@ fn tracked_objects_walk_as_keepalived_s() {
         3,
         "keepalived shows the tracked files and session: {theirs:#?}"
     );
-    let differ: Vec<String> = ours
-        .iter()
-        .zip(theirs.iter())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("ours {a}\n  keepalived {b}"))
-        .collect();
-    assert!(
-        differ.is_empty() && ours.len() == theirs.len(),
-        "{} lines vs keepalived's {}:\n{}",
-        ours.len(),
-        theirs.len(),
-        differ.join("\n")
-    );
+    same_walk(ours, theirs);
     eprintln!(
         "tracked objects: {} lines of KEEPALIVED-MIB equal to keepalived's",
         ours.len()

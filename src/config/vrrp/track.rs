@@ -295,21 +295,7 @@ pub fn sync_group_tracking(
                     ));
                 }
             }
-            i.track_scripts.retain(|t| {
-                let own = scripts
-                    .iter()
-                    .find(|s| s.name == t.name)
-                    .map_or(0, |s| s.weight);
-                if t.weight.unwrap_or(own) == 0 {
-                    return true;
-                }
-                cx.err_nolines(format!(
-                    "({name}) ignoring tracked script {} with weights due to SYNC group",
-                    t.name
-                ));
-                false
-            });
-            drop_weighted_files_and_bfds(cfg, cx, i, "SYNC group");
+            drop_weighted(cfg, cx, i, scripts, "SYNC group");
             join_group_tracking(g, i, false);
         }
     }
@@ -335,32 +321,31 @@ pub fn owner_tracking(
         if unweighted_group {
             continue;
         }
-        let name = i.name.clone();
-        i.track_scripts.retain(|t| {
-            let own = scripts
-                .iter()
-                .find(|s| s.name == t.name)
-                .map_or(0, |s| s.weight);
-            if t.weight.unwrap_or(own) == 0 {
-                return true;
-            }
-            cx.err_nolines(format!(
-                "({name}) ignoring tracked script {} with weights due to address_owner",
-                t.name
-            ));
-            false
-        });
-        drop_weighted_files_and_bfds(cfg, cx, i, "address_owner");
+        drop_weighted(cfg, cx, i, scripts, "address_owner");
     }
 }
 
 /// keepalived's `vrrp_complete_instance()` for a sync group member
-/// without tracking weights or an address owner (`why`): a tracked file
-/// of the default weight 1 counts as unweighted, one of another weight is
-/// dropped, and so is a weighted tracked BFD session, each with
-/// keepalived's error.
-pub fn drop_weighted_files_and_bfds(cfg: &Config, cx: &mut Ctx, i: &mut Instance, why: &str) {
+/// without tracking weights or an address owner (`why`): weighted tracked
+/// scripts are dropped, a tracked file of the default weight 1 counts as
+/// unweighted, one of another weight is dropped, and so is a weighted
+/// tracked BFD session, each with keepalived's error.
+fn drop_weighted(cfg: &Config, cx: &mut Ctx, i: &mut Instance, scripts: &[VrrpScript], why: &str) {
     let name = i.name.clone();
+    i.track_scripts.retain(|t| {
+        let own = scripts
+            .iter()
+            .find(|s| s.name == t.name)
+            .map_or(0, |s| s.weight);
+        if t.weight.unwrap_or(own) == 0 {
+            return true;
+        }
+        cx.err_nolines(format!(
+            "({name}) ignoring tracked script {} with weights due to {why}",
+            t.name
+        ));
+        false
+    });
     i.track_files.retain_mut(|t| {
         let own = cfg
             .track_files

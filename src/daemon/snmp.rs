@@ -108,6 +108,23 @@ fn view(cfg: &Config, src: &Sources, mods: &[Module]) -> Tree {
         .iter()
         .filter_map(|c| published.iter().find(|s| s.name == c.name).map(|s| (c, s)))
         .collect();
+    // Each link and script path read once for the whole view, not once
+    // per row that names it.
+    let links = std::cell::RefCell::new(std::collections::HashMap::new());
+    let link = |name: &str| {
+        *links
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| link(name))
+    };
+    let paths = std::cell::RefCell::new(std::collections::HashMap::new());
+    let resolve = |p: &str| {
+        paths
+            .borrow_mut()
+            .entry(p.to_string())
+            .or_insert_with(|| resolve(p))
+            .clone()
+    };
     for m in mods {
         let part = if m.root == keepalived_mib::GLOBAL {
             keepalived_mib::global(cfg, &version())

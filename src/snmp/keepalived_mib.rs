@@ -50,13 +50,7 @@ pub fn global(cfg: &Config, version: &str) -> Tree {
     let mut t = Tree::new();
     let g = &cfg.global_defs;
     t.set(&oid(&[1, 1]), &[0], Value::text(version));
-    let router_id = g.router_id.clone().unwrap_or_else(|| {
-        nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok())
-            .unwrap_or_default()
-    });
-    t.set(&oid(&[1, 2]), &[0], Value::text(&router_id));
+    t.set(&oid(&[1, 2]), &[0], Value::text(&super::router_id(cfg)));
     let smtp: Option<(IpAddr, u16)> = g
         .smtp_server
         .as_ref()
@@ -128,6 +122,20 @@ pub fn vrrp(
 ) -> Tree {
     let mut t = Tree::new();
     scripts(&mut t, cfg, instances, resolve);
+    sync_groups(&mut t, cfg, instances);
+    let syncd_of = cfg
+        .global_defs
+        .lvs_sync_daemon
+        .as_ref()
+        .and_then(|d| d.vrrp_instance.clone().map(|n| (n, d.ifname.clone())));
+    for (ii, (c, s)) in instances.iter().enumerate() {
+        instance(&mut t, cfg, ii, (c, s), syncd_of.as_ref(), link);
+    }
+    t
+}
+
+/// The sync group and member tables, and the groups' tracked objects.
+fn sync_groups(t: &mut Tree, cfg: &Config, instances: &[(&Instance, &InstanceStatus)]) {
     for (gi, g) in cfg.vrrp.sync_groups.iter().enumerate() {
         let i = [gi as u32 + 1];
         let col = |n: u32| oid(&[2, 1, 1, n]);
@@ -160,14 +168,10 @@ pub fn vrrp(
             }
         }
         t.set(&col(10), &i, yes(g.tracking_weight));
-        tracked(&mut t, 14, 1, gi, &g.track_interfaces, &|_| (0, false));
-        tracked(&mut t, 15, 2, gi, &g.track_scripts, &|n| {
-            script_defaults(cfg, n)
-        });
-        tracked(&mut t, 16, 2, gi, &g.track_files, &|n| {
-            file_defaults(cfg, n)
-        });
-        tracked(&mut t, 22, 2, gi, &g.track_processes, &|n| {
+        tracked(t, 14, 1, gi, &g.track_interfaces, &|_| (0, false));
+        tracked(t, 15, 2, gi, &g.track_scripts, &|n| script_defaults(cfg, n));
+        tracked(t, 16, 2, gi, &g.track_files, &|n| file_defaults(cfg, n));
+        tracked(t, 22, 2, gi, &g.track_processes, &|n| {
             process_defaults(cfg, n)
         });
         for (mi, m) in g.members.iter().enumerate() {
@@ -178,172 +182,176 @@ pub fn vrrp(
             );
         }
     }
-    let syncd_of = cfg
-        .global_defs
-        .lvs_sync_daemon
-        .as_ref()
-        .and_then(|d| d.vrrp_instance.clone().map(|n| (n, d.ifname.clone())));
-    for (ii, (c, s)) in instances.iter().enumerate() {
-        let i = [ii as u32 + 1];
-        let col = |n: u32| oid(&[2, 3, 1, n]);
-        t.set(&col(2), &i, Value::text(&c.name));
-        t.set(&col(3), &i, Value::Gauge32(u32::from(c.vrid)));
-        let now = state(s.state);
-        t.set(&col(4), &i, Value::Integer(now));
-        let init = match c.init_state {
-            InitState::Master => 2,
-            InitState::Backup => 1,
-        };
-        t.set(&col(5), &i, Value::Integer(init));
-        t.set(&col(6), &i, Value::Integer(now));
-        t.set(&col(7), &i, Value::Integer(i32::from(c.priority)));
-        t.set(&col(8), &i, Value::Integer(i32::from(s.effective_priority)));
-        t.set(&col(9), &i, yes(s.state == "MASTER"));
-        t.set(&col(10), &i, Value::text(&s.interface));
-        // keepalived reports tracked(1) only with dont_track_primary.
-        t.set(&col(11), &i, yes(c.dont_track_primary));
-        let adv = if c.version == 2 {
-            c.advert_int_us / 1_000_000
-        } else {
-            c.advert_int_us / 10_000
-        };
-        t.set(&col(12), &i, Value::Gauge32(adv as u32));
-        t.set(&col(13), &i, yes(!c.nopreempt));
-        t.set(
-            &col(14),
-            &i,
-            Value::Gauge32((c.preempt_delay_us / 1_000_000) as u32),
-        );
-        let auth = match c.auth {
-            None => 0,
-            Some(Auth::Pass(_)) => 1,
-            Some(Auth::Ah(_)) => 2,
-        };
-        t.set(&col(15), &i, Value::Integer(auth));
-        let syncd = syncd_of.as_ref().filter(|(n, _)| *n == c.name);
-        t.set(&col(16), &i, yes(syncd.is_some()));
-        if let Some((_, ifname)) = syncd {
-            t.set(&col(17), &i, Value::text(ifname));
-        }
-        if let Some(g) = &c.sync_group {
-            t.set(&col(18), &i, Value::text(g));
-        }
-        t.set(
-            &col(19),
-            &i,
-            Value::Gauge32((c.garp.master_delay_us / 1_000_000) as u32),
-        );
-        let smtp = c
-            .smtp_alert
-            .or(cfg.vrrp.globals.smtp_alert_vrrp)
-            .or(cfg.global_defs.smtp_alert)
-            .unwrap_or(false);
-        t.set(&col(20), &i, yes(smtp));
-        let n = &c.notify;
-        let any = n.master.is_some()
-            || n.backup.is_some()
-            || n.fault.is_some()
-            || n.stop.is_some()
-            || n.any.is_some()
-            || n.master_rx_lower_pri.is_some()
-            || matches!(n.deleted, Some(Some(_)));
-        t.set(&col(21), &i, yes(any));
-        for (k, s) in [
-            (22, &n.master),
-            (23, &n.backup),
-            (24, &n.fault),
-            (25, &n.stop),
-            (26, &n.any),
-        ] {
-            if let Some(s) = s {
-                t.set(&col(k), &i, command(s));
-            }
-        }
-        // A VRRPv2 instance: 0, not a TruthValue (keepalived sets accept
-        // mode for VRRPv3 only).
-        let accept = if c.version == 2 {
-            Value::Integer(0)
-        } else {
-            yes(c.accept || !c.strict)
-        };
-        t.set(&col(27), &i, accept);
-        t.set(&col(28), &i, yes(c.promote_secondaries));
-        t.set(&col(29), &i, Value::Integer(2));
-        t.set(&col(30), &i, Value::Integer(i32::from(c.version)));
-        if let Some(s) = &n.master_rx_lower_pri {
-            t.set(&col(31), &i, command(s));
-        }
-        if let Some(Some(s)) = &n.deleted {
-            t.set(&col(32), &i, command(s));
-        }
-        t.set(&col(33), &i, yes(n.deleted.is_some()));
-        let v6 = c.vips.first().is_some_and(|v| v.addr.is_ipv6());
-        let mcast: IpAddr = c.mcast_dst.unwrap_or(if v6 {
-            "ff02::12".parse().expect("literal")
-        } else {
-            "224.0.0.18".parse().expect("literal")
-        });
-        t.set(&col(34), &i, Value::Integer(inet_type(mcast) as i32));
-        t.set(&col(35), &i, Value::OctetString(octets(mcast)));
-        // Its own, not those its sync group hands every member.
-        let group = c
-            .sync_group
-            .as_ref()
-            .and_then(|g| cfg.vrrp.sync_groups.iter().find(|x| x.name == *g));
-        let own = |list: &[Tracked], of_group: Option<&[Tracked]>| -> Vec<Tracked> {
-            list.iter()
-                .filter(|x| {
-                    !of_group
-                        .is_some_and(|g| g.iter().any(|y| y.name == x.name && y.line == x.line))
-                })
-                .cloned()
-                .collect()
-        };
-        let ifs = own(
-            &c.track_interfaces,
-            group.map(|g| g.track_interfaces.as_slice()),
-        );
-        let scs = own(&c.track_scripts, group.map(|g| g.track_scripts.as_slice()));
-        tracked(&mut t, 4, 1, ii, &ifs, &|_| (0, false));
-        tracked(&mut t, 5, 2, ii, &scs, &|n| script_defaults(cfg, n));
-        let files = own(&c.track_files, group.map(|g| g.track_files.as_slice()));
-        tracked(&mut t, 12, 2, ii, &files, &|n| file_defaults(cfg, n));
-        let bfds = own(&c.track_bfds, group.map(|g| g.track_bfds.as_slice()));
-        tracked(&mut t, 17, 2, ii, &bfds, &|n| bfd_defaults(cfg, n));
-        let procs = own(
-            &c.track_processes,
-            group.map(|g| g.track_processes.as_slice()),
-        );
-        tracked(&mut t, 20, 2, ii, &procs, &|n| process_defaults(cfg, n));
-        let held = s.state == "MASTER";
-        for (ri, r) in c.virtual_routes.iter().enumerate() {
-            route(
-                &mut t,
-                [ii as u32 + 1, ri as u32 + 1],
-                r,
-                held,
-                &s.interface,
-                link,
-            );
-        }
-        let all = c
-            .vips
-            .iter()
-            .map(|v| (v, true))
-            .chain(c.evips.iter().map(|v| (v, false)));
-        for (ai, (v, in_advert)) in all.enumerate() {
-            address(
-                &mut t,
-                [ii as u32 + 1, ai as u32 + 1],
-                v,
-                in_advert,
-                held,
-                &s.interface,
-                link,
-            );
+}
+
+/// Instance `ii`'s row of vrrpInstanceTable with its tracked objects,
+/// routes and addresses; `syncd_of`: the instance an LVS sync daemon
+/// follows, and its interface.
+fn instance(
+    t: &mut Tree,
+    cfg: &Config,
+    ii: usize,
+    (c, s): (&Instance, &InstanceStatus),
+    syncd_of: Option<&(String, String)>,
+    link: &dyn Fn(&str) -> Option<Link>,
+) {
+    let i = [ii as u32 + 1];
+    let col = |n: u32| oid(&[2, 3, 1, n]);
+    t.set(&col(2), &i, Value::text(&c.name));
+    t.set(&col(3), &i, Value::Gauge32(u32::from(c.vrid)));
+    let now = state(s.state);
+    t.set(&col(4), &i, Value::Integer(now));
+    let init = match c.init_state {
+        InitState::Master => 2,
+        InitState::Backup => 1,
+    };
+    t.set(&col(5), &i, Value::Integer(init));
+    t.set(&col(6), &i, Value::Integer(now));
+    t.set(&col(7), &i, Value::Integer(i32::from(c.priority)));
+    t.set(&col(8), &i, Value::Integer(i32::from(s.effective_priority)));
+    t.set(&col(9), &i, yes(s.state == "MASTER"));
+    t.set(&col(10), &i, Value::text(&s.interface));
+    // keepalived reports tracked(1) only with dont_track_primary.
+    t.set(&col(11), &i, yes(c.dont_track_primary));
+    let adv = if c.version == 2 {
+        c.advert_int_us / 1_000_000
+    } else {
+        c.advert_int_us / 10_000
+    };
+    t.set(&col(12), &i, Value::Gauge32(adv as u32));
+    t.set(&col(13), &i, yes(!c.nopreempt));
+    t.set(
+        &col(14),
+        &i,
+        Value::Gauge32((c.preempt_delay_us / 1_000_000) as u32),
+    );
+    let auth = match c.auth {
+        None => 0,
+        Some(Auth::Pass(_)) => 1,
+        Some(Auth::Ah(_)) => 2,
+    };
+    t.set(&col(15), &i, Value::Integer(auth));
+    let syncd = syncd_of.as_ref().filter(|(n, _)| *n == c.name);
+    t.set(&col(16), &i, yes(syncd.is_some()));
+    if let Some((_, ifname)) = syncd {
+        t.set(&col(17), &i, Value::text(ifname));
+    }
+    if let Some(g) = &c.sync_group {
+        t.set(&col(18), &i, Value::text(g));
+    }
+    t.set(
+        &col(19),
+        &i,
+        Value::Gauge32((c.garp.master_delay_us / 1_000_000) as u32),
+    );
+    let smtp = c
+        .smtp_alert
+        .or(cfg.vrrp.globals.smtp_alert_vrrp)
+        .or(cfg.global_defs.smtp_alert)
+        .unwrap_or(false);
+    t.set(&col(20), &i, yes(smtp));
+    let n = &c.notify;
+    let any = n.master.is_some()
+        || n.backup.is_some()
+        || n.fault.is_some()
+        || n.stop.is_some()
+        || n.any.is_some()
+        || n.master_rx_lower_pri.is_some()
+        || matches!(n.deleted, Some(Some(_)));
+    t.set(&col(21), &i, yes(any));
+    for (k, s) in [
+        (22, &n.master),
+        (23, &n.backup),
+        (24, &n.fault),
+        (25, &n.stop),
+        (26, &n.any),
+    ] {
+        if let Some(s) = s {
+            t.set(&col(k), &i, command(s));
         }
     }
-    t
+    // A VRRPv2 instance: 0, not a TruthValue (keepalived sets accept
+    // mode for VRRPv3 only).
+    let accept = if c.version == 2 {
+        Value::Integer(0)
+    } else {
+        yes(c.accept || !c.strict)
+    };
+    t.set(&col(27), &i, accept);
+    t.set(&col(28), &i, yes(c.promote_secondaries));
+    t.set(&col(29), &i, Value::Integer(2));
+    t.set(&col(30), &i, Value::Integer(i32::from(c.version)));
+    if let Some(s) = &n.master_rx_lower_pri {
+        t.set(&col(31), &i, command(s));
+    }
+    if let Some(Some(s)) = &n.deleted {
+        t.set(&col(32), &i, command(s));
+    }
+    t.set(&col(33), &i, yes(n.deleted.is_some()));
+    let v6 = c.vips.first().is_some_and(|v| v.addr.is_ipv6());
+    let mcast: IpAddr = c.mcast_dst.unwrap_or(if v6 {
+        "ff02::12".parse().expect("literal")
+    } else {
+        "224.0.0.18".parse().expect("literal")
+    });
+    t.set(&col(34), &i, Value::Integer(inet_type(mcast) as i32));
+    t.set(&col(35), &i, Value::OctetString(octets(mcast)));
+    // Its own, not those its sync group hands every member.
+    let group = c
+        .sync_group
+        .as_ref()
+        .and_then(|g| cfg.vrrp.sync_groups.iter().find(|x| x.name == *g));
+    let own = |list: &[Tracked], of_group: Option<&[Tracked]>| -> Vec<Tracked> {
+        list.iter()
+            .filter(|x| {
+                !of_group.is_some_and(|g| g.iter().any(|y| y.name == x.name && y.line == x.line))
+            })
+            .cloned()
+            .collect()
+    };
+    let ifs = own(
+        &c.track_interfaces,
+        group.map(|g| g.track_interfaces.as_slice()),
+    );
+    let scs = own(&c.track_scripts, group.map(|g| g.track_scripts.as_slice()));
+    tracked(t, 4, 1, ii, &ifs, &|_| (0, false));
+    tracked(t, 5, 2, ii, &scs, &|n| script_defaults(cfg, n));
+    let files = own(&c.track_files, group.map(|g| g.track_files.as_slice()));
+    tracked(t, 12, 2, ii, &files, &|n| file_defaults(cfg, n));
+    let bfds = own(&c.track_bfds, group.map(|g| g.track_bfds.as_slice()));
+    tracked(t, 17, 2, ii, &bfds, &|n| bfd_defaults(cfg, n));
+    let procs = own(
+        &c.track_processes,
+        group.map(|g| g.track_processes.as_slice()),
+    );
+    tracked(t, 20, 2, ii, &procs, &|n| process_defaults(cfg, n));
+    let held = s.state == "MASTER";
+    for (ri, r) in c.virtual_routes.iter().enumerate() {
+        route(
+            t,
+            [ii as u32 + 1, ri as u32 + 1],
+            r,
+            held,
+            &s.interface,
+            link,
+        );
+    }
+    let all = c
+        .vips
+        .iter()
+        .map(|v| (v, true))
+        .chain(c.evips.iter().map(|v| (v, false)));
+    for (ai, (v, in_advert)) in all.enumerate() {
+        address(
+            t,
+            [ii as u32 + 1, ai as u32 + 1],
+            v,
+            in_advert,
+            held,
+            &s.interface,
+            link,
+        );
+    }
 }
 
 /// One row of vrrpAddressTable.

@@ -14,6 +14,16 @@ pub mod vrrpv3_mib;
 
 use std::net::IpAddr;
 
+/// `router_id`, else the host name (keepalived's default).
+pub(crate) fn router_id(cfg: &crate::config::model::Config) -> String {
+    cfg.global_defs.router_id.clone().unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_default()
+    })
+}
+
 /// `root` followed by `tail`.
 pub(crate) fn under(root: &[u32], tail: &[u32]) -> Vec<u32> {
     let mut o = Vec::with_capacity(root.len() + tail.len());

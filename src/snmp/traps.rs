@@ -59,13 +59,7 @@ fn head(uptime_cs: u32, trap: Vec<u32>) -> Vec<VarBind> {
 }
 
 fn router_id(cfg: &Config) -> VarBind {
-    let id = cfg.global_defs.router_id.clone().unwrap_or_else(|| {
-        nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok())
-            .unwrap_or_default()
-    });
-    vb(kmib(&[1, 2, 0]), Value::text(&id))
+    vb(kmib(&[1, 2, 0]), Value::text(&super::router_id(cfg)))
 }
 
 /// The notifications for a sync group's state `word`.
@@ -121,8 +115,7 @@ pub fn instance(
         return out;
     };
     let own: Option<IpAddr> = s.source.parse().ok();
-    let v4_only = c.version == 2 && !c.vips.is_empty() && c.vips.iter().all(|v| v.addr.is_ipv4());
-    if en.rfcv2 && v4_only {
+    if en.rfcv2 && super::vrrp_mib::suitable(c) {
         if let Some(IpAddr::V4(a)) = own {
             let mut v = head(uptime_cs, vec![1, 3, 6, 1, 2, 1, 68, 0, 1]);
             v.push(vb(
@@ -145,13 +138,8 @@ pub fn instance(
         v.push(vb(addr, Value::OctetString(octets)));
         let mut reason = vec![1, 3, 6, 1, 2, 1, 207, 1, 2, 5, 1, 2];
         reason.extend_from_slice(&idx);
-        let r = if c.priority == 255 {
-            1
-        } else if s.stats.advert_rcvd > 0 {
-            2
-        } else {
-            3
-        };
+        // The published state may not say MASTER yet: the reason alone.
+        let r = super::vrrpv3_mib::master_reason(c, s);
         v.push(vb(reason, Value::Integer(r)));
         out.push(v);
     }

@@ -36,7 +36,7 @@ fn ipv4(s: &str) -> Option<[u8; 4]> {
 }
 
 /// keepalived's `suitable_for_rfc2787`: VRRPv2, IPv4, a virtual address.
-fn suitable(i: &Instance) -> bool {
+pub(crate) fn suitable(i: &Instance) -> bool {
     i.version == 2 && !i.vips.is_empty() && i.vips.iter().all(|v| v.addr.is_ipv4())
 }
 

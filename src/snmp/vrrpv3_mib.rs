@@ -26,7 +26,16 @@ fn oid(tail: &[u32]) -> Vec<u32> {
 fn new_master_reason(c: &Instance, s: &InstanceStatus) -> i32 {
     if s.state != "MASTER" {
         0
-    } else if c.priority == 255 {
+    } else {
+        master_reason(c, s)
+    }
+}
+
+/// Why an instance is (or is becoming) MASTER: priority(1) for an address
+/// owner, preempted(2) after hearing a master, masterNoResponse(3) when
+/// none was heard.
+pub(crate) fn master_reason(c: &Instance, s: &InstanceStatus) -> i32 {
+    if c.priority == 255 {
         1
     } else if s.stats.advert_rcvd > 0 {
         2
